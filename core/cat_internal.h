@@ -1,0 +1,188 @@
+/*
+ * cat_internal.h -- shared internals of libcaterva: error plumbing, little/big-endian
+ * accessors, overflow-checked arithmetic, the thread pool and the context.
+ * Not installed; names here start with cat_ and are not exported from the shared library.
+ */
+#ifndef CAT_INTERNAL_H
+#define CAT_INTERNAL_H
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "caterva.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- errors ------------------------------------------------------------------------ */
+
+/* Record a formatted message in ctx (which may be NULL) and return rc. */
+int cat_error(caterva_ctx *ctx, int rc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Jump to the function's exit label with rc set and a message recorded. */
+#define CAT_FAIL(label, code, ...)                                                     \
+  do {                                                                                 \
+    rc = cat_error(ctx, (code), __VA_ARGS__);                                          \
+    goto label;                                                                        \
+  } while (0)
+#define CAT_CHECK(label, cond, code, ...)                                              \
+  do {                                                                                 \
+    if (!(cond)) CAT_FAIL(label, code, __VA_ARGS__);                                   \
+  } while (0)
+/* Propagate a negative result of an expression, keeping the callee's message. */
+#define CAT_TRY(label, expr)                                                           \
+  do {                                                                                 \
+    int64_t cat_try_rc_ = (expr);                                                      \
+    if (cat_try_rc_ < 0) {                                                             \
+      rc = (int)cat_try_rc_;                                                           \
+      goto label;                                                                      \
+    }                                                                                  \
+  } while (0)
+
+/* ---- byte order -------------------------------------------------------------------- */
+
+static inline uint16_t cat_le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t cat_le32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline int32_t cat_le32s(const uint8_t *p) { return (int32_t)cat_le32(p); }
+static inline uint64_t cat_le64(const uint8_t *p) {
+  return (uint64_t)cat_le32(p) | (uint64_t)cat_le32(p + 4) << 32;
+}
+static inline void cat_put_le32(uint8_t *p, uint32_t v) {
+  p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+static inline void cat_put_le64(uint8_t *p, uint64_t v) {
+  cat_put_le32(p, (uint32_t)v);
+  cat_put_le32(p + 4, (uint32_t)(v >> 32));
+}
+static inline uint16_t cat_be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static inline uint32_t cat_be32(const uint8_t *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+static inline uint64_t cat_be64(const uint8_t *p) {
+  return (uint64_t)cat_be32(p) << 32 | (uint64_t)cat_be32(p + 4);
+}
+static inline void cat_put_be16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+static inline void cat_put_be32(uint8_t *p, uint32_t v) {
+  p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
+}
+static inline void cat_put_be64(uint8_t *p, uint64_t v) {
+  cat_put_be32(p, (uint32_t)(v >> 32));
+  cat_put_be32(p + 4, (uint32_t)v);
+}
+
+/* ---- bounds-checked reader over untrusted bytes ------------------------------------- */
+
+/* A cursor never reads past end; every getter returns false (and reads nothing) when the
+ * bytes are not there, so parsers check once per field. */
+typedef struct cat_rdr {
+  const uint8_t *p;   /* next byte */
+  const uint8_t *end; /* one past the last readable byte */
+} cat_rdr;
+
+static inline void cat_rdr_init(cat_rdr *r, const void *buf, size_t len) {
+  r->p = (const uint8_t *)buf;
+  r->end = r->p + len;
+}
+static inline size_t cat_rdr_left(const cat_rdr *r) { return (size_t)(r->end - r->p); }
+static inline bool cat_rdr_skip(cat_rdr *r, size_t n) {
+  if (cat_rdr_left(r) < n) return false;
+  r->p += n;
+  return true;
+}
+static inline bool cat_rdr_u8(cat_rdr *r, uint8_t *v) {
+  if (cat_rdr_left(r) < 1) return false;
+  *v = *r->p++;
+  return true;
+}
+static inline bool cat_rdr_le32(cat_rdr *r, int32_t *v) {
+  if (cat_rdr_left(r) < 4) return false;
+  *v = cat_le32s(r->p);
+  r->p += 4;
+  return true;
+}
+static inline bool cat_rdr_bytes(cat_rdr *r, size_t n, const uint8_t **out) {
+  if (cat_rdr_left(r) < n) return false;
+  *out = r->p;
+  r->p += n;
+  return true;
+}
+
+/* ---- overflow-checked arithmetic ---------------------------------------------------- */
+
+/* Each returns false on overflow (or a negative operand) and leaves *out unspecified. */
+static inline bool cat_mul64(int64_t a, int64_t b, int64_t *out) {
+  if (a < 0 || b < 0) return false;
+  return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool cat_add64(int64_t a, int64_t b, int64_t *out) {
+  if (a < 0 || b < 0) return false;
+  return !__builtin_add_overflow(a, b, out);
+}
+static inline bool cat_mulsz(size_t a, size_t b, size_t *out) { return !__builtin_mul_overflow(a, b, out); }
+static inline bool cat_addsz(size_t a, size_t b, size_t *out) { return !__builtin_add_overflow(a, b, out); }
+
+static inline int64_t cat_ceil_div64(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
+/* ---- thread pool ---------------------------------------------------------------------- */
+
+/* Runs fn(arg, task, worker) for task in [0, ntasks) on up to nthreads threads (the caller is
+ * one of them). worker is in [0, nthreads) and identifies the per-thread scratch slot.
+ * Returns the first negative value returned by a task (the remaining tasks still run or are
+ * skipped), else 0. */
+typedef int (*cat_task_fn)(void *arg, int64_t task, int worker);
+typedef struct cat_pool cat_pool;
+int cat_pool_new(int nthreads, cat_pool **out);
+void cat_pool_free(cat_pool *pool);
+int cat_pool_run(cat_pool *pool, int64_t ntasks, cat_task_fn fn, void *arg);
+
+/* ---- context ------------------------------------------------------------------------- */
+
+#define CAT_ERRMSG_SIZE 512
+
+/* Per-worker scratch buffers, grown on demand and kept for reuse. */
+typedef struct cat_scratch {
+  uint8_t *buf[3];
+  size_t cap[3];
+  void *zcctx;  /* ZSTD_CCtx, created on first use */
+  void *zdctx;  /* ZSTD_DCtx, created on first use */
+} cat_scratch;
+
+struct caterva_ctx {
+  int nthreads;               /* >= 1 */
+  cat_pool *pool;             /* NULL when nthreads == 1 */
+  cat_scratch *scratch;       /* nthreads slots */
+  int64_t blocks_decompressed;/* running count, updated atomically */
+  char errmsg[CAT_ERRMSG_SIZE];
+};
+
+/* Returns scratch buffer `which` (0..2) of worker w with at least n bytes, or NULL. */
+uint8_t *cat_scratch_get(caterva_ctx *ctx, int w, int which, size_t n);
+
+/* ---- codecs (codecs.c) ----------------------------------------------------------------- */
+
+/* Compress n bytes with the codec at clevel 1..9 into out (capacity cap). Returns the
+ * compressed size, 0 when the output does not fit in cap (the caller then stores the stream
+ * raw), or a negative error. s holds reusable codec state of the calling worker. */
+int32_t cat_codec_compress(cat_scratch *s, int codec, int clevel, const uint8_t *in, int32_t n,
+                           uint8_t *out, int32_t cap);
+/* Decompress exactly nout bytes; returns nout or CATERVA_E_CORRUPT (never out of bounds).
+ * dict/dictlen: the chunk's dictionary (zstd, lz4), or NULL/0. */
+int32_t cat_codec_decompress(cat_scratch *s, int codec, const uint8_t *in, int32_t n,
+                             uint8_t *out, int32_t nout, const uint8_t *dict, int32_t dictlen);
+/* Release the codec state held in s. */
+void cat_codec_scratch_free(cat_scratch *s);
+/* Chunk-header format id (flags bits 5-7) of a compcode, or -1. */
+int cat_codec_format_id(int codec);
+/* compcode of a format id found in a chunk header (lz4 and lz4hc share one), or -1. */
+int cat_codec_from_format_id(int format_id);
+const char *cat_codec_name(int codec);
+
+#endif /* CAT_INTERNAL_H */

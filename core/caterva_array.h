@@ -1,0 +1,162 @@
+/*
+ * caterva_array.h -- N-dimensional arrays with two levels of partitioning (part of the public
+ * interface; include caterva.h, which includes this file).
+ *
+ * An array of shape S is cut into chunks of chunkshape C (one Blosc2 chunk each, in C order
+ * over the chunk grid) and every chunk into blocks of blockshape B (the chunk's Blosc2 blocks,
+ * in C order over the block grid). Edge chunks and blocks are padded; padding reads as
+ * nothing. The geometry is stored in the `caterva` and `b2nd` metalayers of the frame; new
+ * arrays carry both, and reading accepts either.
+ */
+#ifndef CATERVA_ARRAY_H
+#define CATERVA_ARRAY_H
+
+#ifndef CATERVA_H
+#error "include caterva.h instead"
+#endif
+
+/** @defgroup array N-d arrays
+ * @{ */
+typedef struct caterva_array caterva_array;
+
+#define CATERVA_MAX_DIM 16         /**< b2nd's limit; the caterva metalayer allows 8 */
+#define CATERVA_DTYPE_MAX 255      /**< longest dtype string stored */
+
+/** Parameters for creating an array. Initialise with caterva_array_params_init. */
+typedef struct caterva_array_params {
+  int ndim;                             /**< 0 .. CATERVA_MAX_DIM */
+  int64_t shape[CATERVA_MAX_DIM];       /**< extents, >= 0 */
+  int32_t chunkshape[CATERVA_MAX_DIM];  /**< 0 in every dimension: chosen automatically */
+  int32_t blockshape[CATERVA_MAX_DIM];  /**< 0 in every dimension: chosen automatically */
+  int itemsize;                         /**< bytes per item, 1..255 */
+  const char *dtype;                    /**< NumPy dtype string ("<f8"), or NULL: from itemsize */
+  caterva_cparams cparams;              /**< typesize is forced to itemsize */
+  int store;                            /**< CATERVA_STORE_* */
+  const char *path;                     /**< file or directory for file stores, else NULL */
+} caterva_array_params;
+
+void caterva_array_params_init(caterva_array_params *p);
+
+/** How a new array's items start out. */
+#define CATERVA_FILL_ZEROS  0
+#define CATERVA_FILL_VALUE  1   /**< every item = fill_value (itemsize bytes) */
+#define CATERVA_FILL_UNINIT 2
+#define CATERVA_FILL_NAN    3   /**< float32/float64 only */
+
+/** Create an array filled as requested. path must not exist. */
+int caterva_array_create(caterva_ctx *ctx, const caterva_array_params *p, int fill,
+                         const void *fill_value, caterva_array **out);
+/** Create an array from a C-order buffer of prod(shape) * itemsize bytes. */
+int caterva_array_from_buffer(caterva_ctx *ctx, const caterva_array_params *p, const void *buf,
+                              int64_t buflen, caterva_array **out);
+/** Open an array from a contiguous frame file or sparse directory carrying a `b2nd` or
+ * `caterva` metalayer. */
+int caterva_array_open(caterva_ctx *ctx, const char *path, int mode, caterva_array **out);
+/** Wrap an open super-chunk (ownership passes to the array, also on failure). */
+int caterva_array_from_schunk(caterva_ctx *ctx, caterva_schunk *sc, caterva_array **out);
+/** Save an array to a new file or directory. */
+int caterva_array_save(caterva_ctx *ctx, caterva_array *a, const char *path, int store);
+void caterva_array_free(caterva_array *a);
+
+/* -- dtypes (NumPy dtype strings as stored in the b2nd metalayer) -- */
+
+/** Kinds of items. */
+#define CATERVA_KIND_OPAQUE    0  /**< bytes with no known meaning (structured types, ...) */
+#define CATERVA_KIND_BOOL      1  /**< |b1 */
+#define CATERVA_KIND_INT       2  /**< |i1 <i2 <i4 <i8 */
+#define CATERVA_KIND_UINT      3  /**< |u1 <u2 <u4 <u8 */
+#define CATERVA_KIND_FLOAT     4  /**< <f2 <f4 <f8 */
+#define CATERVA_KIND_COMPLEX   5  /**< <c8 <c16 */
+#define CATERVA_KIND_BYTES     6  /**< |S<n>, |V<n> */
+#define CATERVA_KIND_UNICODE   7  /**< <U<n> (n UCS-4 code points, 4n bytes) */
+#define CATERVA_KIND_DATETIME  8  /**< <M8[unit] (int64) */
+#define CATERVA_KIND_TIMEDELTA 9  /**< <m8[unit] (int64) */
+
+/** What a dtype string says. */
+typedef struct caterva_dtype_info {
+  int kind;        /**< CATERVA_KIND_* */
+  int itemsize;    /**< bytes per item; 0 when the text does not say */
+  int big_endian;  /**< items are stored big-endian ('>' prefix) */
+} caterva_dtype_info;
+
+/** Parse a NumPy dtype string ("<f8", "|i1", "|S10", "<M8[ns]", "<U4") or a common name
+ * ("float64", "int32", "uint8", "bool", "float32", ...).
+ * @param[out] info  always filled; unrecognised text gives CATERVA_KIND_OPAQUE, itemsize 0
+ * @return CATERVA_OK, or CATERVA_E_INVALID when the text was not recognised. */
+int caterva_dtype_parse(const char *dtype, caterva_dtype_info *info);
+/** Write the canonical NumPy string of a recognised dtype text ("float64" -> "<f8") into buf
+ * (capacity cap, NUL-terminated). CATERVA_E_INVALID if unrecognised, CATERVA_E_NOSPACE. */
+int caterva_dtype_canonical(const char *dtype, char *buf, size_t cap);
+
+/* -- properties (borrowed pointers, valid while the array lives and is not resized) -- */
+int caterva_array_ndim(const caterva_array *a);
+const int64_t *caterva_array_shape(const caterva_array *a);
+const int32_t *caterva_array_chunkshape(const caterva_array *a);
+const int32_t *caterva_array_blockshape(const caterva_array *a);
+int caterva_array_itemsize(const caterva_array *a);
+/** NumPy dtype string from the b2nd metalayer, or NULL for caterva-only files. */
+const char *caterva_array_dtype(const caterva_array *a);
+int64_t caterva_array_nitems(const caterva_array *a);
+caterva_schunk *caterva_array_schunk(caterva_array *a);
+
+/* -- data -- */
+
+/** Copy the whole array into a C-order buffer (capacity cap bytes). */
+int caterva_array_to_buffer(caterva_ctx *ctx, caterva_array *a, void *buf, int64_t cap);
+/** Copy the box [start, stop) into a C-order buffer of prod(stop-start) * itemsize bytes,
+ * decompressing only the blocks that intersect it. */
+int caterva_array_get_slice(caterva_ctx *ctx, caterva_array *a, const int64_t *start,
+                            const int64_t *stop, void *buf, int64_t cap);
+/** Write the box [start, stop) from a C-order buffer. */
+int caterva_array_set_slice(caterva_ctx *ctx, caterva_array *a, const int64_t *start,
+                            const int64_t *stop, const void *buf, int64_t buflen);
+/** Change the shape (grow: new items are zero; shrink: items outside are dropped). */
+int caterva_array_resize(caterva_ctx *ctx, caterva_array *a, const int64_t *new_shape);
+/** Append a C-order buffer along axis; its shape equals the array's except along axis. */
+int caterva_array_append(caterva_ctx *ctx, caterva_array *a, const void *buf, int64_t buflen,
+                         int axis);
+/** Copy into a new array with other partitioning, compression or store (p->shape and
+ * p->itemsize are ignored: they come from a). */
+int caterva_array_copy(caterva_ctx *ctx, caterva_array *a, const caterva_array_params *p,
+                       caterva_array **out);
+
+/* -- user attributes (vlmetalayers; values are msgpack bytes by convention) -- */
+int caterva_array_attr_get(caterva_ctx *ctx, caterva_array *a, const char *name,
+                           uint8_t **value, int32_t *len);
+int caterva_array_attr_set(caterva_ctx *ctx, caterva_array *a, const char *name,
+                           const void *value, int32_t len);
+/** Dimension names (`_ARRAY_DIMENSIONS` attribute, a msgpack array of strings).
+ * get: *names is a malloc'ed array of ndim malloc'ed strings, or NULL (rc CATERVA_E_NOTFOUND)
+ * when absent; free with caterva_array_free_names. */
+int caterva_array_get_dim_names(caterva_ctx *ctx, caterva_array *a, char ***names);
+int caterva_array_set_dim_names(caterva_ctx *ctx, caterva_array *a, const char *const *names);
+void caterva_array_free_names(char **names, int n);
+
+/* -- block iterator -- */
+
+/** One block's intersection with the box being iterated. */
+typedef struct caterva_block {
+  int64_t start[CATERVA_MAX_DIM];   /**< first global coordinate of the intersection */
+  int64_t stop[CATERVA_MAX_DIM];    /**< one past the last */
+  int64_t origin[CATERVA_MAX_DIM];  /**< global coordinate of the block's item (0,...,0) */
+  const int32_t *blockshape;        /**< the array's blockshape (items laid out in C order) */
+  const uint8_t *data;              /**< decompressed block (prod(blockshape) items), or NULL
+                                         with CATERVA_ITER_NODATA; valid until the next call */
+  int64_t nchunk;                   /**< chunk number */
+  int32_t nblock;                   /**< block number inside the chunk */
+} caterva_block;
+
+#define CATERVA_ITER_NODATA 1   /**< visit the blocks but decompress nothing */
+
+/** Iterate over the blocks intersecting the box [start, stop) (clipped to the shape), each
+ * exactly once, in C order of chunks and, within a chunk, C order of blocks. */
+typedef struct caterva_block_iter caterva_block_iter;
+int caterva_block_iter_new(caterva_ctx *ctx, caterva_array *a, const int64_t *start,
+                           const int64_t *stop, int flags, caterva_block_iter **out);
+/** Advance. Returns 1 and sets *blk (borrowed, valid until the next call) for a block, 0 at
+ * the end, or a negative error. */
+int caterva_block_iter_next(caterva_block_iter *it, const caterva_block **blk);
+void caterva_block_iter_free(caterva_block_iter *it);
+/** @} */
+
+#endif /* CATERVA_ARRAY_H */

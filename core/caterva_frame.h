@@ -1,0 +1,151 @@
+/*
+ * caterva_frame.h -- super-chunks and Blosc2 frames (part of the public interface; include
+ * caterva.h, which includes this file).
+ *
+ * A super-chunk is an ordered sequence of chunks of equal uncompressed size (chunksize),
+ * plus fixed metalayers (named byte strings of fixed length, in the frame header) and
+ * variable-length metalayers (named byte strings, compressed, in the frame trailer).
+ * It lives in one of three stores:
+ *   - memory: a contiguous frame image owned by the object;
+ *   - a contiguous frame file (.b2nd, .b2frame): one file;
+ *   - a sparse frame: a directory holding chunks.b2frame (header, index, trailer) and one
+ *     file per chunk named %08X.chunk.
+ * Zero, NaN and uninitialised chunks are kept as special index entries without data.
+ *
+ * Opening a file reads the header, the trailer and the offsets index only; chunks are read
+ * on demand. Updates to a file are written so that a process dying mid-write leaves the
+ * file readable with its previous content (see README, "Guarantees").
+ */
+#ifndef CATERVA_FRAME_H
+#define CATERVA_FRAME_H
+
+#ifndef CATERVA_H
+#error "include caterva.h instead"
+#endif
+
+/** @defgroup schunk Super-chunks and frames
+ * @{ */
+typedef struct caterva_schunk caterva_schunk;
+
+#define CATERVA_MAX_METALAYERS 16
+#define CATERVA_MAX_VLMETALAYERS 8192
+#define CATERVA_METALAYER_NAME_MAX 31
+
+/** Storage kinds. */
+#define CATERVA_STORE_MEMORY     0
+#define CATERVA_STORE_CONTIGUOUS 1  /**< one file */
+#define CATERVA_STORE_SPARSE     2  /**< a directory */
+
+/** Open modes. */
+#define CATERVA_OPEN_READ  0
+#define CATERVA_OPEN_WRITE 1
+
+/** Create an empty super-chunk.
+ * @param[in]  cp         compression parameters for chunks compressed by this schunk (copied)
+ * @param[in]  chunksize  uncompressed bytes of every chunk (> 0)
+ * @param[in]  store      CATERVA_STORE_*
+ * @param[in]  path       file or directory for file stores (must not exist); NULL for memory
+ * @param[out] out        the new super-chunk, owned by the caller (caterva_schunk_free)
+ * Metalayers must be added before the first chunk is appended. */
+int caterva_schunk_new(caterva_ctx *ctx, const caterva_cparams *cp, int32_t chunksize, int store,
+                       const char *path, caterva_schunk **out);
+
+/** Open an existing frame: a contiguous frame file or a sparse frame directory (detected).
+ * @param[in]  mode  CATERVA_OPEN_READ or CATERVA_OPEN_WRITE */
+int caterva_schunk_open(caterva_ctx *ctx, const char *path, int mode, caterva_schunk **out);
+
+/** Open a contiguous frame held in memory. The bytes are copied; the result is a memory store. */
+int caterva_schunk_open_buffer(caterva_ctx *ctx, const void *frame, size_t len,
+                               caterva_schunk **out);
+
+/** Write the super-chunk as a new frame at path (contiguous file or sparse directory).
+ * path must not exist. The schunk itself is unchanged. */
+int caterva_schunk_save(caterva_ctx *ctx, caterva_schunk *sc, const char *path, int store);
+
+/** Serialise the super-chunk as a contiguous frame into a new malloc'ed buffer (caller frees). */
+int caterva_schunk_to_buffer(caterva_ctx *ctx, caterva_schunk *sc, uint8_t **out, int64_t *len);
+
+/** Release; for file stores, pending state is already on disk. NULL accepted. */
+void caterva_schunk_free(caterva_schunk *sc);
+
+/* -- properties (never fail) -- */
+int64_t caterva_schunk_nchunks(const caterva_schunk *sc);
+int32_t caterva_schunk_chunksize(const caterva_schunk *sc);
+int caterva_schunk_typesize(const caterva_schunk *sc);
+int caterva_schunk_store(const caterva_schunk *sc);
+/** Sum of the uncompressed sizes of all chunks. */
+int64_t caterva_schunk_nbytes(const caterva_schunk *sc);
+/** Stored bytes of chunks (frame "cbytes"). */
+int64_t caterva_schunk_cbytes(const caterva_schunk *sc);
+/** Total frame bytes (header, chunks, index, trailer) as it would be written or is on disk. */
+int64_t caterva_schunk_frame_len(const caterva_schunk *sc);
+/** Compression parameters recorded in the frame header (borrowed; valid while sc lives). */
+const caterva_cparams *caterva_schunk_cparams(const caterva_schunk *sc);
+
+/* -- chunks -- */
+
+/** Special kind of chunk i as recorded in the index (CATERVA_SPECIAL_ZERO/NAN/UNINIT) without
+ * reading it, CATERVA_SPECIAL_NONE for a stored chunk, or a negative error. */
+int caterva_schunk_chunk_special(const caterva_schunk *sc, int64_t i);
+
+/** Borrow the compressed bytes of chunk i. For a special index entry, a header-only special
+ * chunk is synthesised. *chunk stays valid until the next call that modifies sc or frees it;
+ * it may be used concurrently from several threads for reading.
+ * @param[out] chunk   the chunk's bytes
+ * @param[out] cbytes  its length (the chunk header's cbytes, checked against the store) */
+int caterva_schunk_get_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i,
+                             const uint8_t **chunk, int32_t *cbytes);
+
+/** Decompress chunk i into dst (capacity dstcap >= chunksize). Returns bytes written. */
+int32_t caterva_schunk_decompress_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i,
+                                        void *dst, int32_t dstcap);
+
+/** Compress nbytes (== chunksize) of src with the schunk's cparams and append it. All-zero
+ * data is stored as a special zero index entry. Returns the new number of chunks. */
+int64_t caterva_schunk_append_buffer(caterva_ctx *ctx, caterva_schunk *sc, const void *src,
+                                     int32_t nbytes);
+/** Append an already compressed chunk (copied; validated). Special header-only chunks of kind
+ * zero/NaN/uninit become special index entries. Returns the new number of chunks. */
+int64_t caterva_schunk_append_chunk(caterva_ctx *ctx, caterva_schunk *sc, const void *chunk,
+                                    int32_t cbytes);
+/** Replace chunk i with a compressed chunk (copied; validated). */
+int caterva_schunk_update_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i,
+                                const void *chunk, int32_t cbytes);
+/** Insert a compressed chunk at position i (0 <= i <= nchunks). */
+int caterva_schunk_insert_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i,
+                                const void *chunk, int32_t cbytes);
+/** Delete chunk i. */
+int caterva_schunk_delete_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i);
+
+/* -- fixed metalayers (frame header; raw bytes, at most CATERVA_MAX_METALAYERS) -- */
+
+/** Number of metalayers, and the name of metalayer k (borrowed). */
+int caterva_schunk_meta_count(const caterva_schunk *sc);
+const char *caterva_schunk_meta_name(const caterva_schunk *sc, int k);
+/** Borrow the content of metalayer name; valid until sc is modified or freed.
+ * Returns CATERVA_E_NOTFOUND when absent. */
+int caterva_schunk_meta_get(const caterva_schunk *sc, const char *name, const uint8_t **content,
+                            int32_t *len);
+/** Add a metalayer (only while the schunk has no chunks). */
+int caterva_schunk_meta_add(caterva_ctx *ctx, caterva_schunk *sc, const char *name,
+                            const void *content, int32_t len);
+/** Overwrite an existing metalayer with content of the same length. */
+int caterva_schunk_meta_update(caterva_ctx *ctx, caterva_schunk *sc, const char *name,
+                               const void *content, int32_t len);
+
+/* -- variable-length metalayers (frame trailer; user attributes) -- */
+
+int caterva_schunk_vlmeta_count(const caterva_schunk *sc);
+const char *caterva_schunk_vlmeta_name(const caterva_schunk *sc, int k);
+/** Get the decompressed content of vlmetalayer name into a new malloc'ed buffer (caller
+ * frees). Returns CATERVA_E_NOTFOUND when absent. */
+int caterva_schunk_vlmeta_get(caterva_ctx *ctx, caterva_schunk *sc, const char *name,
+                              uint8_t **content, int32_t *len);
+/** Add or replace vlmetalayer name (content compressed and stored in the trailer). */
+int caterva_schunk_vlmeta_set(caterva_ctx *ctx, caterva_schunk *sc, const char *name,
+                              const void *content, int32_t len);
+/** Delete vlmetalayer name (CATERVA_E_NOTFOUND when absent). */
+int caterva_schunk_vlmeta_delete(caterva_ctx *ctx, caterva_schunk *sc, const char *name);
+/** @} */
+
+#endif /* CATERVA_FRAME_H */

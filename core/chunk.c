@@ -1,0 +1,785 @@
+/*
+ * chunk.c -- the Blosc2 chunk format: compress a buffer into a chunk; decompress a chunk,
+ * any set of its blocks, or a range of its items. Format: shared/spec/blosc2-formats.md §1.
+ *
+ * Chunk layout (all integers little-endian):
+ *
+ *   0      1          2      3         4        8          12       16
+ *   +------+----------+------+---------+--------+----------+--------+
+ *   |versn |versionlz |flags |typesize | nbytes |blocksize | cbytes |
+ *   +------+----------+------+---------+--------+----------+--------+
+ *   16           22          23            24               30       31
+ *   +------------+-----------+-------------+----------------+--------+-------------+
+ *   | filters[6] |udcompcode |compcode_meta| filters_meta[6]| flags2 | blosc2_flags|
+ *   +------------+-----------+-------------+----------------+--------+-------------+
+ *   32: int32 bstarts[nblocks] | [int32 dsize, dict] | streams of each block:
+ *       { int32 csize, payload }   csize 0: zeros; < 0: run of byte -csize (+1 token byte);
+ *                                  == neblock: raw bytes; else a codec stream.
+ *
+ * Special chunks (blosc2_flags bits 4-6) are header-only (plus the value for repeated-value
+ * chunks); memcpyed chunks (flags bit 1) hold the raw bytes right after the header.
+ */
+#include "cat_internal.h"
+#include "filters.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#define CAT_HDR CATERVA_CHUNK_HEADER_SIZE
+#define CAT_VERSION_WRITTEN 5
+#define CAT_MAX_DICT 32768
+
+/* flags (byte 2) */
+#define CAT_F_SHUFFLE_EXT 0x01
+#define CAT_F_MEMCPYED 0x02
+#define CAT_F_BITSHUFFLE_EXT 0x04
+#define CAT_F_DELTA 0x08
+#define CAT_F_DONT_SPLIT 0x10
+/* blosc2_flags (byte 31) */
+#define CAT_B2_DICT 0x01
+#define CAT_B2_SPECIAL_SHIFT 4
+#define CAT_B2_SPECIAL_MASK 0x70
+
+/* A parsed chunk, ready for decoding blocks. */
+typedef struct cat_chunk {
+  const uint8_t *p;         /* chunk bytes; cbytes of them are valid */
+  caterva_chunk_info info;
+  int32_t data_start;       /* first byte a stream may occupy */
+  const uint8_t *dict;      /* dictionary or NULL */
+  int32_t dictlen;
+} cat_chunk;
+
+/* ---- header parsing ------------------------------------------------------------------- */
+
+static bool cat_filter_known(uint8_t f) {
+  return f == CATERVA_NOFILTER || f == CATERVA_SHUFFLE || f == CATERVA_BITSHUFFLE ||
+         f == CATERVA_DELTA || f == CATERVA_TRUNC_PREC || f == CATERVA_BYTEDELTA;
+}
+
+/* Fields common to every chunk kind: sizes, version, special kind. */
+static int cat_parse_fixed(const uint8_t *h, size_t len, caterva_chunk_info *ci) {
+  uint8_t flags = h[2], b2flags = h[31];
+  memset(ci, 0, sizeof *ci);
+  ci->version = h[0];
+  ci->typesize = h[3];
+  ci->nbytes = cat_le32s(h + 4);
+  ci->blocksize = cat_le32s(h + 8);
+  ci->cbytes = cat_le32s(h + 12);
+  memcpy(ci->filters, h + 16, CATERVA_MAX_FILTERS);
+  memcpy(ci->filters_meta, h + 24, CATERVA_MAX_FILTERS);
+  ci->special = (b2flags & CAT_B2_SPECIAL_MASK) >> CAT_B2_SPECIAL_SHIFT;
+  ci->memcpyed = (flags & CAT_F_MEMCPYED) != 0;
+  ci->has_dict = (b2flags & CAT_B2_DICT) != 0;
+  ci->split = (flags & CAT_F_DONT_SPLIT) == 0;
+  if ((flags & (CAT_F_SHUFFLE_EXT | CAT_F_BITSHUFFLE_EXT)) !=
+      (CAT_F_SHUFFLE_EXT | CAT_F_BITSHUFFLE_EXT))
+    return CATERVA_E_UNSUPPORTED; /* Blosc1 16-byte header: frames never hold these */
+  if (ci->version < 2 || ci->version > 5) return ci->version == 6 ? CATERVA_E_UNSUPPORTED
+                                                                  : CATERVA_E_CORRUPT;
+  if (h[30] & 0x01) return CATERVA_E_UNSUPPORTED; /* variable-length blocks */
+  if (ci->nbytes < 0 || ci->cbytes < CAT_HDR || (size_t)ci->cbytes > len)
+    return CATERVA_E_CORRUPT;
+  if (ci->special > CATERVA_SPECIAL_UNINIT) return CATERVA_E_CORRUPT;
+  if (ci->version == 3) { /* Blosc2 alpha chunks had no sixth filter slot */
+    ci->filters[5] = 0;
+    ci->filters_meta[5] = 0;
+  }
+  if (ci->blocksize <= 0) {
+    if (ci->nbytes > 0) return CATERVA_E_CORRUPT;
+    ci->blocksize = 0;
+  }
+  if (ci->blocksize > ci->nbytes) ci->blocksize = ci->nbytes;
+  ci->nblocks = ci->blocksize > 0 ? (int32_t)cat_ceil_div64(ci->nbytes, ci->blocksize) : 0;
+  return CATERVA_OK;
+}
+
+/* Codec of a regular chunk: format id in flags bits 5-7, or the byte at 0x16 for id 6. */
+static int cat_parse_codec(const uint8_t *h, caterva_chunk_info *ci) {
+  int fid = h[2] >> 5;
+  if (fid == 6) {
+    int cc = h[22];
+    ci->codec = cat_codec_format_id(cc) >= 0 ? cc : -1;
+  } else {
+    ci->codec = cat_codec_from_format_id(fid);
+  }
+  return ci->codec < 0 ? CATERVA_E_UNSUPPORTED : CATERVA_OK;
+}
+
+static int cat_parse_special(caterva_chunk_info *ci) {
+  if (ci->special == CATERVA_SPECIAL_VALUE) {
+    /* The value's size is what follows the header; header byte 3 may be capped. */
+    ci->typesize = ci->cbytes - CAT_HDR;
+    if (ci->typesize < 1 || ci->typesize > 255 || ci->nbytes % ci->typesize != 0)
+      return CATERVA_E_CORRUPT;
+  } else if (ci->cbytes != CAT_HDR) {
+    return CATERVA_E_CORRUPT;
+  }
+  if (ci->special == CATERVA_SPECIAL_NAN && ci->typesize != 4 && ci->typesize != 8)
+    return CATERVA_E_CORRUPT;
+  if (ci->special == CATERVA_SPECIAL_NAN && ci->nbytes % ci->typesize != 0)
+    return CATERVA_E_CORRUPT;
+  return CATERVA_OK;
+}
+
+/* Regular chunks: the block-start table and optional dictionary must fit in cbytes. */
+static int cat_parse_regular(const uint8_t *h, cat_chunk *ck) {
+  caterva_chunk_info *ci = &ck->info;
+  int64_t table_end = CAT_HDR + 4 * (int64_t)ci->nblocks;
+  int rc = cat_parse_codec(h, ci);
+  if (rc < 0) return rc;
+  if (ci->typesize < 1) return CATERVA_E_CORRUPT;
+  for (int i = 0; i < CATERVA_MAX_FILTERS; i++)
+    if (!cat_filter_known(ci->filters[i])) return CATERVA_E_UNSUPPORTED;
+  if (table_end > ci->cbytes) return CATERVA_E_CORRUPT;
+  ck->data_start = (int32_t)table_end;
+  if (ci->has_dict) {
+    if (ci->codec != CATERVA_ZSTD && ci->codec != CATERVA_LZ4 && ci->codec != CATERVA_LZ4HC)
+      return CATERVA_E_UNSUPPORTED;
+    if (table_end + 4 > ci->cbytes) return CATERVA_E_CORRUPT;
+    ck->dictlen = cat_le32s(h + table_end);
+    if (ck->dictlen < 1 || ck->dictlen > CAT_MAX_DICT || table_end + 4 + ck->dictlen > ci->cbytes)
+      return CATERVA_E_CORRUPT;
+    ck->dict = h + table_end + 4;
+    ck->data_start = (int32_t)(table_end + 4 + ck->dictlen);
+  }
+  return CATERVA_OK;
+}
+
+static int cat_chunk_parse(const void *chunk, size_t len, cat_chunk *ck) {
+  const uint8_t *h = chunk;
+  int rc;
+  memset(ck, 0, sizeof *ck);
+  if (chunk == NULL || len < CAT_HDR) return CATERVA_E_CORRUPT;
+  ck->p = h;
+  rc = cat_parse_fixed(h, len, &ck->info);
+  if (rc < 0) return rc;
+  if (ck->info.special != CATERVA_SPECIAL_NONE) return cat_parse_special(&ck->info);
+  if (ck->info.memcpyed) {
+    ck->info.codec = cat_codec_from_format_id(h[2] >> 5);
+    if ((int64_t)ck->info.cbytes != (int64_t)ck->info.nbytes + CAT_HDR) return CATERVA_E_CORRUPT;
+    return CATERVA_OK;
+  }
+  return cat_parse_regular(h, ck);
+}
+
+int caterva_chunk_info_get(const void *chunk, size_t len, caterva_chunk_info *info) {
+  cat_chunk ck;
+  int rc = cat_chunk_parse(chunk, len, &ck);
+  if (rc < 0) return rc;
+  *info = ck.info;
+  return CATERVA_OK;
+}
+
+static int cat_parse_ctx(caterva_ctx *ctx, const void *chunk, size_t len, cat_chunk *ck) {
+  int rc = cat_chunk_parse(chunk, len, ck);
+  if (rc == CATERVA_E_UNSUPPORTED)
+    return cat_error(ctx, rc, "chunk uses an unsupported codec, filter or format version");
+  if (rc < 0) return cat_error(ctx, rc, "malformed chunk header");
+  return rc;
+}
+
+/* ---- block geometry -------------------------------------------------------------------- */
+
+static int32_t cat_block_size(const caterva_chunk_info *ci, int32_t j) {
+  int32_t left = ci->nbytes - j * ci->blocksize;
+  return left < ci->blocksize ? left : ci->blocksize;
+}
+
+/* Streams per block: typesize when split (the short last block is never split). */
+static int32_t cat_block_nstreams(const caterva_chunk_info *ci, int32_t bsize) {
+  if (ci->split && bsize == ci->blocksize && ci->typesize > 1 && bsize % ci->typesize == 0 &&
+      bsize / ci->typesize >= 1)
+    return ci->typesize;
+  return 1;
+}
+
+static bool cat_has_filter(const uint8_t *filters, uint8_t f) {
+  for (int i = 0; i < CATERVA_MAX_FILTERS; i++)
+    if (filters[i] == f) return true;
+  return false;
+}
+
+/* ---- special and memcpyed content ------------------------------------------------------ */
+
+/* Fill n bytes at dst (which starts at byte offset off of the chunk) with the chunk's
+ * repeated pattern: zeros, NaN or a value of size ts. */
+static void cat_fill_pattern(const cat_chunk *ck, int64_t off, uint8_t *dst, int64_t n) {
+  const caterva_chunk_info *ci = &ck->info;
+  static const uint8_t nan32[4] = {0x00, 0x00, 0xC0, 0x7F};
+  static const uint8_t nan64[8] = {0, 0, 0, 0, 0, 0, 0xF8, 0x7F};
+  const uint8_t *pat = NULL;
+  int ts = ci->typesize;
+  if (ci->special == CATERVA_SPECIAL_NAN) pat = ts == 4 ? nan32 : nan64;
+  if (ci->special == CATERVA_SPECIAL_VALUE) pat = ck->p + CAT_HDR;
+  if (pat == NULL) {
+    memset(dst, 0, (size_t)n); /* zeros, and uninitialised chunks read as zeros */
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) dst[i] = pat[(off + i) % ts];
+}
+
+/* Copy bytes [off, off+n) of a special or memcpyed chunk's content. */
+static void cat_copy_plain(const cat_chunk *ck, int64_t off, uint8_t *dst, int64_t n) {
+  if (ck->info.memcpyed && ck->info.special == CATERVA_SPECIAL_NONE)
+    memcpy(dst, ck->p + CAT_HDR + off, (size_t)n);
+  else
+    cat_fill_pattern(ck, off, dst, n);
+}
+
+/* ---- decoding one block ---------------------------------------------------------------- */
+
+/* Decode one stream at r into out (neblock bytes). */
+static int cat_decode_stream(cat_scratch *s, const cat_chunk *ck, cat_rdr *r, uint8_t *out,
+                             int32_t neblock) {
+  int32_t csize;
+  const uint8_t *payload;
+  uint8_t token;
+  if (!cat_rdr_le32(r, &csize)) return CATERVA_E_CORRUPT;
+  if (csize == 0) {
+    memset(out, 0, (size_t)neblock);
+    return CATERVA_OK;
+  }
+  if (csize < 0) {
+    /* A run: the byte is -csize; one token byte (bit 0 set) follows. */
+    if (csize < -255 || !cat_rdr_u8(r, &token) || !(token & 1)) return CATERVA_E_CORRUPT;
+    memset(out, (uint8_t)(-csize), (size_t)neblock);
+    return CATERVA_OK;
+  }
+  if (!cat_rdr_bytes(r, (size_t)csize, &payload)) return CATERVA_E_CORRUPT;
+  if (csize == neblock) {
+    memcpy(out, payload, (size_t)neblock);
+    return CATERVA_OK;
+  }
+  int32_t got = cat_codec_decompress(s, ck->info.codec, payload, csize, out, neblock, ck->dict,
+                                     ck->dictlen);
+  return got == neblock ? CATERVA_OK : CATERVA_E_CORRUPT;
+}
+
+/* Undo the filter pipeline (slots 5 down to 0) on a block of bsize bytes held in scratch
+ * buffer a, leaving the result in dst; b is a second scratch buffer. Steps that move bytes
+ * (shuffles, bytedelta) alternate between a and b, and the last of them writes straight into
+ * dst; DELTA works in place. ref is the decoded block 0 of the chunk (DELTA, blocks > 0). */
+static void cat_unfilter(const caterva_chunk_info *ci, int32_t j, uint8_t *a, uint8_t *b,
+                         uint8_t *dst, int32_t bsize, const uint8_t *ref) {
+  uint8_t *cur = a;
+  int last_moving = -1;
+  for (int i = CATERVA_MAX_FILTERS - 1; i >= 0; i--) {
+    uint8_t f = ci->filters[i];
+    if (f == CATERVA_SHUFFLE || f == CATERVA_BITSHUFFLE || f == CATERVA_BYTEDELTA) last_moving = i;
+  }
+  for (int i = CATERVA_MAX_FILTERS - 1; i >= 0; i--) {
+    uint8_t f = ci->filters[i], meta = ci->filters_meta[i];
+    uint8_t *out = i == last_moving ? dst : (cur == a ? b : a);
+    switch (f) {
+    case CATERVA_SHUFFLE: cat_unshuffle(meta ? meta : ci->typesize, bsize, cur, out); break;
+    case CATERVA_BITSHUFFLE: cat_bitunshuffle(ci->typesize, bsize, cur, out); break;
+    case CATERVA_BYTEDELTA: cat_bytedelta_decode(meta ? meta : ci->typesize, bsize, cur, out); break;
+    case CATERVA_DELTA: cat_delta_decode(ci->typesize, j, ref, bsize, cur); continue;
+    default: continue; /* NOFILTER, TRUNC_PREC (lossy: nothing to undo) */
+    }
+    cur = out;
+  }
+  if (cur != dst) memcpy(dst, cur, (size_t)bsize);
+}
+
+/* Decode block j of a regular chunk into dst (its size bytes) using worker w's scratch. */
+static int cat_decode_block(caterva_ctx *ctx, int w, const cat_chunk *ck, int32_t j,
+                            uint8_t *dst, const uint8_t *ref) {
+  const caterva_chunk_info *ci = &ck->info;
+  int32_t bsize = cat_block_size(ci, j);
+  int32_t nstreams = cat_block_nstreams(ci, bsize);
+  int32_t neblock = bsize / nstreams;
+  int32_t bstart = cat_le32s(ck->p + CAT_HDR + 4 * (size_t)j);
+  bool filtered = false;
+  uint8_t *buf = dst, *tmp = NULL;
+  cat_rdr r;
+  int rc;
+
+  for (int i = 0; i < CATERVA_MAX_FILTERS; i++)
+    if (ci->filters[i] != CATERVA_NOFILTER && ci->filters[i] != CATERVA_TRUNC_PREC) filtered = true;
+  if (bstart < ck->data_start || bstart >= ci->cbytes) return CATERVA_E_CORRUPT;
+  if (filtered) {
+    buf = cat_scratch_get(ctx, w, 0, (size_t)bsize);
+    tmp = cat_scratch_get(ctx, w, 1, (size_t)bsize);
+    if (buf == NULL || tmp == NULL) return CATERVA_E_NOMEM;
+  }
+  cat_rdr_init(&r, ck->p + bstart, (size_t)(ci->cbytes - bstart));
+  for (int32_t s = 0; s < nstreams; s++) {
+    rc = cat_decode_stream(&ctx->scratch[w], ck, &r, buf + (size_t)s * neblock, neblock);
+    if (rc < 0) return rc;
+  }
+  __atomic_fetch_add(&ctx->blocks_decompressed, 1, __ATOMIC_RELAXED);
+  if (filtered) cat_unfilter(ci, j, buf, tmp, dst, bsize, ref);
+  return CATERVA_OK;
+}
+
+/* ---- decoding sets of blocks, in parallel ---------------------------------------------- */
+
+typedef struct cat_dec_job {
+  caterva_ctx *ctx;
+  const cat_chunk *ck;
+  const int32_t *blocks;
+  uint8_t *dst;
+  const uint8_t *ref;
+  int32_t skip;    /* blocks[skip] was decoded beforehand (block 0 as DELTA reference) */
+} cat_dec_job;
+
+static int cat_dec_task(void *arg, int64_t t, int w) {
+  cat_dec_job *job = arg;
+  if (t == job->skip) return CATERVA_OK;
+  return cat_decode_block(job->ctx, w, job->ck, job->blocks[t],
+                          job->dst + (size_t)t * (size_t)job->ck->info.blocksize, job->ref);
+}
+
+/* Whether to hand a batch to the pool: waking threads costs tens of microseconds. */
+static bool cat_worth_parallel(const caterva_ctx *ctx, int32_t n, int32_t blocksize) {
+  return ctx->pool != NULL && n >= 2 && (int64_t)n * blocksize >= 64 * 1024;
+}
+
+/* DELTA blocks other than 0 are XORed with the decoded block 0: decode it first, into the
+ * output when it is requested, else into the reference buffer. */
+static int cat_prepare_ref(caterva_ctx *ctx, const cat_chunk *ck, const int32_t *blocks,
+                           int32_t n, uint8_t *dst, cat_dec_job *job) {
+  job->skip = -1;
+  job->ref = NULL;
+  if (!cat_has_filter(ck->info.filters, CATERVA_DELTA)) return CATERVA_OK;
+  for (int32_t i = 0; i < n; i++) {
+    if (blocks[i] == 0) {
+      uint8_t *at = dst + (size_t)i * (size_t)ck->info.blocksize;
+      job->skip = i;
+      job->ref = at;
+      return cat_decode_block(ctx, 0, ck, 0, at, NULL);
+    }
+  }
+  uint8_t *ref = cat_scratch_get(ctx, 0, 2, (size_t)ck->info.blocksize);
+  if (ref == NULL) return CATERVA_E_NOMEM;
+  job->ref = ref;
+  return cat_decode_block(ctx, 0, ck, 0, ref, NULL);
+}
+
+static int64_t cat_decode_blocks(caterva_ctx *ctx, const cat_chunk *ck, const int32_t *blocks,
+                                 int32_t n, uint8_t *dst) {
+  const caterva_chunk_info *ci = &ck->info;
+  cat_dec_job job = {ctx, ck, blocks, dst, NULL, -1};
+  int64_t total = 0;
+  int rc;
+
+  for (int32_t i = 0; i < n; i++) {
+    int64_t off = (int64_t)blocks[i] * ci->blocksize;
+    int32_t bsize = cat_block_size(ci, blocks[i]);
+    total += bsize;
+    if (ci->special != CATERVA_SPECIAL_NONE || ci->memcpyed)
+      cat_copy_plain(ck, off, dst + (size_t)i * (size_t)ci->blocksize, bsize);
+  }
+  if (ci->special != CATERVA_SPECIAL_NONE || ci->memcpyed) return total;
+  rc = cat_prepare_ref(ctx, ck, blocks, n, dst, &job);
+  if (rc < 0) return rc;
+  if (cat_worth_parallel(ctx, n, ci->blocksize))
+    rc = cat_pool_run(ctx->pool, n, cat_dec_task, &job);
+  else
+    for (int32_t t = 0; t < n && rc >= 0; t++) rc = cat_dec_task(&job, t, 0);
+  return rc < 0 ? rc : total;
+}
+
+static int cat_check_blocks(caterva_ctx *ctx, const cat_chunk *ck, const int32_t *blocks,
+                            int32_t n, size_t dstcap) {
+  size_t need = 0;
+  if (n < 0 || (n > 0 && blocks == NULL)) return cat_error(ctx, CATERVA_E_INVALID, "bad block list");
+  for (int32_t i = 0; i < n; i++) {
+    size_t end;
+    if (blocks[i] < 0 || blocks[i] >= ck->info.nblocks)
+      return cat_error(ctx, CATERVA_E_RANGE, "block %d out of range [0, %d)", (int)blocks[i],
+                       (int)ck->info.nblocks);
+    end = (size_t)i * (size_t)ck->info.blocksize + (size_t)cat_block_size(&ck->info, blocks[i]);
+    if (end > need) need = end;
+  }
+  if (dstcap < need)
+    return cat_error(ctx, CATERVA_E_NOSPACE, "output buffer too small for %d blocks", (int)n);
+  return CATERVA_OK;
+}
+
+int64_t caterva_chunk_decompress_blocks(caterva_ctx *ctx, const void *chunk, size_t len,
+                                        const int32_t *blocks, int32_t nblocks, void *dst,
+                                        size_t dstcap) {
+  cat_chunk ck;
+  int64_t rc = cat_parse_ctx(ctx, chunk, len, &ck);
+  if (rc < 0) return rc;
+  rc = cat_check_blocks(ctx, &ck, blocks, nblocks, dstcap);
+  if (rc < 0) return rc;
+  rc = cat_decode_blocks(ctx, &ck, blocks, nblocks, dst);
+  if (rc < 0) return cat_error(ctx, (int)rc, "corrupt chunk data (a stream does not decode)");
+  return rc;
+}
+
+/* Block list 0..n-1 in a scratch buffer of the context. */
+static int32_t *cat_all_blocks(caterva_ctx *ctx, int32_t n) {
+  int32_t *all = (int32_t *)(void *)cat_scratch_get(ctx, 0, 2, (size_t)n * sizeof *all + 1);
+  if (all == NULL) return NULL;
+  for (int32_t i = 0; i < n; i++) all[i] = i;
+  return all;
+}
+
+int32_t caterva_chunk_decompress(caterva_ctx *ctx, const void *chunk, size_t len, void *dst,
+                                 int32_t dstcap) {
+  cat_chunk ck;
+  int64_t rc = cat_parse_ctx(ctx, chunk, len, &ck);
+  int32_t *all;
+  if (rc < 0) return (int32_t)rc;
+  if (dstcap < ck.info.nbytes)
+    return cat_error(ctx, CATERVA_E_NOSPACE, "output buffer of %d bytes, chunk holds %d",
+                     (int)dstcap, (int)ck.info.nbytes);
+  if (ck.info.special != CATERVA_SPECIAL_NONE || ck.info.memcpyed) {
+    cat_copy_plain(&ck, 0, dst, ck.info.nbytes);
+    return ck.info.nbytes;
+  }
+  if (ck.info.nblocks == 0) return 0;
+  /* The DELTA reference shares scratch slot 2; block 0 is in the list, so it lands in dst. */
+  all = cat_all_blocks(ctx, ck.info.nblocks);
+  if (all == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  rc = cat_decode_blocks(ctx, &ck, all, ck.info.nblocks, dst);
+  if (rc < 0) return cat_error(ctx, (int)rc, "corrupt chunk data (a stream does not decode)");
+  return ck.info.nbytes;
+}
+
+int32_t caterva_chunk_getitems(caterva_ctx *ctx, const void *chunk, size_t len, int32_t start,
+                               int32_t nitems, void *dst, int32_t dstcap) {
+  cat_chunk ck;
+  int64_t rc = cat_parse_ctx(ctx, chunk, len, &ck);
+  int64_t ts, first, end, b0, b1;
+  if (rc < 0) return (int32_t)rc;
+  ts = ck.info.typesize > 0 ? ck.info.typesize : 1;
+  first = (int64_t)start * ts;
+  end = first + (int64_t)nitems * ts;
+  if (start < 0 || nitems < 0 || end > ck.info.nbytes)
+    return cat_error(ctx, CATERVA_E_RANGE, "items [%d, %d) outside the chunk", (int)start,
+                     (int)(start + nitems));
+  if (dstcap < end - first) return cat_error(ctx, CATERVA_E_NOSPACE, "output buffer too small");
+  if (nitems == 0) return 0;
+  if (ck.info.special != CATERVA_SPECIAL_NONE || ck.info.memcpyed) {
+    cat_copy_plain(&ck, first, dst, end - first);
+    return (int32_t)(end - first);
+  }
+  b0 = first / ck.info.blocksize;
+  b1 = (end - 1) / ck.info.blocksize;
+  {
+    int32_t n = (int32_t)(b1 - b0 + 1);
+    size_t need = ((size_t)n * (size_t)ck.info.blocksize + 7) & ~(size_t)7; /* list aligned */
+    uint8_t *tmp = malloc(need + (size_t)n * sizeof(int32_t));
+    int32_t *list = (int32_t *)(void *)(tmp + need);
+    if (tmp == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+    for (int32_t i = 0; i < n; i++) list[i] = (int32_t)(b0 + i);
+    rc = cat_decode_blocks(ctx, &ck, list, n, tmp);
+    if (rc >= 0) memcpy(dst, tmp + (first - b0 * ck.info.blocksize), (size_t)(end - first));
+    free(tmp);
+  }
+  if (rc < 0) return cat_error(ctx, (int)rc, "corrupt chunk data (a stream does not decode)");
+  return (int32_t)(end - first);
+}
+
+/* ---- compression ------------------------------------------------------------------------ */
+
+/* The reference's automatic blocksize (spec 1.11). */
+static int32_t cat_auto_blocksize(const caterva_cparams *cp, int32_t nbytes, bool split) {
+  int64_t bs = nbytes;
+  int ts = cp->typesize;
+  bool hc = cp->codec == CATERVA_LZ4HC || cp->codec == CATERVA_ZLIB || cp->codec == CATERVA_ZSTD;
+  if (nbytes < ts) return 1;
+  if (nbytes >= 32 * 1024) {
+    bs = 32 * 1024;
+    if (hc) bs *= 2;
+    switch (cp->clevel) {
+    case 0: bs /= 4; break;
+    case 1: bs /= 2; break;
+    case 2: break;
+    case 3: bs *= 2; break;
+    case 4: case 5: bs *= 4; break;
+    case 6: case 7: case 8: bs *= 8; break;
+    default: bs *= hc ? 16 : 8; break;
+    }
+  }
+  if (split && cp->clevel > 0) {
+    static const int64_t per_level[10] = {0, 32, 32, 32, 64, 64, 64, 128, 256, 512};
+    bs = per_level[cp->clevel] * 1024 * ts;
+    if (bs > 4 * 1024 * 1024) bs = 4 * 1024 * 1024;
+    if (bs < 32 * 1024) bs = 32 * 1024;
+  }
+  if (bs > nbytes) bs = nbytes;
+  if (bs > ts) bs -= bs % ts;
+  return (int32_t)bs;
+}
+
+/* The reference's split rule for AUTO and FORWARD_COMPAT (spec 1.11). */
+static bool cat_split_wanted(const caterva_cparams *cp, int32_t blocksize) {
+  bool codec_ok = cp->codec == CATERVA_BLOSCLZ || cp->codec == CATERVA_LZ4 ||
+                  (cp->codec == CATERVA_ZSTD && cp->clevel <= 5);
+  switch (cp->splitmode) {
+  case CATERVA_SPLIT_ALWAYS: return true;
+  case CATERVA_SPLIT_NEVER: return false;
+  default:
+    return codec_ok && cat_has_filter(cp->filters, CATERVA_SHUFFLE) && cp->typesize <= 16 &&
+           blocksize / cp->typesize >= 32;
+  }
+}
+
+static int cat_check_cparams(caterva_ctx *ctx, const caterva_cparams *cp) {
+  if (cat_codec_format_id(cp->codec) < 0)
+    return cat_error(ctx, CATERVA_E_UNSUPPORTED, "unknown codec %d", cp->codec);
+  if (cp->clevel < 0 || cp->clevel > 9)
+    return cat_error(ctx, CATERVA_E_INVALID, "clevel %d outside 0..9", cp->clevel);
+  if (cp->typesize < 1 || cp->typesize > 255)
+    return cat_error(ctx, CATERVA_E_INVALID, "typesize %d outside 1..255", cp->typesize);
+  if (cp->blocksize < 0) return cat_error(ctx, CATERVA_E_INVALID, "negative blocksize");
+  if (cp->splitmode < CATERVA_SPLIT_ALWAYS || cp->splitmode > CATERVA_SPLIT_FORWARD_COMPAT)
+    return cat_error(ctx, CATERVA_E_INVALID, "unknown split mode %d", cp->splitmode);
+  for (int i = 0; i < CATERVA_MAX_FILTERS; i++) {
+    if (!cat_filter_known(cp->filters[i]))
+      return cat_error(ctx, CATERVA_E_UNSUPPORTED, "unknown filter %d", cp->filters[i]);
+    if (cp->filters[i] == CATERVA_TRUNC_PREC && cp->typesize != 4 && cp->typesize != 8)
+      return cat_error(ctx, CATERVA_E_INVALID, "trunc_prec needs typesize 4 or 8");
+  }
+  return CATERVA_OK;
+}
+
+/* Everything compression of one chunk needs, shared by the block tasks. */
+typedef struct cat_enc_job {
+  caterva_ctx *ctx;
+  const caterva_cparams *cp;
+  const uint8_t *src;
+  int32_t nbytes, blocksize, nblocks;
+  bool split;
+  uint8_t *out;        /* per-block output regions of slot bytes each */
+  int64_t slot;
+  int32_t *outlen;     /* compressed length of each block */
+  bool *all_zero;      /* every stream of the block was a zero run */
+} cat_enc_job;
+
+/* Encode one stream of n bytes at in into out: zero run, byte run, codec, or raw. */
+static int32_t cat_encode_stream(cat_scratch *s, const caterva_cparams *cp, const uint8_t *in,
+                                 int32_t n, uint8_t *out, bool *zero) {
+  int32_t c;
+  bool same = true;
+  for (int32_t i = 1; i < n && same; i++) same = in[i] == in[0];
+  *zero = same && n > 0 && in[0] == 0;
+  if (same && n > 0) {
+    /* Runs: csize 0 for zeros, else -byte and a token byte with bit 0 set. */
+    if (in[0] == 0) {
+      cat_put_le32(out, 0);
+      return 4;
+    }
+    cat_put_le32(out, (uint32_t)(-(int32_t)in[0]));
+    out[4] = 1;
+    return 5;
+  }
+  /* A codec result of n bytes or more would be read back as raw: keep it below n. */
+  c = cat_codec_compress(s, cp->codec, cp->clevel, in, n, out + 4, n - 1);
+  if (c < 0) return c;
+  if (c == 0) {
+    memcpy(out + 4, in, (size_t)n);
+    c = n;
+  }
+  cat_put_le32(out, (uint32_t)c);
+  return 4 + c;
+}
+
+/* Forward filter pipeline on block j (bsize bytes at in); returns the filtered bytes. */
+static const uint8_t *cat_filter_block(cat_enc_job *job, int w, int32_t j, const uint8_t *in,
+                                       int32_t bsize, int *rc) {
+  const caterva_cparams *cp = job->cp;
+  const uint8_t *cur = in;
+  uint8_t *a = cat_scratch_get(job->ctx, w, 0, (size_t)bsize);
+  uint8_t *b = cat_scratch_get(job->ctx, w, 1, (size_t)bsize);
+  *rc = CATERVA_OK;
+  if (a == NULL || b == NULL) {
+    *rc = CATERVA_E_NOMEM;
+    return NULL;
+  }
+  for (int i = 0; i < CATERVA_MAX_FILTERS; i++) {
+    uint8_t f = cp->filters[i], meta = cp->filters_meta[i];
+    uint8_t *out = cur == a ? b : a;
+    int ts = cp->typesize;
+    switch (f) {
+    case CATERVA_SHUFFLE: cat_shuffle(meta ? meta : ts, bsize, cur, out); break;
+    case CATERVA_BITSHUFFLE: cat_bitshuffle(ts, bsize, cur, out); break;
+    case CATERVA_BYTEDELTA: cat_bytedelta_encode(meta ? meta : ts, bsize, cur, out); break;
+    case CATERVA_DELTA: cat_delta_encode(ts, j, job->src, bsize, cur, out); break;
+    case CATERVA_TRUNC_PREC:
+      *rc = cat_trunc_prec(ts, (int8_t)meta, bsize, cur, out);
+      if (*rc < 0) return NULL;
+      break;
+    default: continue;
+    }
+    cur = out;
+  }
+  return cur;
+}
+
+static int cat_enc_task(void *arg, int64_t t, int w) {
+  cat_enc_job *job = arg;
+  int32_t j = (int32_t)t, bsize = job->blocksize, nstreams, neblock;
+  int64_t off = (int64_t)j * job->blocksize;
+  uint8_t *out = job->out + j * job->slot;
+  const uint8_t *filtered;
+  int32_t len = 0;
+  int rc;
+  bool zero, all_zero = true;
+
+  if (off + bsize > job->nbytes) bsize = (int32_t)(job->nbytes - off);
+  filtered = cat_filter_block(job, w, j, job->src + off, bsize, &rc);
+  if (filtered == NULL) return rc;
+  nstreams = (job->split && bsize == job->blocksize && bsize % job->cp->typesize == 0)
+                 ? job->cp->typesize : 1;
+  neblock = bsize / nstreams;
+  for (int32_t s = 0; s < nstreams; s++) {
+    int32_t n = cat_encode_stream(&job->ctx->scratch[w], job->cp, filtered + (size_t)s * neblock,
+                                  neblock, out + len, &zero);
+    if (n < 0) return n;
+    len += n;
+    all_zero = all_zero && zero;
+  }
+  job->outlen[j] = len;
+  job->all_zero[j] = all_zero;
+  return CATERVA_OK;
+}
+
+static void cat_write_header(uint8_t *h, const caterva_cparams *cp, int32_t nbytes,
+                             int32_t blocksize, int32_t cbytes, bool split, bool memcpyed) {
+  uint8_t flags = CAT_F_SHUFFLE_EXT | CAT_F_BITSHUFFLE_EXT;
+  flags |= (uint8_t)(cat_codec_format_id(cp->codec) << 5);
+  if (!split) flags |= CAT_F_DONT_SPLIT;
+  if (memcpyed) flags |= CAT_F_MEMCPYED;
+  if (cat_has_filter(cp->filters, CATERVA_DELTA)) flags |= CAT_F_DELTA;
+  memset(h, 0, CAT_HDR);
+  h[0] = CAT_VERSION_WRITTEN;
+  h[1] = 1;
+  h[2] = flags;
+  h[3] = (uint8_t)cp->typesize;
+  cat_put_le32(h + 4, (uint32_t)nbytes);
+  cat_put_le32(h + 8, (uint32_t)blocksize);
+  cat_put_le32(h + 12, (uint32_t)cbytes);
+  memcpy(h + 16, cp->filters, CATERVA_MAX_FILTERS);
+  h[22] = (uint8_t)cp->codec;
+  memcpy(h + 24, cp->filters_meta, CATERVA_MAX_FILTERS);
+}
+
+static int32_t cat_store_memcpyed(caterva_ctx *ctx, const caterva_cparams *cp, const void *src,
+                                  int32_t nbytes, int32_t blocksize, bool split, uint8_t *dst,
+                                  int32_t dstcap) {
+  if ((int64_t)dstcap < (int64_t)nbytes + CAT_HDR)
+    return cat_error(ctx, CATERVA_E_NOSPACE, "output buffer too small for %d bytes", (int)nbytes);
+  cat_write_header(dst, cp, nbytes, blocksize, nbytes + CAT_HDR, split, true);
+  if (nbytes > 0) memcpy(dst + CAT_HDR, src, (size_t)nbytes);
+  return nbytes + CAT_HDR;
+}
+
+/* Lay the encoded blocks out after the header and block-start table; 0 if it won't fit. */
+static int32_t cat_assemble(const cat_enc_job *job, uint8_t *dst, int32_t limit) {
+  int64_t pos = CAT_HDR + 4 * (int64_t)job->nblocks;
+  if (pos > limit) return 0;
+  for (int32_t j = 0; j < job->nblocks; j++) {
+    if (pos + job->outlen[j] > limit) return 0;
+    cat_put_le32(dst + CAT_HDR + 4 * (size_t)j, (uint32_t)pos);
+    memcpy(dst + pos, job->out + j * job->slot, (size_t)job->outlen[j]);
+    pos += job->outlen[j];
+  }
+  return (int32_t)pos;
+}
+
+static int cat_run_encode(caterva_ctx *ctx, cat_enc_job *job) {
+  if (cat_worth_parallel(ctx, job->nblocks, job->blocksize))
+    return cat_pool_run(ctx->pool, job->nblocks, cat_enc_task, job);
+  for (int32_t j = 0; j < job->nblocks; j++) {
+    int rc = cat_enc_task(job, j, 0);
+    if (rc < 0) return rc;
+  }
+  return CATERVA_OK;
+}
+
+static bool cat_all_zero(const cat_enc_job *job) {
+  for (int32_t j = 0; j < job->nblocks; j++)
+    if (!job->all_zero[j]) return false;
+  return true;
+}
+
+int32_t caterva_chunk_compress(caterva_ctx *ctx, const caterva_cparams *cp, const void *src,
+                               int32_t nbytes, void *dst, int32_t dstcap) {
+  cat_enc_job job;
+  int32_t blocksize, rc;
+  int32_t limit;
+  bool split;
+  void *mem = NULL;
+
+  rc = cat_check_cparams(ctx, cp);
+  if (rc < 0) return rc;
+  if (nbytes < 0 || nbytes > CATERVA_CHUNK_MAX_NBYTES || (nbytes > 0 && src == NULL) || dst == NULL)
+    return cat_error(ctx, CATERVA_E_INVALID, "bad source buffer of %d bytes", (int)nbytes);
+  blocksize = cp->blocksize;
+  if (blocksize == 0) blocksize = cat_auto_blocksize(cp, nbytes, cat_split_wanted(cp, nbytes));
+  if (blocksize > nbytes) blocksize = nbytes;
+  split = cat_split_wanted(cp, blocksize);
+  /* Tiny or clevel-0 chunks are stored as they are, like the reference does. */
+  if (cp->clevel == 0 || nbytes < 32 || blocksize <= 0)
+    return cat_store_memcpyed(ctx, cp, src, nbytes, blocksize, split, dst, dstcap);
+
+  memset(&job, 0, sizeof job);
+  job.ctx = ctx;
+  job.cp = cp;
+  job.src = src;
+  job.nbytes = nbytes;
+  job.blocksize = blocksize;
+  job.nblocks = (int32_t)cat_ceil_div64(nbytes, blocksize);
+  job.split = split;
+  /* Room for a raw block plus every stream's length and token; a multiple of 8 keeps the
+   * arrays placed after the block regions aligned. */
+  job.slot = ((int64_t)blocksize + 5 * (int64_t)cp->typesize + 8 + 7) & ~(int64_t)7;
+  mem = malloc((size_t)job.slot * (size_t)job.nblocks +
+               (size_t)job.nblocks * (sizeof(int32_t) + sizeof(bool)));
+  if (mem == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  job.out = mem;
+  job.outlen = (int32_t *)(void *)(job.out + (size_t)job.slot * (size_t)job.nblocks);
+  job.all_zero = (bool *)(job.outlen + job.nblocks);
+  rc = cat_run_encode(ctx, &job);
+  if (rc < 0) {
+    rc = cat_error(ctx, rc, "compression failed (%s)", caterva_strerror(rc));
+    goto leave;
+  }
+  if (cat_all_zero(&job)) {
+    rc = caterva_chunk_make_special(CATERVA_SPECIAL_ZERO, nbytes, cp->typesize, blocksize, NULL,
+                                    dst, dstcap);
+    if (rc < 0) rc = cat_error(ctx, rc, "output buffer too small");
+    goto leave;
+  }
+  /* A chunk may not be larger than its memcpyed form. */
+  limit = dstcap < nbytes + CAT_HDR ? dstcap : nbytes + CAT_HDR;
+  rc = cat_assemble(&job, dst, limit);
+  if (rc > 0) cat_write_header(dst, cp, nbytes, blocksize, rc, split, false);
+  else rc = cat_store_memcpyed(ctx, cp, src, nbytes, blocksize, split, dst, dstcap);
+leave:
+  free(mem);
+  return rc;
+}
+
+int32_t caterva_chunk_make_special(int kind, int32_t nbytes, int typesize, int32_t blocksize,
+                                   const void *value, void *dst, int32_t dstcap) {
+  uint8_t *h = dst;
+  int32_t cbytes = CAT_HDR;
+  if (kind < CATERVA_SPECIAL_ZERO || kind > CATERVA_SPECIAL_UNINIT || typesize < 1 ||
+      typesize > 255 || nbytes < 0 || blocksize < 0 || nbytes % typesize != 0)
+    return CATERVA_E_INVALID;
+  if (kind == CATERVA_SPECIAL_NAN && typesize != 4 && typesize != 8) return CATERVA_E_INVALID;
+  if (kind == CATERVA_SPECIAL_VALUE) {
+    if (value == NULL) return CATERVA_E_INVALID;
+    cbytes += typesize;
+  }
+  if (dst == NULL || dstcap < cbytes) return CATERVA_E_NOSPACE;
+  memset(h, 0, CAT_HDR);
+  h[0] = CAT_VERSION_WRITTEN;
+  h[1] = 1;
+  h[2] = CAT_F_SHUFFLE_EXT | CAT_F_BITSHUFFLE_EXT;
+  h[3] = (uint8_t)typesize;
+  cat_put_le32(h + 4, (uint32_t)nbytes);
+  cat_put_le32(h + 8, (uint32_t)(blocksize ? blocksize : nbytes));
+  cat_put_le32(h + 12, (uint32_t)cbytes);
+  h[31] = (uint8_t)(kind << CAT_B2_SPECIAL_SHIFT);
+  if (kind == CATERVA_SPECIAL_VALUE) memcpy(h + CAT_HDR, value, (size_t)typesize);
+  return cbytes;
+}

@@ -1,0 +1,140 @@
+/*
+ * pool.c -- a fixed pool of worker threads that run batches of independent tasks.
+ *
+ * One batch at a time: cat_pool_run publishes (fn, arg, ntasks), wakes the workers, takes
+ * tasks itself, and returns once every task has finished. Tasks are handed out through an
+ * atomic counter, so a batch of uneven blocks balances itself.
+ */
+#include "cat_internal.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+struct cat_pool {
+  int nthreads;            /* workers + the calling thread */
+  pthread_t *threads;      /* nthreads - 1 workers */
+  int nstarted;            /* workers actually started */
+  pthread_mutex_t mu;
+  pthread_cond_t wake;     /* a new batch, or shutdown */
+  pthread_cond_t done;     /* the last worker left the batch */
+  uint64_t generation;     /* incremented per batch */
+  bool shutdown;
+  /* the current batch */
+  cat_task_fn fn;
+  void *arg;
+  int64_t ntasks;
+  int64_t next;            /* next task to hand out (atomic) */
+  int busy;                /* workers still inside the batch */
+  int first_error;         /* first negative task result (atomic CAS) */
+};
+
+typedef struct cat_worker_arg {
+  cat_pool *pool;
+  int id;
+} cat_worker_arg;
+
+static void cat_pool_drain(cat_pool *pool, int worker) {
+  for (;;) {
+    int64_t t = __atomic_fetch_add(&pool->next, 1, __ATOMIC_RELAXED);
+    if (t >= pool->ntasks) break;
+    int rc = pool->fn(pool->arg, t, worker);
+    if (rc < 0) {
+      int expected = 0;
+      __atomic_compare_exchange_n(&pool->first_error, &expected, rc, false, __ATOMIC_RELAXED,
+                                  __ATOMIC_RELAXED);
+    }
+  }
+}
+
+static void *cat_worker_main(void *p) {
+  cat_worker_arg *wa = p;
+  cat_pool *pool = wa->pool;
+  int id = wa->id;
+  uint64_t seen = 0;
+  free(wa);
+  pthread_mutex_lock(&pool->mu);
+  for (;;) {
+    while (!pool->shutdown && pool->generation == seen) pthread_cond_wait(&pool->wake, &pool->mu);
+    if (pool->shutdown) break;
+    seen = pool->generation;
+    pthread_mutex_unlock(&pool->mu);
+    cat_pool_drain(pool, id);
+    pthread_mutex_lock(&pool->mu);
+    if (--pool->busy == 0) pthread_cond_signal(&pool->done);
+  }
+  pthread_mutex_unlock(&pool->mu);
+  return NULL;
+}
+
+int cat_pool_new(int nthreads, cat_pool **out) {
+  cat_pool *pool;
+  *out = NULL;
+  pool = calloc(1, sizeof *pool);
+  if (pool == NULL) return CATERVA_E_NOMEM;
+  pool->nthreads = nthreads;
+  pthread_mutex_init(&pool->mu, NULL);
+  pthread_cond_init(&pool->wake, NULL);
+  pthread_cond_init(&pool->done, NULL);
+  pool->threads = calloc((size_t)nthreads, sizeof *pool->threads);
+  if (pool->threads == NULL) goto fail;
+  for (int i = 1; i < nthreads; i++) {
+    cat_worker_arg *wa = malloc(sizeof *wa);
+    if (wa == NULL) goto fail;
+    wa->pool = pool;
+    wa->id = i;
+    if (pthread_create(&pool->threads[pool->nstarted], NULL, cat_worker_main, wa) != 0) {
+      free(wa);
+      cat_pool_free(pool);
+      return CATERVA_E_THREAD;
+    }
+    pool->nstarted++;
+  }
+  *out = pool;
+  return CATERVA_OK;
+fail:
+  cat_pool_free(pool);
+  return CATERVA_E_NOMEM;
+}
+
+void cat_pool_free(cat_pool *pool) {
+  if (pool == NULL) return;
+  pthread_mutex_lock(&pool->mu);
+  pool->shutdown = true;
+  pthread_cond_broadcast(&pool->wake);
+  pthread_mutex_unlock(&pool->mu);
+  for (int i = 0; i < pool->nstarted; i++) pthread_join(pool->threads[i], NULL);
+  pthread_mutex_destroy(&pool->mu);
+  pthread_cond_destroy(&pool->wake);
+  pthread_cond_destroy(&pool->done);
+  free(pool->threads);
+  free(pool);
+}
+
+int cat_pool_run(cat_pool *pool, int64_t ntasks, cat_task_fn fn, void *arg) {
+  int rc = 0;
+  if (pool == NULL || ntasks <= 1 || pool->nstarted == 0) {
+    for (int64_t t = 0; t < ntasks; t++) {
+      int r = fn(arg, t, 0);
+      if (r < 0 && rc == 0) rc = r;
+    }
+    return rc;
+  }
+  pthread_mutex_lock(&pool->mu);
+  pool->fn = fn;
+  pool->arg = arg;
+  pool->ntasks = ntasks;
+  pool->next = 0;
+  pool->first_error = 0;
+  pool->busy = pool->nstarted;
+  pool->generation++;
+  pthread_cond_broadcast(&pool->wake);
+  pthread_mutex_unlock(&pool->mu);
+
+  cat_pool_drain(pool, 0);
+
+  pthread_mutex_lock(&pool->mu);
+  while (pool->busy > 0) pthread_cond_wait(&pool->done, &pool->mu);
+  rc = pool->first_error;
+  pthread_mutex_unlock(&pool->mu);
+  return rc;
+}

@@ -1,0 +1,32 @@
+#!/bin/sh
+# Installs what is missing, builds, and runs the whole test suite twice: once normally and
+# once with AddressSanitizer + UndefinedBehaviorSanitizer. Ends with "N passed, N failed".
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+sh scripts/deps.sh || exit 1
+passed=0
+failed=0
+status=0
+run_suite() {
+  dir=$1
+  shift
+  sh scripts/build.sh "$dir" "$@" || { echo "build in $dir failed"; failed=$((failed + 1)); status=1; return; }
+  (cd "$dir" && make -j"$(nproc)" check >check.out 2>&1)
+  rc=$?
+  grep -E "^(FAIL|ERROR|XPASS):" "$dir/check.out"
+  grep -E "^# (TOTAL|PASS|SKIP|FAIL|ERROR):" "$dir/check.out" | sed "s|^|[$dir] |"
+  p=$(sed -n 's/^# PASS: *//p' "$dir/check.out")
+  f=$(sed -n 's/^# FAIL: *//p' "$dir/check.out")
+  e=$(sed -n 's/^# ERROR: *//p' "$dir/check.out")
+  passed=$((passed + ${p:-0}))
+  failed=$((failed + ${f:-0} + ${e:-0}))
+  if [ $rc -ne 0 ]; then
+    status=1
+    [ -z "$p$f$e" ] && { tail -30 "$dir/check.out"; failed=$((failed + 1)); }
+  fi
+}
+run_suite build
+run_suite build-san --enable-asan --enable-ubsan
+echo "$passed passed, $failed failed"
+exit $status

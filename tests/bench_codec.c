@@ -155,6 +155,7 @@ int main(int argc, char **argv) {
       caterva_cparams_init(&cp);
       cp.codec = codecs[c];
       cp.typesize = sets[s].ts;
+      if (getenv("BENCH_BLOCKSIZE")) cp.blocksize = atoi(getenv("BENCH_BLOCKSIZE"));
       for (int th = 1; th <= 2; th++) {
         caterva_ctx *ctx;
         caterva_ctx_new(th, &ctx);

@@ -14,7 +14,12 @@
  *
  * Opening a file reads the header, the trailer and the offsets index only; chunks are read
  * on demand. Updates to a file are written so that a process dying mid-write leaves the
- * file readable with its previous content (see README, "Guarantees").
+ * file readable with its previous content (see README, "Guarantees", and frame_file.c):
+ * a contiguous file grows by appending the new chunk, index and trailer and then rewriting
+ * a few header bytes in place, so until it is compacted (automatically, when dead bytes
+ * outweigh live ones, and when a writable schunk with dead bytes is freed) its chunk section
+ * holds unreferenced bytes; bytes after frame_len (an interrupted update) are ignored when
+ * reading and truncated when opening for writing.
  */
 #ifndef CATERVA_FRAME_H
 #define CATERVA_FRAME_H
@@ -75,7 +80,8 @@ int caterva_schunk_typesize(const caterva_schunk *sc);
 int caterva_schunk_store(const caterva_schunk *sc);
 /** Sum of the uncompressed sizes of all chunks. */
 int64_t caterva_schunk_nbytes(const caterva_schunk *sc);
-/** Stored bytes of chunks (frame "cbytes"). */
+/** Stored bytes of chunks (frame "cbytes"). For a contiguous file this is the length of its
+ * chunk section, which includes unreferenced bytes until the file is compacted. */
 int64_t caterva_schunk_cbytes(const caterva_schunk *sc);
 /** Total frame bytes (header, chunks, index, trailer) as it would be written or is on disk. */
 int64_t caterva_schunk_frame_len(const caterva_schunk *sc);
@@ -101,7 +107,9 @@ int32_t caterva_schunk_decompress_chunk(caterva_ctx *ctx, caterva_schunk *sc, in
                                         void *dst, int32_t dstcap);
 
 /** Compress nbytes (== chunksize) of src with the schunk's cparams and append it. All-zero
- * data is stored as a special zero index entry. Returns the new number of chunks. */
+ * data is stored as a special zero index entry. Returns the new number of chunks.
+ * As in Blosc2, the last chunk may be shorter than chunksize (nothing can follow it); every
+ * other chunk, inserted or updated, holds exactly chunksize bytes. */
 int64_t caterva_schunk_append_buffer(caterva_ctx *ctx, caterva_schunk *sc, const void *src,
                                      int32_t nbytes);
 /** Append an already compressed chunk (copied; validated). Special header-only chunks of kind

@@ -556,8 +556,8 @@ void cat_bitunshuffle(int32_t ts, int32_t n, const uint8_t *src, uint8_t *dst) {
  * never touch the n % e bytes after them (on encoding its destination there is whatever
  * its scratch buffer held; on decoding they stay as stored). We copy them unchanged when
  * encoding and leave them as they are when decoding, which agrees with the reference
- * decoder byte for byte. This only arises when a chunk's size is not a multiple of its
- * typesize (the last, short block), or for e = 8 with a typesize that is a multiple of 8.
+ * decoder byte for byte. Blocks are multiples of the typesize, hence of e, so this only
+ * arises in the last, short block of a chunk whose size is not a multiple of its typesize.
  *
  * Block 0: c-blosc2 takes the "previous element" from the chunk's unfiltered data rather
  * than from the block it was given; the two are the same when DELTA is the first active

@@ -1,0 +1,732 @@
+/*
+ * frame_file.c -- frames on disk: contiguous frame files and sparse frame directories.
+ *
+ * Crash safety (what a process dying at any instant leaves behind):
+ *
+ *  Contiguous file, chunk edits and vlmetalayer changes ("commit"):
+ *    1. the new chunk (if any), then a new offsets index and a new trailer are written
+ *       AFTER the current end of the frame; nothing the current header refers to is touched;
+ *    2. fsync;
+ *    3. the header bytes [15, 69) (frame_len, nbytes, cbytes, vlmeta flag...) are rewritten
+ *       in place with one pwrite -- the commit point; they lie inside the first 512-byte
+ *       sector, which disks write atomically;
+ *    4. fsync.
+ *    Before step 3 the file holds the old frame followed by garbage beyond its frame_len
+ *    (readers ignore bytes past frame_len; opening for writing truncates them). After it
+ *    the old index and trailer are unreferenced bytes inside the chunk section ("dead"
+ *    bytes: index entries are offsets, so the reference readers accept this). A metalayer
+ *    update rewrites the whole header in step 3 when it fits one sector.
+ *  Contiguous file, compaction and size-changing header edits (metalayer added): the packed
+ *    frame is written to a temporary file in the same directory, fsync'ed and renamed over
+ *    the old one (then the directory is fsync'ed). Compaction runs when dead bytes exceed
+ *    the live ones (and 1 MiB), and when a writable schunk is freed with dead bytes in a
+ *    small file or with much dead space.
+ *  Sparse directory: a new or updated chunk goes to a new file number (never overwriting a
+ *    referenced file); then chunks.b2frame is replaced through a temporary file + rename;
+ *    files no longer referenced are removed afterwards.
+ */
+#include "frame_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CAT_SPARSE_INDEX "chunks.b2frame"
+/* Compact on close when the file is this small, whatever the dead fraction. */
+#define CAT_COMPACT_SMALL (16 * 1024 * 1024)
+
+/* ---- system call helpers ------------------------------------------------------------- */
+
+static int io_fail(caterva_ctx *ctx, const char *what, const char *path) {
+  int e = errno;
+  int rc = e == ENOENT ? CATERVA_E_NOTFOUND : e == EEXIST ? CATERVA_E_EXISTS : CATERVA_E_IO;
+  return cat_error(ctx, rc, "%s '%s': %s", what, path, strerror(e));
+}
+
+static int write_all(caterva_ctx *ctx, int fd, const void *buf, size_t n, const char *path) {
+  const uint8_t *p = buf;
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return io_fail(ctx, "cannot write", path);
+    p += w;
+    n -= (size_t)w;
+  }
+  return CATERVA_OK;
+}
+
+static int pwrite_all(caterva_ctx *ctx, int fd, const void *buf, size_t n, int64_t off,
+                      const char *path) {
+  const uint8_t *p = buf;
+  while (n > 0) {
+    ssize_t w = pwrite(fd, p, n, (off_t)off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return io_fail(ctx, "cannot write", path);
+    p += w;
+    n -= (size_t)w;
+    off += w;
+  }
+  return CATERVA_OK;
+}
+
+static int sync_fd(caterva_ctx *ctx, int fd, const char *path) {
+  if (fsync(fd) != 0) return io_fail(ctx, "cannot sync", path);
+  return CATERVA_OK;
+}
+
+/* malloc'ed "dir/name". */
+static char *join(const char *dir, const char *name) {
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *s = malloc(n);
+  if (s != NULL) snprintf(s, n, "%s/%s", dir, name);
+  return s;
+}
+
+static char *chunk_file_name(const char *dir, int64_t num) {
+  char name[32];
+  snprintf(name, sizeof name, "%08llX.chunk", (unsigned long long)num);
+  return join(dir, name);
+}
+
+/* fsync the directory holding path, so a rename in it is durable. */
+static void sync_parent(const char *path) {
+  const char *slash = strrchr(path, '/');
+  char *dir = slash == NULL ? strdup(".") : strndup(path, slash == path ? 1 : (size_t)(slash - path));
+  int fd;
+  if (dir == NULL) return;
+  fd = open(dir, O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    (void)fsync(fd);
+    close(fd);
+  }
+  free(dir);
+}
+
+/* Read a whole regular file of at most maxlen bytes into a new malloc'ed buffer. */
+static int read_whole(caterva_ctx *ctx, const char *path, int64_t maxlen, uint8_t **out,
+                      size_t *len) {
+  struct stat st;
+  uint8_t *buf = NULL;
+  size_t got = 0;
+  int rc = CATERVA_OK, fd = open(path, O_RDONLY);
+  if (fd < 0) return io_fail(ctx, "cannot open", path);
+  CAT_CHECK(leave, fstat(fd, &st) == 0, CATERVA_E_IO, "cannot stat '%s'", path);
+  CAT_CHECK(leave, S_ISREG(st.st_mode) && st.st_size <= maxlen, CATERVA_E_CORRUPT,
+            "'%s' is not a regular file of at most %lld bytes", path, (long long)maxlen);
+  buf = malloc(st.st_size > 0 ? (size_t)st.st_size : 1);
+  CAT_CHECK(leave, buf != NULL, CATERVA_E_NOMEM, "out of memory");
+  while (got < (size_t)st.st_size) {
+    ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  CAT_CHECK(leave, got == (size_t)st.st_size, CATERVA_E_IO, "short read of '%s'", path);
+  *out = buf;
+  *len = got;
+  buf = NULL;
+leave:
+  free(buf);
+  close(fd);
+  return rc;
+}
+
+/* ---- atomic replacement of a file ------------------------------------------------------- */
+
+typedef int (*emit_fn)(caterva_ctx *ctx, void *arg, int fd, const char *path);
+
+/* Write a complete new version of path: emit() fills a temporary file in the same
+ * directory, which is synced and renamed over path. */
+static int write_atomic(caterva_ctx *ctx, const char *path, emit_fn emit, void *arg) {
+  static unsigned counter;
+  size_t n = strlen(path) + 40;
+  char *tmp = malloc(n);
+  int fd = -1, rc;
+  CAT_CHECK(leave, tmp != NULL, CATERVA_E_NOMEM, "out of memory");
+  for (int attempt = 0; fd < 0 && attempt < 100; attempt++) {
+    snprintf(tmp, n, "%s.tmp%ld.%u", path, (long)getpid(),
+             __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    rc = io_fail(ctx, "cannot create", tmp);
+    goto leave;
+  }
+  CAT_TRY(fail, emit(ctx, arg, fd, tmp));
+  CAT_TRY(fail, sync_fd(ctx, fd, tmp));
+  close(fd);
+  fd = -1;
+  if (rename(tmp, path) != 0) {
+    rc = io_fail(ctx, "cannot rename onto", path);
+    goto fail;
+  }
+  sync_parent(path);
+  rc = CATERVA_OK;
+  goto leave;
+fail:
+  if (fd >= 0) close(fd);
+  unlink(tmp);
+leave:
+  free(tmp);
+  return rc;
+}
+
+/* Up to four buffers written in sequence. */
+typedef struct pieces {
+  const uint8_t *p[4];
+  size_t n[4];
+} pieces;
+
+static int emit_pieces(caterva_ctx *ctx, void *arg, int fd, const char *path) {
+  pieces *pc = arg;
+  for (int k = 0; k < 4; k++) {
+    int rc = pc->n[k] ? write_all(ctx, fd, pc->p[k], pc->n[k], path) : CATERVA_OK;
+    if (rc < 0) return rc;
+  }
+  return CATERVA_OK;
+}
+
+/* ---- layout of a packed frame ----------------------------------------------------------- */
+
+typedef struct plan {
+  uint8_t *header, *index, *trailer;
+  int64_t header_len;
+  int32_t index_len, trailer_len;
+  int64_t *entries; /* the new index */
+  int64_t cbytes, frame_len;
+} plan;
+
+static void plan_free(plan *pl) {
+  free(pl->header);
+  free(pl->index);
+  free(pl->trailer);
+  free(pl->entries);
+  memset(pl, 0, sizeof *pl);
+}
+
+/* Index, trailer and header for the given entries; cbytes is the chunk bytes recorded. */
+static int plan_finish(caterva_ctx *ctx, caterva_schunk *sc, int frame_type, plan *pl,
+                       int64_t n, int64_t nbytes) {
+  int rc;
+  if (n > 0) {
+    rc = cat_frame_build_index(ctx, pl->entries, n, &pl->index, &pl->index_len);
+    if (rc < 0) return rc;
+  }
+  rc = cat_frame_build_trailer(ctx, sc, &pl->trailer, &pl->trailer_len);
+  if (rc < 0) return rc;
+  pl->header_len = cat_frame_header_len(sc);
+  pl->frame_len = pl->header_len + (frame_type == CAT_FRAME_CONTIGUOUS ? pl->cbytes : 0) +
+                  pl->index_len + pl->trailer_len;
+  return cat_frame_build_header(ctx, sc, frame_type, pl->frame_len, nbytes, pl->cbytes,
+                                &pl->header, &pl->header_len);
+}
+
+/* Lay sc out as a new packed frame: stored chunks in index order; contiguous entries become
+ * their offsets, sparse entries consecutive file numbers. */
+static int plan_build(caterva_ctx *ctx, caterva_schunk *sc, int frame_type, plan *pl) {
+  int64_t off = 0, files = 0;
+  memset(pl, 0, sizeof *pl);
+  if (sc->nchunks > 0) {
+    pl->entries = malloc((size_t)sc->nchunks * sizeof *pl->entries);
+    if (pl->entries == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  }
+  for (int64_t i = 0; i < sc->nchunks; i++) {
+    const uint8_t *p;
+    uint8_t *tmp;
+    int32_t cb;
+    int rc;
+    if (sc->entries[i] < 0) {
+      pl->entries[i] = sc->entries[i];
+      continue;
+    }
+    rc = cat_sc_stored_chunk(ctx, sc, i, false, &p, &cb, &tmp);
+    free(tmp);
+    if (rc < 0) return rc;
+    pl->entries[i] = frame_type == CAT_FRAME_CONTIGUOUS ? off : files++;
+    off += cb;
+  }
+  pl->cbytes = off;
+  return plan_finish(ctx, sc, frame_type, pl, sc->nchunks, sc->nbytes);
+}
+
+/* Visit the stored chunks of sc in index order. */
+typedef int (*chunk_fn)(caterva_ctx *ctx, void *arg, int64_t k, const uint8_t *p, int32_t cb);
+
+static int each_stored(caterva_ctx *ctx, caterva_schunk *sc, chunk_fn fn, void *arg) {
+  int64_t k = 0;
+  for (int64_t i = 0; i < sc->nchunks; i++) {
+    const uint8_t *p;
+    uint8_t *tmp;
+    int32_t cb;
+    int rc;
+    if (sc->entries[i] < 0) continue;
+    rc = cat_sc_stored_chunk(ctx, sc, i, false, &p, &cb, &tmp);
+    if (rc >= 0) rc = fn(ctx, arg, k++, p, cb);
+    free(tmp);
+    if (rc < 0) return rc;
+  }
+  return CATERVA_OK;
+}
+
+typedef struct frame_out {
+  caterva_schunk *sc;
+  const plan *pl;
+  int fd;
+  const char *path;
+  uint8_t *buf;   /* to_buffer: destination */
+  int64_t pos;
+} frame_out;
+
+static int put_bytes(caterva_ctx *ctx, frame_out *fo, const void *p, size_t n) {
+  if (n == 0) return CATERVA_OK;
+  if (fo->buf != NULL) {
+    memcpy(fo->buf + fo->pos, p, n);
+    fo->pos += (int64_t)n;
+    return CATERVA_OK;
+  }
+  return write_all(ctx, fo->fd, p, n, fo->path);
+}
+
+static int put_chunk(caterva_ctx *ctx, void *arg, int64_t k, const uint8_t *p, int32_t cb) {
+  (void)k;
+  return put_bytes(ctx, arg, p, (size_t)cb);
+}
+
+/* Header | chunks | index | trailer, to fo's file or buffer. */
+static int emit_frame_out(caterva_ctx *ctx, frame_out *fo) {
+  int rc = put_bytes(ctx, fo, fo->pl->header, (size_t)fo->pl->header_len);
+  if (rc >= 0) rc = each_stored(ctx, fo->sc, put_chunk, fo);
+  if (rc >= 0) rc = put_bytes(ctx, fo, fo->pl->index, (size_t)fo->pl->index_len);
+  if (rc >= 0) rc = put_bytes(ctx, fo, fo->pl->trailer, (size_t)fo->pl->trailer_len);
+  return rc;
+}
+
+static int emit_frame(caterva_ctx *ctx, void *arg, int fd, const char *path) {
+  frame_out *fo = arg;
+  fo->fd = fd;
+  fo->path = path;
+  return emit_frame_out(ctx, fo);
+}
+
+int cat_frame_to_buffer(caterva_ctx *ctx, caterva_schunk *sc, uint8_t **out, int64_t *len) {
+  plan pl;
+  frame_out fo;
+  int rc = plan_build(ctx, sc, CAT_FRAME_CONTIGUOUS, &pl);
+  memset(&fo, 0, sizeof fo);
+  CAT_TRY(leave, rc);
+  CAT_CHECK(leave, (uint64_t)pl.frame_len <= SIZE_MAX, CATERVA_E_OVERFLOW, "frame too large");
+  fo.sc = sc;
+  fo.pl = &pl;
+  fo.buf = malloc((size_t)pl.frame_len);
+  CAT_CHECK(leave, fo.buf != NULL, CATERVA_E_NOMEM, "out of memory for a %lld-byte frame",
+            (long long)pl.frame_len);
+  CAT_TRY(leave, emit_frame_out(ctx, &fo));
+  *out = fo.buf;
+  *len = pl.frame_len;
+  fo.buf = NULL;
+leave:
+  free(fo.buf);
+  plan_free(&pl);
+  return rc;
+}
+
+int cat_frame_packed_len(caterva_ctx *ctx, caterva_schunk *sc, int64_t *len) {
+  plan pl;
+  int rc = plan_build(ctx, sc, CAT_FRAME_CONTIGUOUS, &pl);
+  if (rc >= 0) *len = pl.frame_len;
+  plan_free(&pl);
+  return rc;
+}
+
+/* ---- contiguous files ---------------------------------------------------------------------- */
+
+static void unmap(caterva_schunk *sc) {
+  if (sc->base_mapped && sc->base != NULL) munmap((void *)sc->base, sc->base_len);
+  if (sc->base_mapped) {
+    sc->base = NULL;
+    sc->base_len = 0;
+    sc->base_mapped = false;
+  }
+}
+
+/* Map the whole file behind fd read-only (the previous map, if any, is released). */
+static int remap(caterva_ctx *ctx, caterva_schunk *sc, int fd) {
+  struct stat st;
+  void *m;
+  unmap(sc);
+  if (fstat(fd, &st) != 0) return io_fail(ctx, "cannot stat", sc->path);
+  if (st.st_size < CAT_FH_SIZE)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "'%s' is too short (%lld bytes) for a frame",
+                     sc->path, (long long)st.st_size);
+  m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (m == MAP_FAILED) return io_fail(ctx, "cannot map", sc->path);
+  sc->base = m;
+  sc->base_len = (size_t)st.st_size;
+  sc->base_mapped = true;
+  return CATERVA_OK;
+}
+
+static int contiguous_open(caterva_ctx *ctx, caterva_schunk *sc) {
+  int fd = open(sc->path, sc->writable ? O_RDWR : O_RDONLY);
+  int rc;
+  if (fd < 0) return io_fail(ctx, "cannot open", sc->path);
+  sc->store = CATERVA_STORE_CONTIGUOUS;
+  CAT_TRY(fail, remap(ctx, sc, fd));
+  CAT_TRY(fail, cat_sc_parse_contiguous(ctx, sc, sc->base, sc->base_len));
+  if (sc->writable && (int64_t)sc->base_len > sc->frame_len) {
+    /* leftovers of an interrupted commit */
+    CAT_CHECK(fail, ftruncate(fd, (off_t)sc->frame_len) == 0, CATERVA_E_IO,
+              "cannot truncate '%s': %s", sc->path, strerror(errno));
+    CAT_TRY(fail, remap(ctx, sc, fd));
+  }
+  if (sc->writable) sc->fd = fd;
+  else close(fd);
+  return CATERVA_OK;
+fail:
+  close(fd);
+  return rc;
+}
+
+/* Rewrite a contiguous file packed (temporary file + rename) and switch to it. */
+static int contiguous_rewrite(caterva_ctx *ctx, caterva_schunk *sc) {
+  plan pl;
+  frame_out fo;
+  int fd, rc = plan_build(ctx, sc, CAT_FRAME_CONTIGUOUS, &pl);
+  memset(&fo, 0, sizeof fo);
+  CAT_TRY(leave, rc);
+  fo.sc = sc;
+  fo.pl = &pl;
+  CAT_TRY(leave, write_atomic(ctx, sc->path, emit_frame, &fo));
+  /* The new file is in place; from here on a failure leaves sc out of step with it. */
+  fd = open(sc->path, O_RDWR);
+  if (fd < 0 || remap(ctx, sc, fd) < 0) {
+    if (fd >= 0) close(fd);
+    sc->broken = true;
+    rc = cat_error(ctx, CATERVA_E_IO, "cannot reopen '%s' after rewriting it", sc->path);
+    goto leave;
+  }
+  if (sc->fd >= 0) close(sc->fd);
+  sc->fd = fd;
+  free(sc->entries);
+  sc->entries = pl.entries;
+  pl.entries = NULL;
+  sc->header_len = pl.header_len;
+  sc->frame_len = pl.frame_len;
+  sc->cbytes = sc->section = pl.cbytes;
+  sc->dead = 0;
+leave:
+  plan_free(&pl);
+  return rc;
+}
+
+/* The in-place commit described at the top of this file. */
+static int contiguous_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
+                             int64_t nbytes, const uint8_t *chunk, int32_t cbytes, int64_t pos,
+                             bool full_header) {
+  plan pl;
+  uint8_t fixed[CAT_FH_SIZE];
+  int64_t f0 = sc->frame_len, off = f0, section;
+  int rc;
+  memset(&pl, 0, sizeof pl);
+  if (chunk != NULL) {
+    CAT_TRY(undo, pwrite_all(ctx, sc->fd, chunk, (size_t)cbytes, off, sc->path));
+    entries[pos] = off - sc->header_len;
+    off += cbytes;
+  }
+  section = off - sc->header_len;
+  pl.entries = entries;
+  pl.cbytes = section;
+  rc = plan_finish(ctx, sc, CAT_FRAME_CONTIGUOUS, &pl, n, nbytes);
+  pl.entries = NULL;
+  CAT_TRY(undo, rc);
+  /* Only the fixed part is rewritten unless full_header; then the caller has checked that
+   * our encoding of the metalayers has the length of the one on disk. */
+  CAT_CHECK(undo, !full_header || pl.header_len == sc->header_len, CATERVA_E_INVALID,
+            "internal: header length changed in an in-place commit");
+  CAT_TRY(undo, pwrite_all(ctx, sc->fd, pl.index, (size_t)pl.index_len, off, sc->path));
+  off += pl.index_len;
+  CAT_TRY(undo, pwrite_all(ctx, sc->fd, pl.trailer, (size_t)pl.trailer_len, off, sc->path));
+  off += pl.trailer_len;
+  CAT_TRY(undo, sync_fd(ctx, sc->fd, sc->path));
+  /* commit point */
+  if (full_header) {
+    rc = pwrite_all(ctx, sc->fd, pl.header, (size_t)pl.header_len, 0, sc->path);
+  } else {
+    cat_frame_fixed_patch(sc, fixed, CAT_FRAME_CONTIGUOUS, sc->header_len, off, nbytes, section);
+    rc = pwrite_all(ctx, sc->fd, fixed + CAT_FH_COMMIT_START,
+                    CAT_FH_COMMIT_END - CAT_FH_COMMIT_START, CAT_FH_COMMIT_START, sc->path);
+  }
+  if (rc >= 0) rc = sync_fd(ctx, sc->fd, sc->path);
+  if (rc >= 0) rc = remap(ctx, sc, sc->fd);
+  if (rc < 0) {
+    sc->broken = true; /* the file may hold either version now */
+    goto leave;
+  }
+  sc->dead += f0 - (sc->header_len + sc->section);
+  sc->frame_len = off;
+  sc->cbytes = sc->section = section;
+  goto leave;
+undo:
+  (void)!ftruncate(sc->fd, (off_t)f0);
+leave:
+  plan_free(&pl);
+  return rc;
+}
+
+/* ---- sparse directories ------------------------------------------------------------------- */
+
+/* Replace chunks.b2frame: header (frame type 1), offsets index, trailer. */
+static int sparse_write_index(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
+                              int64_t nbytes, int64_t cbytes) {
+  plan pl;
+  pieces pc;
+  char *path = join(sc->path, CAT_SPARSE_INDEX);
+  int rc;
+  memset(&pl, 0, sizeof pl);
+  CAT_CHECK(leave, path != NULL, CATERVA_E_NOMEM, "out of memory");
+  pl.entries = entries;
+  pl.cbytes = cbytes;
+  rc = plan_finish(ctx, sc, CAT_FRAME_SPARSE, &pl, n, nbytes);
+  pl.entries = NULL;
+  CAT_TRY(leave, rc);
+  memset(&pc, 0, sizeof pc);
+  pc.p[0] = pl.header;
+  pc.n[0] = (size_t)pl.header_len;
+  pc.p[1] = pl.index;
+  pc.n[1] = (size_t)pl.index_len;
+  pc.p[2] = pl.trailer;
+  pc.n[2] = (size_t)pl.trailer_len;
+  CAT_TRY(leave, write_atomic(ctx, path, emit_pieces, &pc));
+  sc->header_len = pl.header_len;
+  sc->frame_len = pl.frame_len;
+leave:
+  free(path);
+  plan_free(&pl);
+  return rc;
+}
+
+static int write_chunk_file(caterva_ctx *ctx, const char *dir, int64_t num, const uint8_t *chunk,
+                            int32_t cbytes) {
+  char *path = chunk_file_name(dir, num);
+  int fd = -1, rc;
+  CAT_CHECK(leave, path != NULL, CATERVA_E_NOMEM, "out of memory");
+  fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+  if (fd < 0) {
+    rc = io_fail(ctx, "cannot create", path);
+    goto leave;
+  }
+  rc = write_all(ctx, fd, chunk, (size_t)cbytes, path);
+  if (rc >= 0) rc = sync_fd(ctx, fd, path);
+leave:
+  if (fd >= 0) close(fd);
+  free(path);
+  return rc;
+}
+
+int cat_file_read_chunk(caterva_ctx *ctx, const caterva_schunk *sc, int64_t num, uint8_t **out,
+                        int32_t *len) {
+  char *path = chunk_file_name(sc->path, num);
+  size_t n = 0;
+  int rc;
+  if (path == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  rc = read_whole(ctx, path, INT32_MAX, out, &n);
+  if (rc == CATERVA_E_NOTFOUND) rc = cat_error(ctx, CATERVA_E_CORRUPT, "sparse frame: missing chunk file '%s'", path);
+  free(path);
+  if (rc >= 0) *len = (int32_t)n;
+  return rc;
+}
+
+void cat_file_unlink_chunk(const caterva_schunk *sc, int64_t num) {
+  char *path = chunk_file_name(sc->path, num);
+  if (path != NULL) (void)unlink(path);
+  free(path);
+}
+
+static int sparse_open(caterva_ctx *ctx, caterva_schunk *sc) {
+  char *path = join(sc->path, CAT_SPARSE_INDEX);
+  uint8_t *frame = NULL;
+  size_t len = 0;
+  int64_t tstart = 0;
+  int rc;
+  sc->store = CATERVA_STORE_SPARSE;
+  CAT_CHECK(leave, path != NULL, CATERVA_E_NOMEM, "out of memory");
+  CAT_TRY(leave, read_whole(ctx, path, INT32_MAX, &frame, &len));
+  CAT_TRY(leave, cat_frame_parse_header(ctx, sc, frame, len, CAT_FRAME_SPARSE));
+  CAT_TRY(leave, cat_frame_parse_trailer(ctx, sc, frame, sc->header_len, &tstart));
+  CAT_TRY(leave, cat_frame_parse_index(ctx, sc, frame, sc->header_len, tstart - sc->header_len));
+  rc = CATERVA_OK;
+  for (int64_t i = 0; i < sc->nchunks; i++)
+    if (sc->entries[i] >= sc->next_file) sc->next_file = sc->entries[i] + 1;
+leave:
+  free(frame);
+  free(path);
+  return rc;
+}
+
+static int sparse_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
+                         int64_t nbytes, const uint8_t *chunk, int32_t cbytes, int64_t pos,
+                         int64_t cbytes_delta) {
+  int64_t num = sc->next_file;
+  int rc;
+  if (chunk != NULL) {
+    CAT_CHECK(fail, num <= 0xffffffffLL, CATERVA_E_OVERFLOW, "sparse frame: out of file numbers");
+    CAT_TRY(fail, write_chunk_file(ctx, sc->path, num, chunk, cbytes));
+    entries[pos] = num;
+  }
+  rc = sparse_write_index(ctx, sc, entries, n, nbytes, sc->cbytes + cbytes_delta);
+  if (rc < 0) {
+    if (chunk != NULL) cat_file_unlink_chunk(sc, num);
+    return rc;
+  }
+  if (chunk != NULL) sc->next_file = num + 1;
+fail:
+  return rc;
+}
+
+/* ---- entry points ------------------------------------------------------------------------ */
+
+int cat_file_open(caterva_ctx *ctx, caterva_schunk *sc, const char *path, int mode) {
+  struct stat st;
+  sc->writable = mode == CATERVA_OPEN_WRITE;
+  sc->path = strdup(path);
+  if (sc->path == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  if (stat(path, &st) != 0) return io_fail(ctx, "cannot open", path);
+  if (S_ISDIR(st.st_mode)) return sparse_open(ctx, sc);
+  if (S_ISREG(st.st_mode)) return contiguous_open(ctx, sc);
+  return cat_error(ctx, CATERVA_E_INVALID, "'%s' is neither a file nor a directory", path);
+}
+
+int cat_file_create(caterva_ctx *ctx, caterva_schunk *sc) {
+  int rc, fd;
+  if (sc->store == CATERVA_STORE_SPARSE) {
+    if (mkdir(sc->path, 0777) != 0) return io_fail(ctx, "cannot create directory", sc->path);
+    rc = sparse_write_index(ctx, sc, NULL, 0, 0, 0);
+    if (rc < 0) rmdir(sc->path);
+    return rc;
+  }
+  /* Claim the name first so an existing file is never replaced. */
+  fd = open(sc->path, O_WRONLY | O_CREAT | O_EXCL, 0666);
+  if (fd < 0) return io_fail(ctx, "cannot create", sc->path);
+  close(fd);
+  rc = contiguous_rewrite(ctx, sc);
+  if (rc < 0) unlink(sc->path);
+  return rc;
+}
+
+int cat_file_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
+                    int64_t nbytes, const uint8_t *chunk, int32_t cbytes, int64_t pos,
+                    int64_t cbytes_delta, bool full_header) {
+  if (sc->broken) return cat_error(ctx, CATERVA_E_IO, "schunk unusable after a failed update");
+  if (sc->store == CATERVA_STORE_SPARSE)
+    return sparse_commit(ctx, sc, entries, n, nbytes, chunk, cbytes, pos, cbytes_delta);
+  return contiguous_commit(ctx, sc, entries, n, nbytes, chunk, cbytes, pos, full_header);
+}
+
+int cat_file_rewrite(caterva_ctx *ctx, caterva_schunk *sc) {
+  if (sc->broken) return cat_error(ctx, CATERVA_E_IO, "schunk unusable after a failed update");
+  if (sc->store == CATERVA_STORE_SPARSE)
+    return sparse_write_index(ctx, sc, sc->entries, sc->nchunks, sc->nbytes, sc->cbytes);
+  return contiguous_rewrite(ctx, sc);
+}
+
+/* Save as a sparse directory: chunk files 0, 1, ... then chunks.b2frame. */
+typedef struct sparse_out {
+  const char *dir;
+  int64_t nfiles;
+} sparse_out;
+
+static int put_chunk_file(caterva_ctx *ctx, void *arg, int64_t k, const uint8_t *p, int32_t cb) {
+  sparse_out *so = arg;
+  int rc = write_chunk_file(ctx, so->dir, k, p, cb);
+  if (rc >= 0) so->nfiles = k + 1;
+  return rc;
+}
+
+static void remove_sparse(const char *dir, int64_t nfiles) {
+  char *idx = join(dir, CAT_SPARSE_INDEX);
+  for (int64_t k = 0; k < nfiles; k++) {
+    char *p = chunk_file_name(dir, k);
+    if (p != NULL) unlink(p);
+    free(p);
+  }
+  if (idx != NULL) unlink(idx);
+  free(idx);
+  rmdir(dir);
+}
+
+static int save_sparse(caterva_ctx *ctx, caterva_schunk *sc, const char *path) {
+  plan pl;
+  pieces pc;
+  sparse_out so = {path, 0};
+  char *idx = NULL;
+  int rc;
+  memset(&pl, 0, sizeof pl);
+  if (mkdir(path, 0777) != 0) return io_fail(ctx, "cannot create directory", path);
+  CAT_TRY(fail, plan_build(ctx, sc, CAT_FRAME_SPARSE, &pl));
+  CAT_TRY(fail, each_stored(ctx, sc, put_chunk_file, &so));
+  idx = join(path, CAT_SPARSE_INDEX);
+  CAT_CHECK(fail, idx != NULL, CATERVA_E_NOMEM, "out of memory");
+  memset(&pc, 0, sizeof pc);
+  pc.p[0] = pl.header;
+  pc.n[0] = (size_t)pl.header_len;
+  pc.p[1] = pl.index;
+  pc.n[1] = (size_t)pl.index_len;
+  pc.p[2] = pl.trailer;
+  pc.n[2] = (size_t)pl.trailer_len;
+  CAT_TRY(fail, write_atomic(ctx, idx, emit_pieces, &pc));
+  sync_parent(path);
+  rc = CATERVA_OK;
+  goto leave;
+fail:
+  remove_sparse(path, so.nfiles);
+leave:
+  free(idx);
+  plan_free(&pl);
+  return rc;
+}
+
+static int save_contiguous(caterva_ctx *ctx, caterva_schunk *sc, const char *path) {
+  plan pl;
+  frame_out fo;
+  int rc, fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0666);
+  memset(&pl, 0, sizeof pl);
+  memset(&fo, 0, sizeof fo);
+  if (fd < 0) return io_fail(ctx, "cannot create", path);
+  close(fd);
+  CAT_TRY(fail, plan_build(ctx, sc, CAT_FRAME_CONTIGUOUS, &pl));
+  fo.sc = sc;
+  fo.pl = &pl;
+  CAT_TRY(fail, write_atomic(ctx, path, emit_frame, &fo));
+  rc = CATERVA_OK;
+  goto leave;
+fail:
+  unlink(path);
+leave:
+  plan_free(&pl);
+  return rc;
+}
+
+int cat_file_save(caterva_ctx *ctx, caterva_schunk *sc, const char *path, int store) {
+  if (sc->broken) return cat_error(ctx, CATERVA_E_IO, "schunk unusable after a failed update");
+  if (store == CATERVA_STORE_SPARSE) return save_sparse(ctx, sc, path);
+  return save_contiguous(ctx, sc, path);
+}
+
+void cat_file_close(caterva_schunk *sc) {
+  bool compact = sc->store == CATERVA_STORE_CONTIGUOUS && sc->writable && !sc->broken &&
+                 sc->fd >= 0 && sc->dead > 0 &&
+                 (sc->frame_len <= CAT_COMPACT_SMALL || sc->dead * 8 >= sc->frame_len);
+  if (compact) {
+    caterva_ctx *ctx = NULL;
+    if (caterva_ctx_new(1, &ctx) == CATERVA_OK) (void)contiguous_rewrite(ctx, sc);
+    caterva_ctx_free(ctx);
+  }
+  unmap(sc);
+  if (sc->fd >= 0) close(sc->fd);
+  sc->fd = -1;
+}

@@ -1,0 +1,644 @@
+/*
+ * frame_format.c -- the bytes of Blosc2 frames: the header (fixed part and metalayers), the
+ * trailer (vlmetalayers) and the offsets index chunk, read from untrusted images and built
+ * for writing. No file I/O here.
+ *
+ * Reading goes through a bounds-checked cursor and a small msgpack reader that accepts every
+ * integer width (other writers may choose shorter encodings than the reference). msgpack-c's
+ * unpacker is not used on untrusted bytes: it allocates objects for an array32/map32 header
+ * before checking the elements exist. Writing uses msgpack-c's packer with its fixed-width
+ * functions, and explicit bytes where the reference insists on a marker the packer would
+ * shorten (map16 DE, array16 DC, bin32 C6).
+ */
+#include "frame_internal.h"
+
+#include <msgpack.h>
+#include <stdlib.h>
+
+/* ---- a small msgpack reader over a cursor --------------------------------------------- */
+
+static bool mp_be(cat_rdr *r, int nbytes, uint64_t *v) {
+  const uint8_t *p;
+  if (!cat_rdr_bytes(r, (size_t)nbytes, &p)) return false;
+  *v = 0;
+  for (int i = 0; i < nbytes; i++) *v = *v << 8 | p[i];
+  return true;
+}
+
+/* Any msgpack integer; *v receives it as int64 (uint64 above INT64_MAX is rejected). */
+static bool mp_int(cat_rdr *r, int64_t *v) {
+  uint8_t m;
+  uint64_t u;
+  if (!cat_rdr_u8(r, &m)) return false;
+  if (m <= 0x7f) { *v = m; return true; }
+  if (m >= 0xe0) { *v = (int8_t)m; return true; }
+  switch (m) {
+  case 0xcc: if (!mp_be(r, 1, &u)) return false; *v = (int64_t)u; return true;
+  case 0xcd: if (!mp_be(r, 2, &u)) return false; *v = (int64_t)u; return true;
+  case 0xce: if (!mp_be(r, 4, &u)) return false; *v = (int64_t)u; return true;
+  case 0xcf: if (!mp_be(r, 8, &u) || u > INT64_MAX) return false; *v = (int64_t)u; return true;
+  case 0xd0: if (!mp_be(r, 1, &u)) return false; *v = (int8_t)u; return true;
+  case 0xd1: if (!mp_be(r, 2, &u)) return false; *v = (int16_t)u; return true;
+  case 0xd2: if (!mp_be(r, 4, &u)) return false; *v = (int32_t)u; return true;
+  case 0xd3: if (!mp_be(r, 8, &u)) return false; *v = (int64_t)u; return true;
+  default: return false;
+  }
+}
+
+/* A container header (map or array) of any width. fix_base: 0x80 (map) or 0x90 (array);
+ * m16/m32: the 16- and 32-bit markers. */
+static bool mp_container(cat_rdr *r, uint8_t fix_base, uint8_t m16, uint8_t m32, uint32_t *n) {
+  uint8_t m;
+  uint64_t u;
+  if (!cat_rdr_u8(r, &m)) return false;
+  if ((m & 0xf0) == fix_base) { *n = m & 0x0f; return true; }
+  if (m == m16 && mp_be(r, 2, &u)) { *n = (uint32_t)u; return true; }
+  if (m == m32 && mp_be(r, 4, &u)) { *n = (uint32_t)u; return true; }
+  return false;
+}
+static bool mp_map(cat_rdr *r, uint32_t *n) { return mp_container(r, 0x80, 0xde, 0xdf, n); }
+static bool mp_array(cat_rdr *r, uint32_t *n) { return mp_container(r, 0x90, 0xdc, 0xdd, n); }
+
+/* A str of any width; the bytes are borrowed from the cursor. */
+static bool mp_str(cat_rdr *r, const uint8_t **p, uint32_t *n) {
+  uint8_t m;
+  uint64_t u;
+  if (!cat_rdr_u8(r, &m)) return false;
+  if ((m & 0xe0) == 0xa0) u = m & 0x1f;
+  else if (m == 0xd9) { if (!mp_be(r, 1, &u)) return false; }
+  else if (m == 0xda) { if (!mp_be(r, 2, &u)) return false; }
+  else if (m == 0xdb) { if (!mp_be(r, 4, &u)) return false; }
+  else return false;
+  *n = (uint32_t)u;
+  return cat_rdr_bytes(r, u, p);
+}
+
+/* The bin32 (C6) that a metalayer offset points at, inside [lo, hi) of the frame. */
+static bool mp_bin32_at(const uint8_t *frame, int64_t off, int64_t lo, int64_t hi,
+                        const uint8_t **p, int32_t *n) {
+  cat_rdr r;
+  uint64_t u;
+  if (off < lo || off >= hi) return false;
+  cat_rdr_init(&r, frame + off, (size_t)(hi - off));
+  if (r.p[0] != 0xc6 || !cat_rdr_skip(&r, 1) || !mp_be(&r, 4, &u) || u > INT32_MAX) return false;
+  *n = (int32_t)u;
+  return cat_rdr_bytes(&r, u, p);
+}
+
+static uint8_t *dup_bytes(const uint8_t *p, size_t n) {
+  uint8_t *q = malloc(n ? n : 1);
+  if (q != NULL && n) memcpy(q, p, n);
+  return q;
+}
+
+/* ---- fixed header part --------------------------------------------------------------- */
+
+/*
+ * Fixed header part (87 bytes), big-endian msgpack:
+ *   0  9E              fixarray(14)
+ *   1  A8 "b2frame\0"  magic
+ *  10  D2 i32          header_len (header incl. metalayers = offset of the first chunk)
+ *  15  CF u64          frame_len (header + chunks + index + trailer)
+ *  24  A4 g t c o      general flags (version | offset-size code << 4), frame type,
+ *                      compcode | clevel << 4, other flags (splitmode - 1)
+ *  29  D3 i64          nbytes (sum of uncompressed chunk sizes)
+ *  38  D3 i64          cbytes (chunk section length; index chunk at header_len + cbytes)
+ *  47  D2 i32          typesize
+ *  52  D2 i32          blocksize
+ *  57  D2 i32          chunksize (0: variable, unsupported)
+ *  62  D1 i16          nthreads for compression (informational)
+ *  65  D1 i16          nthreads for decompression (informational)
+ *  68  C2 | C3         has vlmetalayers
+ *  69  D8 06           fixext16, ext type = number of filter slots
+ *  71  u8[6] filters   77 udcodec   78 codec meta   79 u8[6] filters meta
+ *  85  other flags 2 (bit 0: use_dict)   86 reserved
+ */
+static const struct { uint8_t off, marker; } cat_fh_markers[] = {
+    {0, 0x9e}, {1, 0xa8}, {10, 0xd2}, {15, 0xcf}, {24, 0xa4}, {29, 0xd3}, {38, 0xd3},
+    {47, 0xd2}, {52, 0xd2}, {57, 0xd2}, {62, 0xd1}, {65, 0xd1}, {69, 0xd8},
+};
+
+static int check_fixed_markers(caterva_ctx *ctx, const uint8_t *h) {
+  for (size_t k = 0; k < sizeof cat_fh_markers / sizeof cat_fh_markers[0]; k++)
+    if (h[cat_fh_markers[k].off] != cat_fh_markers[k].marker)
+      return cat_error(ctx, CATERVA_E_CORRUPT, "frame header: byte %d is 0x%02x, expected 0x%02x",
+                       cat_fh_markers[k].off, h[cat_fh_markers[k].off], cat_fh_markers[k].marker);
+  if (memcmp(h + 2, "b2frame", 8) != 0)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "not a Blosc2 frame (bad magic)");
+  if (h[CAT_FH_VLMETA] != 0xc2 && h[CAT_FH_VLMETA] != 0xc3)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame header: bad vlmetalayer flag 0x%02x",
+                     h[CAT_FH_VLMETA]);
+  return CATERVA_OK;
+}
+
+static int check_flags(caterva_ctx *ctx, const uint8_t *h, int frame_type) {
+  uint8_t g = h[CAT_FH_GENERAL];
+  if ((g & 0x0f) > 3)
+    return cat_error(ctx, CATERVA_E_UNSUPPORTED, "frame format version %d", g & 0x0f);
+  if (((g >> 4) & 3) != 1)
+    return cat_error(ctx, CATERVA_E_UNSUPPORTED, "frame offsets are not 64-bit (flags 0x%02x)", g);
+  if (g & 0x40) return cat_error(ctx, CATERVA_E_UNSUPPORTED, "frame with variable chunk sizes");
+  if ((h[CAT_FH_TYPE] & 0x0f) != frame_type)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame type %d, expected %s", h[CAT_FH_TYPE] & 0x0f,
+                     frame_type == CAT_FRAME_SPARSE ? "sparse (1)" : "contiguous (0)");
+  return CATERVA_OK;
+}
+
+static void cparams_from_fixed(caterva_schunk *sc) {
+  const uint8_t *h = sc->fixed;
+  caterva_cparams_init(&sc->cp);
+  sc->cp.codec = (h[CAT_FH_CODEC] & 0x0f) == 6 ? h[CAT_FH_UDCODEC] : (h[CAT_FH_CODEC] & 0x0f);
+  sc->cp.clevel = h[CAT_FH_CODEC] >> 4;
+  sc->cp.typesize = sc->typesize;
+  sc->cp.blocksize = sc->blocksize;
+  sc->cp.splitmode = (h[CAT_FH_OTHER] & 3) + 1;
+  memcpy(sc->cp.filters, h + CAT_FH_FILTERS, CATERVA_MAX_FILTERS);
+  memcpy(sc->cp.filters_meta, h + CAT_FH_FILTERS_META, CATERVA_MAX_FILTERS);
+}
+
+/* Sizes of the fixed part; sc->frame_len/header_len are set, frame_len <= len. */
+static int parse_sizes(caterva_ctx *ctx, caterva_schunk *sc, size_t len) {
+  const uint8_t *h = sc->fixed;
+  int64_t header_len = (int32_t)cat_be32(h + CAT_FH_HEADER_LEN);
+  int64_t frame_len = (int64_t)cat_be64(h + CAT_FH_FRAME_LEN);
+  int32_t ts = (int32_t)cat_be32(h + CAT_FH_TYPESIZE);
+  sc->blocksize = (int32_t)cat_be32(h + CAT_FH_BLOCKSIZE);
+  sc->chunksize = (int32_t)cat_be32(h + CAT_FH_CHUNKSIZE);
+  sc->nbytes = (int64_t)cat_be64(h + CAT_FH_NBYTES);
+  sc->cbytes = (int64_t)cat_be64(h + CAT_FH_CBYTES);
+  if (header_len < CAT_FH_SIZE || frame_len < 0 || header_len > frame_len - CAT_TRAILER_MIN)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame header: header_len %lld, frame_len %lld",
+                     (long long)header_len, (long long)frame_len);
+  if ((uint64_t)frame_len > len)
+    return cat_error(ctx, CATERVA_E_CORRUPT,
+                     "frame truncated: header says %lld bytes, %zu available",
+                     (long long)frame_len, len);
+  if (ts < 1 || sc->blocksize < 0 || sc->chunksize < 0 || sc->nbytes < 0 || sc->cbytes < 0)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame header: negative size field");
+  if (sc->nbytes > 0 && sc->chunksize == 0)
+    return cat_error(ctx, CATERVA_E_UNSUPPORTED, "frame with variable chunk sizes");
+  sc->typesize = ts;
+  sc->header_len = header_len;
+  sc->frame_len = frame_len;
+  sc->nchunks = sc->chunksize > 0 ? cat_ceil_div64(sc->nbytes, sc->chunksize) : 0;
+  return CATERVA_OK;
+}
+
+/*
+ * Metalayers, header bytes 87 .. header_len-1:
+ *   93                     fixarray(3)
+ *   CD u16                 index size (informational)
+ *   DE u16 n               map16: n x { A0+len name, D2 i32 offset of the content's C6 }
+ *   DC u16 n               array16: n x { C6 u32 len, content bytes (raw) }
+ * Contents are located through the map's offsets (from the frame start), like the
+ * reference reader does.
+ */
+static int parse_one_meta(caterva_ctx *ctx, caterva_schunk *sc, cat_rdr *r, const uint8_t *frame) {
+  cat_meta *m = &sc->meta[sc->nmeta];
+  const uint8_t *name, *content;
+  uint32_t nlen;
+  int64_t off;
+  int32_t clen;
+  if (!mp_str(r, &name, &nlen) || nlen > CATERVA_METALAYER_NAME_MAX || !mp_int(r, &off))
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame header: bad metalayer entry %d", sc->nmeta);
+  if (!mp_bin32_at(frame, off, CAT_FH_SIZE, sc->header_len, &content, &clen))
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame header: metalayer %d content out of bounds",
+                     sc->nmeta);
+  memcpy(m->name, name, nlen);
+  m->name[nlen] = '\0';
+  m->content = dup_bytes(content, (size_t)clen);
+  if (m->content == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  m->len = clen;
+  sc->nmeta++;
+  return CATERVA_OK;
+}
+
+static int parse_metalayers(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame) {
+  cat_rdr r;
+  uint32_t n3, n, narr;
+  int64_t isize;
+  if (sc->header_len == CAT_FH_SIZE) return CATERVA_OK; /* no metalayer section at all */
+  cat_rdr_init(&r, frame + CAT_FH_SIZE, (size_t)(sc->header_len - CAT_FH_SIZE));
+  if (!mp_array(&r, &n3) || n3 != 3 || !mp_int(&r, &isize) || !mp_map(&r, &n))
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame header: malformed metalayer section");
+  if (n > CATERVA_MAX_METALAYERS)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame header: %u metalayers (max %d)", n,
+                     CATERVA_MAX_METALAYERS);
+  for (uint32_t k = 0; k < n; k++) {
+    int rc = parse_one_meta(ctx, sc, &r, frame);
+    if (rc < 0) return rc;
+  }
+  if (!mp_array(&r, &narr) || narr != n)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame header: metalayer array does not match map");
+  return CATERVA_OK;
+}
+
+int cat_frame_parse_header(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
+                           size_t len, int frame_type) {
+  int rc;
+  if (len < CAT_FH_SIZE)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame too short (%zu bytes)", len);
+  rc = check_fixed_markers(ctx, frame);
+  if (rc < 0) return rc;
+  rc = check_flags(ctx, frame, frame_type);
+  if (rc < 0) return rc;
+  memcpy(sc->fixed, frame, CAT_FH_SIZE);
+  rc = parse_sizes(ctx, sc, len);
+  if (rc < 0) return rc;
+  cparams_from_fixed(sc);
+  return parse_metalayers(ctx, sc, frame);
+}
+
+/* ---- trailer ------------------------------------------------------------------------- */
+
+/*
+ * Trailer, at frame_len - trailer_len:
+ *   94                     fixarray(4)
+ *   01                     trailer version
+ *   93 CD u16              fixarray(3), index size (informational)
+ *   DE u16 n               map16: n x { name, D2 i32 offset (from the trailer start) }
+ *   DC u16 n               array16: n x { C6 u32 len, a complete Blosc2 chunk }
+ *   CE u32 trailer_len     at frame_len - 23
+ *   D8 00 + 16 bytes       fingerprint (none)
+ */
+static int parse_one_vlmeta(caterva_ctx *ctx, caterva_schunk *sc, cat_rdr *r,
+                            const uint8_t *frame, int64_t start, int64_t tail) {
+  cat_vlmeta *v = &sc->vlmeta[sc->nvlmeta];
+  const uint8_t *name, *content;
+  uint32_t nlen;
+  int64_t off;
+  int32_t clen;
+  if (!mp_str(r, &name, &nlen) || nlen == 0 || nlen > 255 || !mp_int(r, &off) ||
+      off > INT64_MAX - start)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: bad vlmetalayer entry %d",
+                     sc->nvlmeta);
+  if (!mp_bin32_at(frame, start + off, start, tail, &content, &clen) ||
+      clen < CATERVA_CHUNK_HEADER_SIZE)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: vlmetalayer %d out of bounds",
+                     sc->nvlmeta);
+  v->name = (char *)dup_bytes(name, nlen + 1);
+  v->chunk = dup_bytes(content, (size_t)clen);
+  if (v->name == NULL || v->chunk == NULL) {
+    free(v->name);
+    free(v->chunk);
+    return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  }
+  v->name[nlen] = '\0';
+  v->cbytes = clen;
+  sc->nvlmeta++;
+  return CATERVA_OK;
+}
+
+static int parse_vlmeta_section(caterva_ctx *ctx, caterva_schunk *sc, cat_rdr *r,
+                                const uint8_t *frame, int64_t start, int64_t tail) {
+  uint32_t n3, n, narr;
+  int64_t isize;
+  if (!mp_array(r, &n3) || n3 != 3 || !mp_int(r, &isize) || !mp_map(r, &n))
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: malformed vlmetalayer section");
+  if (n > CATERVA_MAX_VLMETALAYERS)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: %u vlmetalayers", n);
+  if (n > 0) {
+    sc->vlmeta = calloc(n, sizeof *sc->vlmeta);
+    if (sc->vlmeta == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  }
+  for (uint32_t k = 0; k < n; k++) {
+    int rc = parse_one_vlmeta(ctx, sc, r, frame, start, tail);
+    if (rc < 0) return rc;
+  }
+  if (!mp_array(r, &narr) || narr != n)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: vlmetalayer array does not match");
+  return CATERVA_OK;
+}
+
+int cat_frame_parse_trailer(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
+                            int64_t min_start, int64_t *start) {
+  int64_t tail = sc->frame_len - CAT_TRAILER_TAIL, tlen, version;
+  uint32_t n4;
+  cat_rdr r;
+  if (tail < min_start || frame[tail] != 0xce)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: missing length marker");
+  tlen = cat_be32(frame + tail + 1);
+  if (tlen < CAT_TRAILER_MIN || tlen > sc->frame_len - min_start)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: bad length %lld", (long long)tlen);
+  *start = sc->frame_len - tlen;
+  cat_rdr_init(&r, frame + *start, (size_t)(tail - *start));
+  if (!mp_array(&r, &n4) || n4 != 4 || !mp_int(&r, &version) || version < 0)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: malformed");
+  return parse_vlmeta_section(ctx, sc, &r, frame, *start, tail);
+}
+
+/* ---- offsets index ------------------------------------------------------------------- */
+
+/* An entry is valid if it points inside the chunk section (contiguous; room for at least a
+ * chunk header), names an 8-hex-digit file (sparse), or is a zero/NaN/uninit special. */
+static int check_entry(caterva_ctx *ctx, const caterva_schunk *sc, int64_t i, int64_t e) {
+  if (e < 0) {
+    uint64_t u = (uint64_t)e, top = u >> 56;
+    if ((top != 0x81 && top != 0x82 && top != 0x84) || (u << 8) != 0)
+      return cat_error(ctx, CATERVA_E_CORRUPT, "offsets index: bad special entry %lld: 0x%016llx",
+                       (long long)i, (unsigned long long)u);
+    return CATERVA_OK;
+  }
+  if (sc->store == CATERVA_STORE_SPARSE) {
+    if (e > 0xffffffffLL)
+      return cat_error(ctx, CATERVA_E_CORRUPT, "offsets index: chunk file number %lld too large",
+                       (long long)e);
+    return CATERVA_OK;
+  }
+  if (e > sc->section - CATERVA_CHUNK_HEADER_SIZE)
+    return cat_error(ctx, CATERVA_E_CORRUPT,
+                     "offsets index: chunk %lld at offset %lld outside the chunk section "
+                     "(%lld bytes)", (long long)i, (long long)e, (long long)sc->section);
+  return CATERVA_OK;
+}
+
+static int check_index_size(caterva_ctx *ctx, const caterva_schunk *sc,
+                            const caterva_chunk_info *ci, int64_t *need) {
+  int64_t limit = CAT_INDEX_MAX_FIXED;
+  if (!cat_mul64(sc->nchunks, 8, need) || ci->nbytes != *need)
+    return cat_error(ctx, CATERVA_E_CORRUPT,
+                     "offsets index holds %d bytes, %lld chunks need %lld",
+                     (int)ci->nbytes, (long long)sc->nchunks, (long long)sc->nchunks * 8);
+  /* A lying header must not make a small frame allocate gigabytes: real indices compress
+   * well, but not by more than CAT_INDEX_MAX_RATIO. */
+  if (sc->frame_len <= INT64_MAX / CAT_INDEX_MAX_RATIO &&
+      sc->frame_len * CAT_INDEX_MAX_RATIO > limit)
+    limit = sc->frame_len * CAT_INDEX_MAX_RATIO;
+  if (*need > limit)
+    return cat_error(ctx, CATERVA_E_UNSUPPORTED, "offsets index of %lld bytes is too large",
+                     (long long)*need);
+  return CATERVA_OK;
+}
+
+int cat_frame_parse_index(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
+                          int64_t pos, int64_t avail) {
+  caterva_chunk_info ci;
+  int64_t need = 0;
+  int rc;
+  if (sc->nchunks == 0) return CATERVA_OK;
+  if (avail < CATERVA_CHUNK_HEADER_SIZE ||
+      caterva_chunk_info_get(frame + pos, (size_t)avail, &ci) < 0)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "offsets index chunk at %lld is malformed",
+                     (long long)pos);
+  rc = check_index_size(ctx, sc, &ci, &need);
+  if (rc < 0) return rc;
+  sc->entries = malloc((size_t)need);
+  if (sc->entries == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  rc = caterva_chunk_decompress(ctx, frame + pos, (size_t)ci.cbytes, sc->entries, (int32_t)need);
+  if (rc < 0) return cat_sc_wrap_error(ctx, rc, "offsets index");
+  for (int64_t i = 0; i < sc->nchunks; i++) {
+    uint8_t le[8];
+    memcpy(le, &sc->entries[i], 8);
+    sc->entries[i] = (int64_t)cat_le64(le);
+    rc = check_entry(ctx, sc, i, sc->entries[i]);
+    if (rc < 0) return rc;
+  }
+  return ci.cbytes;
+}
+
+/* ---- building ------------------------------------------------------------------------- */
+
+static int sbuf_bytes(msgpack_sbuffer *sb, const void *p, size_t n) {
+  return msgpack_sbuffer_write(sb, (const char *)p, n);
+}
+
+/* A marker byte followed by a big-endian u16 or u32 (DE/DC u16, C6 u32). */
+static int sbuf_marker16(msgpack_sbuffer *sb, uint8_t marker, uint16_t v) {
+  uint8_t b[3] = {marker, (uint8_t)(v >> 8), (uint8_t)v};
+  return sbuf_bytes(sb, b, 3);
+}
+static int sbuf_marker32(msgpack_sbuffer *sb, uint8_t marker, uint32_t v) {
+  uint8_t b[5] = {marker};
+  cat_put_be32(b + 1, v);
+  return sbuf_bytes(sb, b, 5);
+}
+
+/* Take the packed bytes out of an sbuffer (an empty result is still a valid pointer). */
+static int sbuf_take(caterva_ctx *ctx, msgpack_sbuffer *sb, int err, uint8_t **out, size_t *len) {
+  if (err != 0 || sb->data == NULL) {
+    msgpack_sbuffer_destroy(sb);
+    return cat_error(ctx, CATERVA_E_NOMEM, "out of memory while packing a frame");
+  }
+  *len = sb->size;
+  *out = (uint8_t *)msgpack_sbuffer_release(sb);
+  return CATERVA_OK;
+}
+
+int cat_frame_fixed_init(caterva_ctx *ctx, uint8_t fixed[CAT_FH_SIZE], const caterva_cparams *cp,
+                         int32_t chunksize) {
+  msgpack_sbuffer sb;
+  msgpack_packer pk;
+  uint8_t flags[4], ext[16] = {0}, *bytes = NULL;
+  size_t len = 0;
+  int err = 0, rc;
+  flags[0] = 0x12; /* frame format version 2, 64-bit offsets */
+  flags[1] = CAT_FRAME_CONTIGUOUS;
+  flags[2] = (uint8_t)((cp->codec < 16 ? cp->codec : 6) | cp->clevel << 4);
+  flags[3] = (uint8_t)((cp->splitmode - 1) & 3);
+  memcpy(ext, cp->filters, CATERVA_MAX_FILTERS);
+  ext[CAT_FH_UDCODEC - CAT_FH_FILTERS] = (uint8_t)cp->codec;
+  memcpy(ext + (CAT_FH_FILTERS_META - CAT_FH_FILTERS), cp->filters_meta, CATERVA_MAX_FILTERS);
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  err |= msgpack_pack_array(&pk, 14);
+  err |= msgpack_pack_str_with_body(&pk, "b2frame", 8);
+  err |= msgpack_pack_fix_int32(&pk, 0);          /* header_len */
+  err |= msgpack_pack_fix_uint64(&pk, 0);         /* frame_len */
+  err |= msgpack_pack_str_with_body(&pk, flags, 4);
+  err |= msgpack_pack_fix_int64(&pk, 0);          /* nbytes */
+  err |= msgpack_pack_fix_int64(&pk, 0);          /* cbytes */
+  err |= msgpack_pack_fix_int32(&pk, cp->typesize);
+  err |= msgpack_pack_fix_int32(&pk, cp->blocksize);
+  err |= msgpack_pack_fix_int32(&pk, chunksize);
+  err |= msgpack_pack_fix_int16(&pk, 1);
+  err |= msgpack_pack_fix_int16(&pk, 1);
+  err |= msgpack_pack_false(&pk);
+  err |= msgpack_pack_ext_with_body(&pk, ext, sizeof ext, CATERVA_MAX_FILTERS);
+  rc = sbuf_take(ctx, &sb, err, &bytes, &len);
+  if (rc < 0) return rc;
+  if (len == CAT_FH_SIZE) memcpy(fixed, bytes, CAT_FH_SIZE);
+  free(bytes);
+  if (len != CAT_FH_SIZE)
+    return cat_error(ctx, CATERVA_E_INVALID, "internal: fixed header of %zu bytes", len);
+  return CATERVA_OK;
+}
+
+void cat_frame_fixed_patch(const caterva_schunk *sc, uint8_t out[CAT_FH_SIZE], int frame_type,
+                           int64_t header_len, int64_t frame_len, int64_t nbytes,
+                           int64_t cbytes) {
+  memcpy(out, sc->fixed, CAT_FH_SIZE);
+  cat_put_be32(out + CAT_FH_HEADER_LEN, (uint32_t)header_len);
+  cat_put_be64(out + CAT_FH_FRAME_LEN, (uint64_t)frame_len);
+  out[CAT_FH_TYPE] = (uint8_t)((out[CAT_FH_TYPE] & 0xf0) | frame_type);
+  cat_put_be64(out + CAT_FH_NBYTES, (uint64_t)nbytes);
+  cat_put_be64(out + CAT_FH_CBYTES, (uint64_t)cbytes);
+  cat_put_be32(out + CAT_FH_TYPESIZE, (uint32_t)sc->typesize);
+  cat_put_be32(out + CAT_FH_BLOCKSIZE, (uint32_t)sc->blocksize);
+  cat_put_be32(out + CAT_FH_CHUNKSIZE, (uint32_t)sc->chunksize);
+  out[CAT_FH_VLMETA] = sc->nvlmeta > 0 ? 0xc3 : 0xc2;
+}
+
+/* Encoded size of a msgpack str of n bytes. */
+static int64_t mp_str_size(size_t n) { return n < 32 ? 1 + (int64_t)n : n < 256 ? 2 + (int64_t)n : 3 + (int64_t)n; }
+
+/* Bytes of the metalayer section before the first C6 (93 CD u16 DE u16 names DC u16). */
+static int64_t meta_map_len(const caterva_schunk *sc) {
+  int64_t n = 1 + 3 + 3 + 3;
+  for (int k = 0; k < sc->nmeta; k++) n += mp_str_size(strlen(sc->meta[k].name)) + 5;
+  return n;
+}
+
+int64_t cat_frame_header_len(const caterva_schunk *sc) {
+  int64_t n = CAT_FH_SIZE + meta_map_len(sc);
+  for (int k = 0; k < sc->nmeta; k++) n += 5 + sc->meta[k].len;
+  return n;
+}
+
+static int pack_metalayers(const caterva_schunk *sc, msgpack_sbuffer *sb) {
+  msgpack_packer pk;
+  int64_t off = CAT_FH_SIZE + meta_map_len(sc);
+  int err = 0;
+  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+  err |= msgpack_pack_array(&pk, 3);
+  /* index size: from the 93 byte through the end of the map */
+  err |= msgpack_pack_fix_uint16(&pk, (uint16_t)(meta_map_len(sc) - 3));
+  err |= sbuf_marker16(sb, 0xde, (uint16_t)sc->nmeta);
+  for (int k = 0; k < sc->nmeta; k++) {
+    err |= msgpack_pack_str_with_body(&pk, sc->meta[k].name, strlen(sc->meta[k].name));
+    err |= msgpack_pack_fix_int32(&pk, (int32_t)off);
+    off += 5 + sc->meta[k].len;
+  }
+  err |= sbuf_marker16(sb, 0xdc, (uint16_t)sc->nmeta);
+  for (int k = 0; k < sc->nmeta; k++) {
+    err |= sbuf_marker32(sb, 0xc6, (uint32_t)sc->meta[k].len);
+    if (sc->meta[k].len > 0) err |= sbuf_bytes(sb, sc->meta[k].content, (size_t)sc->meta[k].len);
+  }
+  return err;
+}
+
+int cat_frame_build_header(caterva_ctx *ctx, const caterva_schunk *sc, int frame_type,
+                           int64_t frame_len, int64_t nbytes, int64_t cbytes, uint8_t **out,
+                           int64_t *len) {
+  msgpack_sbuffer sb;
+  uint8_t fixed[CAT_FH_SIZE];
+  int64_t hlen = cat_frame_header_len(sc);
+  size_t n = 0;
+  int err, rc;
+  if (hlen > INT32_MAX) return cat_error(ctx, CATERVA_E_OVERFLOW, "frame header too large");
+  cat_frame_fixed_patch(sc, fixed, frame_type, hlen, frame_len, nbytes, cbytes);
+  msgpack_sbuffer_init(&sb);
+  err = sbuf_bytes(&sb, fixed, CAT_FH_SIZE);
+  err |= pack_metalayers(sc, &sb);
+  rc = sbuf_take(ctx, &sb, err, out, &n);
+  if (rc < 0) return rc;
+  if ((int64_t)n != hlen) {
+    free(*out);
+    *out = NULL;
+    return cat_error(ctx, CATERVA_E_INVALID, "internal: header of %zu bytes, expected %lld", n,
+                     (long long)hlen);
+  }
+  *len = hlen;
+  return CATERVA_OK;
+}
+
+/* Bytes of the trailer from its start to the first C6 (94 01 93 CD u16 DE u16 names DC u16). */
+static int64_t vlmeta_map_len(const caterva_schunk *sc) {
+  int64_t n = 1 + 1 + 1 + 3 + 3 + 3;
+  for (int k = 0; k < sc->nvlmeta; k++) n += mp_str_size(strlen(sc->vlmeta[k].name)) + 5;
+  return n;
+}
+
+static int pack_trailer(const caterva_schunk *sc, msgpack_sbuffer *sb, int64_t total) {
+  msgpack_packer pk;
+  uint8_t fingerprint[16] = {0};
+  int64_t off = vlmeta_map_len(sc);
+  int err = 0;
+  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+  err |= msgpack_pack_array(&pk, 4);
+  err |= msgpack_pack_uint8(&pk, 1); /* trailer version */
+  err |= msgpack_pack_array(&pk, 3);
+  /* index size as the reference writes it: the map and the array16 header */
+  err |= msgpack_pack_fix_uint16(&pk, (uint16_t)(vlmeta_map_len(sc) - 6));
+  err |= sbuf_marker16(sb, 0xde, (uint16_t)sc->nvlmeta);
+  for (int k = 0; k < sc->nvlmeta; k++) {
+    err |= msgpack_pack_str_with_body(&pk, sc->vlmeta[k].name, strlen(sc->vlmeta[k].name));
+    err |= msgpack_pack_fix_int32(&pk, (int32_t)off);
+    off += 5 + sc->vlmeta[k].cbytes;
+  }
+  err |= sbuf_marker16(sb, 0xdc, (uint16_t)sc->nvlmeta);
+  for (int k = 0; k < sc->nvlmeta; k++) {
+    err |= sbuf_marker32(sb, 0xc6, (uint32_t)sc->vlmeta[k].cbytes);
+    err |= sbuf_bytes(sb, sc->vlmeta[k].chunk, (size_t)sc->vlmeta[k].cbytes);
+  }
+  err |= msgpack_pack_fix_uint32(&pk, (uint32_t)total);
+  err |= msgpack_pack_ext_with_body(&pk, fingerprint, sizeof fingerprint, 0);
+  return err;
+}
+
+int cat_frame_build_trailer(caterva_ctx *ctx, const caterva_schunk *sc, uint8_t **out,
+                            int32_t *len) {
+  msgpack_sbuffer sb;
+  int64_t total = vlmeta_map_len(sc) + CAT_TRAILER_TAIL;
+  size_t n = 0;
+  int err, rc;
+  for (int k = 0; k < sc->nvlmeta; k++) total += 5 + (int64_t)sc->vlmeta[k].cbytes;
+  if (total > INT32_MAX) return cat_error(ctx, CATERVA_E_OVERFLOW, "vlmetalayers too large");
+  msgpack_sbuffer_init(&sb);
+  err = pack_trailer(sc, &sb, total);
+  rc = sbuf_take(ctx, &sb, err, out, &n);
+  if (rc < 0) return rc;
+  if ((int64_t)n != total) {
+    free(*out);
+    *out = NULL;
+    return cat_error(ctx, CATERVA_E_INVALID, "internal: trailer of %zu bytes, expected %lld", n,
+                     (long long)total);
+  }
+  *len = (int32_t)total;
+  return CATERVA_OK;
+}
+
+/* The reference compresses the index and vlmetalayers with its default parameters. */
+static void aux_cparams(caterva_cparams *cp, int typesize) {
+  caterva_cparams_init(cp);
+  cp->codec = CATERVA_BLOSCLZ;
+  cp->clevel = 5;
+  cp->typesize = typesize;
+}
+
+static int compress_aux(caterva_ctx *ctx, const uint8_t *src, int32_t n, int typesize,
+                        uint8_t **out, int32_t *len) {
+  caterva_cparams cp;
+  uint8_t *buf;
+  int32_t cb;
+  aux_cparams(&cp, typesize);
+  buf = malloc((size_t)n + CATERVA_CHUNK_MAX_OVERHEAD);
+  if (buf == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  cb = caterva_chunk_compress(ctx, &cp, src, n, buf, n + CATERVA_CHUNK_MAX_OVERHEAD);
+  if (cb < 0) {
+    free(buf);
+    return cb;
+  }
+  *out = buf;
+  *len = cb;
+  return CATERVA_OK;
+}
+
+int cat_frame_build_index(caterva_ctx *ctx, const int64_t *entries, int64_t n, uint8_t **out,
+                          int32_t *len) {
+  uint8_t *le;
+  int rc;
+  if (n <= 0 || n > (CATERVA_CHUNK_MAX_NBYTES / 8))
+    return cat_error(ctx, CATERVA_E_OVERFLOW, "%lld chunks do not fit an offsets index",
+                     (long long)n);
+  le = malloc((size_t)n * 8);
+  if (le == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  for (int64_t i = 0; i < n; i++) cat_put_le64(le + 8 * i, (uint64_t)entries[i]);
+  rc = compress_aux(ctx, le, (int32_t)(n * 8), 8, out, len);
+  free(le);
+  return rc;
+}
+
+int cat_frame_vlmeta_compress(caterva_ctx *ctx, const void *content, int32_t len, uint8_t **out,
+                              int32_t *cbytes) {
+  return compress_aux(ctx, content, len, len % 8 == 0 ? 8 : 1, out, cbytes);
+}

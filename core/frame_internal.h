@@ -1,0 +1,186 @@
+/*
+ * frame_internal.h -- internals of the super-chunk and frame layer, shared by
+ * frame_format.c (bytes of headers, trailers and indices), frame_file.c (files and
+ * directories) and schunk.c (the caterva_schunk object). Not installed.
+ */
+#ifndef CAT_FRAME_INTERNAL_H
+#define CAT_FRAME_INTERNAL_H
+
+#include "cat_internal.h"
+
+/* ---- fixed header part (spec 3.1): byte offsets of the values, after their markers ---- */
+#define CAT_FH_SIZE 87
+#define CAT_FH_HEADER_LEN 11 /* D2 at 10 */
+#define CAT_FH_FRAME_LEN 16  /* CF at 15 */
+#define CAT_FH_GENERAL 25    /* A4 at 24, then four flag bytes */
+#define CAT_FH_TYPE 26
+#define CAT_FH_CODEC 27
+#define CAT_FH_OTHER 28
+#define CAT_FH_NBYTES 30     /* D3 at 29 */
+#define CAT_FH_CBYTES 39     /* D3 at 38 */
+#define CAT_FH_TYPESIZE 48   /* D2 at 47 */
+#define CAT_FH_BLOCKSIZE 53  /* D2 at 52 */
+#define CAT_FH_CHUNKSIZE 58  /* D2 at 57 */
+#define CAT_FH_VLMETA 68     /* C2 false / C3 true */
+#define CAT_FH_FILTERS 71    /* D8 06 at 69 */
+#define CAT_FH_UDCODEC 77
+#define CAT_FH_CODEC_META 78
+#define CAT_FH_FILTERS_META 79
+#define CAT_FH_OTHER2 85
+/* Bytes [15, 69) hold everything a chunk or attribute change alters: frame_len, flags,
+ * nbytes, cbytes, typesize, blocksize, chunksize, nthreads and the vlmetalayer flag. They lie
+ * in the first disk sector, so rewriting them is the commit point of a contiguous file. */
+#define CAT_FH_COMMIT_START 15
+#define CAT_FH_COMMIT_END 69
+
+#define CAT_FRAME_CONTIGUOUS 0
+#define CAT_FRAME_SPARSE 1
+
+#define CAT_TRAILER_TAIL 23 /* CE u32 trailer_len, D8 00 + 16 fingerprint bytes */
+#define CAT_TRAILER_MIN 35  /* an empty trailer */
+
+/* Headers up to this size are committed in place with one write (one disk sector). */
+#define CAT_ATOMIC_HEADER_MAX 512
+
+/* Largest decompressed offsets index / vlmetalayer we accept (the index also scales with
+ * the frame size: a tiny frame cannot describe an enormous number of chunks, see
+ * cat_frame_parse_index). */
+#define CAT_INDEX_MAX_FIXED (64 * 1024 * 1024)
+#define CAT_INDEX_MAX_RATIO 16384
+#define CAT_VLMETA_MAX (64 * 1024 * 1024)
+
+/* Special index entries: top byte 0x80 | kind, other bytes 0. */
+#define CAT_ENTRY_SPECIAL(kind) ((int64_t)(((uint64_t)(0x80 | (kind))) << 56))
+
+typedef struct cat_meta {
+  char name[CATERVA_METALAYER_NAME_MAX + 1];
+  uint8_t *content; /* raw bytes, malloc'ed (NULL when len is 0) */
+  int32_t len;
+} cat_meta;
+
+typedef struct cat_vlmeta {
+  char *name;       /* malloc'ed, NUL-terminated */
+  uint8_t *chunk;   /* the content as a complete compressed chunk, malloc'ed */
+  int32_t cbytes;
+} cat_vlmeta;
+
+struct caterva_schunk {
+  int store;                 /* CATERVA_STORE_* */
+  bool writable;             /* opened with CATERVA_OPEN_WRITE, or created */
+  bool broken;               /* a file commit failed after its commit point: no more writes */
+  char *path;                /* file or directory; NULL for memory stores */
+  uint8_t fixed[CAT_FH_SIZE];/* fixed header template (kept as read; patched on write) */
+  caterva_cparams cp;        /* compression parameters from the header */
+  int typesize;              /* header typesize */
+  int32_t blocksize;         /* header blocksize (0: unknown/automatic) */
+  int32_t chunksize;         /* header chunksize */
+  int64_t nchunks;
+  int64_t nbytes;            /* sum of the chunks' uncompressed sizes */
+  int64_t cbytes;            /* header cbytes: chunk section length / sum of chunk files */
+  int64_t *entries;          /* nchunks index entries: offsets, file numbers or specials */
+  uint8_t **data;            /* NULL, or nchunks pointers: owned chunk bytes (memory store)
+                              * or cached chunk files (sparse store) */
+  cat_meta meta[CATERVA_MAX_METALAYERS];
+  int nmeta;
+  cat_vlmeta *vlmeta;
+  int nvlmeta;
+  /* The frame image chunks are read from: an owned copy (memory store opened from a
+   * buffer) or a read-only map of the file (contiguous store). */
+  const uint8_t *base;
+  size_t base_len;
+  bool base_mapped;
+  int64_t header_len;        /* header length of the image / file on disk */
+  int64_t section;           /* bytes of the image's chunk section (its header cbytes) */
+  int fd;                    /* contiguous store opened for writing, else -1 */
+  int64_t frame_len;         /* file stores: frame bytes on disk; memory: cached, -1 stale */
+  int64_t dead;              /* contiguous file: unreferenced bytes inside the chunk section */
+  int64_t next_file;         /* sparse: number for the next chunk file */
+  uint8_t special[3][2][CATERVA_CHUNK_HEADER_SIZE]; /* synthesised chunks: kind x (full, last) */
+  bool special_ok[3][2];
+  caterva_ctx *ictx;         /* private context, created on demand (frame_len of memory) */
+};
+
+/* ---- frame_format.c: bytes <-> schunk fields ---------------------------------------- */
+
+/* Parse the fixed header part and the metalayers of a frame image of len bytes into sc
+ * (fixed, cp, typesize, blocksize, chunksize, nbytes, cbytes, nchunks, header_len,
+ * frame_len, meta). frame_type: CAT_FRAME_CONTIGUOUS or CAT_FRAME_SPARSE. */
+int cat_frame_parse_header(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
+                           size_t len, int frame_type);
+/* Parse the trailer (vlmetalayers) of the frame; it must start at or after min_start.
+ * Stores the trailer start in *start. */
+int cat_frame_parse_trailer(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
+                            int64_t min_start, int64_t *start);
+/* Decode the offsets index chunk at frame + pos (avail bytes up to the trailer) into
+ * sc->entries and validate every entry. Returns the index chunk's size (0 without chunks). */
+int cat_frame_parse_index(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
+                          int64_t pos, int64_t avail);
+
+/* Fill a fixed header template for a new frame. */
+int cat_frame_fixed_init(caterva_ctx *ctx, uint8_t fixed[CAT_FH_SIZE], const caterva_cparams *cp,
+                         int32_t chunksize);
+/* A copy of sc->fixed with the given values patched in. */
+void cat_frame_fixed_patch(const caterva_schunk *sc, uint8_t out[CAT_FH_SIZE], int frame_type,
+                           int64_t header_len, int64_t frame_len, int64_t nbytes,
+                           int64_t cbytes);
+/* Length of the header (fixed part + metalayers) as cat_frame_build_header writes it. */
+int64_t cat_frame_header_len(const caterva_schunk *sc);
+/* Build the whole header into a new malloc'ed buffer of *len bytes. */
+int cat_frame_build_header(caterva_ctx *ctx, const caterva_schunk *sc, int frame_type,
+                           int64_t frame_len, int64_t nbytes, int64_t cbytes, uint8_t **out,
+                           int64_t *len);
+/* Build the trailer (sc->vlmeta) into a new malloc'ed buffer. */
+int cat_frame_build_trailer(caterva_ctx *ctx, const caterva_schunk *sc, uint8_t **out,
+                            int32_t *len);
+/* Build the offsets index chunk of n entries into a new malloc'ed buffer (n > 0). */
+int cat_frame_build_index(caterva_ctx *ctx, const int64_t *entries, int64_t n, uint8_t **out,
+                          int32_t *len);
+/* Compress a vlmetalayer payload into a new malloc'ed chunk. */
+int cat_frame_vlmeta_compress(caterva_ctx *ctx, const void *content, int32_t len, uint8_t **out,
+                              int32_t *cbytes);
+
+/* ---- schunk.c: helpers used by the file code ------------------------------------------ */
+
+/* Borrow the bytes of stored (non-special) chunk i. When the chunk must be read from a file
+ * and cache is false, the bytes are returned in *tmp (caller frees), else cached in sc. */
+int cat_sc_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool cache,
+                        const uint8_t **p, int32_t *cbytes, uint8_t **tmp);
+caterva_schunk *cat_sc_alloc(int store);
+/* Parse a whole contiguous frame image (header, trailer, index) into sc. */
+int cat_sc_parse_contiguous(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
+                            size_t len);
+/* Record "what: <the callee's message>" in ctx and return rc. */
+int cat_sc_wrap_error(caterva_ctx *ctx, int rc, const char *what);
+
+/* ---- frame_file.c: files and directories -------------------------------------------- */
+
+/* Open the frame file or directory at path into sc (store, entries, metas, image). */
+int cat_file_open(caterva_ctx *ctx, caterva_schunk *sc, const char *path, int mode);
+/* Create the file or directory for a new, empty schunk (path must not exist). */
+int cat_file_create(caterva_ctx *ctx, caterva_schunk *sc);
+/* Make a chunk change durable. entries/n/nbytes describe the new index; chunk (may be NULL)
+ * is the one new stored chunk, at entries[pos], whose entry this function sets.
+ * cbytes_delta: change of the sum of stored chunk sizes (sparse headers).
+ * full_header: also rewrite the metalayers (metalayer update). */
+int cat_file_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
+                    int64_t nbytes, const uint8_t *chunk, int32_t cbytes, int64_t pos,
+                    int64_t cbytes_delta, bool full_header);
+/* Rewrite the whole frame (contiguous: packed, via a temporary file and rename; sparse:
+ * chunks.b2frame). Used when the header changes size. */
+int cat_file_rewrite(caterva_ctx *ctx, caterva_schunk *sc);
+/* Read sparse chunk file number num (whole file) into a new malloc'ed buffer. */
+int cat_file_read_chunk(caterva_ctx *ctx, const caterva_schunk *sc, int64_t num, uint8_t **out,
+                        int32_t *len);
+/* Remove a sparse chunk file that the index no longer references (best effort). */
+void cat_file_unlink_chunk(const caterva_schunk *sc, int64_t num);
+/* Save sc as a new frame at path. */
+int cat_file_save(caterva_ctx *ctx, caterva_schunk *sc, const char *path, int store);
+/* Serialise sc as a packed contiguous frame into a new malloc'ed buffer. */
+int cat_frame_to_buffer(caterva_ctx *ctx, caterva_schunk *sc, uint8_t **out, int64_t *len);
+/* Size of the packed contiguous frame of sc. */
+int cat_frame_packed_len(caterva_ctx *ctx, caterva_schunk *sc, int64_t *len);
+/* Release the file resources of sc (map, descriptor); compacts a contiguous file with
+ * much dead space first. */
+void cat_file_close(caterva_schunk *sc);
+
+#endif /* CAT_FRAME_INTERNAL_H */

@@ -1,0 +1,827 @@
+/*
+ * schunk.c -- the super-chunk object: construction, properties, chunk access, chunk edits
+ * and (vl)metalayers. Store-specific durability lives in frame_file.c; frame bytes in
+ * frame_format.c.
+ *
+ * In memory a super-chunk is its index (one int64 entry per chunk, exactly as in the frame:
+ * an offset into the image's chunk section, a sparse chunk file number, or a special code)
+ * plus optional per-chunk owned bytes (`data`): chunks added to a memory store, and chunk
+ * files of a sparse store once read. Chunks of a memory store opened from a buffer and of a
+ * contiguous file are read from the image (the owned copy, or the file's read-only map).
+ *
+ * Every edit builds the new index on the side, makes it durable for file stores, and only
+ * then replaces the old one, so a failed edit leaves the object as it was.
+ */
+#include "frame_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { EDIT_APPEND, EDIT_INSERT, EDIT_UPDATE, EDIT_DELETE };
+
+/* A pending chunk edit. */
+typedef struct sc_edit {
+  int op;
+  int64_t pos;           /* index of the chunk inserted, replaced or deleted */
+  const uint8_t *chunk;  /* the new stored chunk, or NULL (special entry, delete) */
+  int32_t cbytes;
+  int64_t special;       /* the new special entry, or 0 */
+  int32_t nb;            /* uncompressed size of the new chunk */
+} sc_edit;
+
+int cat_sc_wrap_error(caterva_ctx *ctx, int rc, const char *what) {
+  char msg[CAT_ERRMSG_SIZE];
+  snprintf(msg, sizeof msg, "%s", ctx != NULL ? ctx->errmsg : "");
+  if (msg[0] == '\0') snprintf(msg, sizeof msg, "%s", caterva_strerror(rc));
+  return cat_error(ctx, rc, "%s: %s", what, msg);
+}
+
+caterva_schunk *cat_sc_alloc(int store) {
+  caterva_schunk *sc = calloc(1, sizeof *sc);
+  if (sc == NULL) return NULL;
+  sc->store = store;
+  sc->fd = -1;
+  sc->frame_len = -1;
+  return sc;
+}
+
+static void free_vlmeta_items(cat_vlmeta *v, int n) {
+  for (int k = 0; k < n; k++) {
+    free(v[k].name);
+    free(v[k].chunk);
+  }
+}
+
+void caterva_schunk_free(caterva_schunk *sc) {
+  if (sc == NULL) return;
+  cat_file_close(sc);
+  if (!sc->base_mapped) free((void *)sc->base);
+  if (sc->data != NULL)
+    for (int64_t i = 0; i < sc->nchunks; i++) free(sc->data[i]);
+  free(sc->data);
+  free(sc->entries);
+  for (int k = 0; k < sc->nmeta; k++) free(sc->meta[k].content);
+  free_vlmeta_items(sc->vlmeta, sc->nvlmeta);
+  free(sc->vlmeta);
+  free(sc->path);
+  caterva_ctx_free(sc->ictx);
+  free(sc);
+}
+
+/* ---- construction -------------------------------------------------------------------- */
+
+static int check_cparams(caterva_ctx *ctx, const caterva_cparams *cp, int32_t chunksize) {
+  if (cp == NULL || chunksize <= 0)
+    return cat_error(ctx, CATERVA_E_INVALID, "schunk: cparams and a chunksize > 0 are required");
+  if (cp->typesize < 1 || cp->typesize > 255 || cp->clevel < 0 || cp->clevel > 9 ||
+      cp->codec < 0 || cp->codec > 255 || cp->blocksize < 0 ||
+      cp->splitmode < CATERVA_SPLIT_ALWAYS || cp->splitmode > CATERVA_SPLIT_FORWARD_COMPAT)
+    return cat_error(ctx, CATERVA_E_INVALID, "schunk: invalid compression parameters");
+  return CATERVA_OK;
+}
+
+int caterva_schunk_new(caterva_ctx *ctx, const caterva_cparams *cp, int32_t chunksize, int store,
+                       const char *path, caterva_schunk **out) {
+  caterva_schunk *sc = NULL;
+  int rc;
+  if (out == NULL) return cat_error(ctx, CATERVA_E_INVALID, "schunk_new: out is NULL");
+  *out = NULL;
+  rc = check_cparams(ctx, cp, chunksize);
+  if (rc < 0) return rc;
+  CAT_CHECK(fail, store >= CATERVA_STORE_MEMORY && store <= CATERVA_STORE_SPARSE,
+            CATERVA_E_INVALID, "schunk_new: unknown store %d", store);
+  CAT_CHECK(fail, (path != NULL) == (store != CATERVA_STORE_MEMORY), CATERVA_E_INVALID,
+            "schunk_new: file stores need a path, memory stores take none");
+  sc = cat_sc_alloc(store);
+  CAT_CHECK(fail, sc != NULL, CATERVA_E_NOMEM, "out of memory");
+  sc->cp = *cp;
+  sc->typesize = cp->typesize;
+  sc->blocksize = cp->blocksize;
+  sc->chunksize = chunksize;
+  sc->writable = true;
+  CAT_TRY(fail, cat_frame_fixed_init(ctx, sc->fixed, cp, chunksize));
+  sc->header_len = cat_frame_header_len(sc);
+  if (path != NULL) {
+    sc->path = strdup(path);
+    CAT_CHECK(fail, sc->path != NULL, CATERVA_E_NOMEM, "out of memory");
+    CAT_TRY(fail, cat_file_create(ctx, sc));
+  }
+  *out = sc;
+  return CATERVA_OK;
+fail:
+  caterva_schunk_free(sc);
+  return rc;
+}
+
+int cat_sc_parse_contiguous(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
+                            size_t len) {
+  int64_t idx, tstart = 0;
+  int rc = cat_frame_parse_header(ctx, sc, frame, len, CAT_FRAME_CONTIGUOUS);
+  if (rc < 0) return rc;
+  if (sc->cbytes > sc->frame_len - sc->header_len - CAT_TRAILER_MIN)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame: chunk section of %lld bytes exceeds the frame",
+                     (long long)sc->cbytes);
+  sc->section = sc->cbytes;
+  idx = sc->header_len + sc->cbytes;
+  rc = cat_frame_parse_trailer(ctx, sc, frame, idx, &tstart);
+  if (rc < 0) return rc;
+  rc = cat_frame_parse_index(ctx, sc, frame, idx, tstart - idx);
+  return rc < 0 ? rc : CATERVA_OK;
+}
+
+int caterva_schunk_open(caterva_ctx *ctx, const char *path, int mode, caterva_schunk **out) {
+  caterva_schunk *sc = NULL;
+  int rc;
+  if (out == NULL) return cat_error(ctx, CATERVA_E_INVALID, "schunk_open: out is NULL");
+  *out = NULL;
+  CAT_CHECK(fail, path != NULL, CATERVA_E_INVALID, "schunk_open: path is NULL");
+  CAT_CHECK(fail, mode == CATERVA_OPEN_READ || mode == CATERVA_OPEN_WRITE, CATERVA_E_INVALID,
+            "schunk_open: unknown mode %d", mode);
+  sc = cat_sc_alloc(CATERVA_STORE_CONTIGUOUS);
+  CAT_CHECK(fail, sc != NULL, CATERVA_E_NOMEM, "out of memory");
+  CAT_TRY(fail, cat_file_open(ctx, sc, path, mode));
+  *out = sc;
+  return CATERVA_OK;
+fail:
+  caterva_schunk_free(sc);
+  return rc;
+}
+
+int caterva_schunk_open_buffer(caterva_ctx *ctx, const void *frame, size_t len,
+                               caterva_schunk **out) {
+  caterva_schunk *sc = NULL;
+  uint8_t *copy;
+  int rc;
+  if (out == NULL) return cat_error(ctx, CATERVA_E_INVALID, "schunk_open_buffer: out is NULL");
+  *out = NULL;
+  CAT_CHECK(fail, frame != NULL, CATERVA_E_INVALID, "schunk_open_buffer: frame is NULL");
+  sc = cat_sc_alloc(CATERVA_STORE_MEMORY);
+  CAT_CHECK(fail, sc != NULL, CATERVA_E_NOMEM, "out of memory");
+  copy = malloc(len ? len : 1);
+  CAT_CHECK(fail, copy != NULL, CATERVA_E_NOMEM, "out of memory");
+  if (len) memcpy(copy, frame, len);
+  sc->base = copy;
+  sc->base_len = len;
+  CAT_TRY(fail, cat_sc_parse_contiguous(ctx, sc, copy, len));
+  sc->writable = true;
+  sc->frame_len = -1; /* a memory store's frame is what to_buffer would produce */
+  *out = sc;
+  return CATERVA_OK;
+fail:
+  caterva_schunk_free(sc);
+  return rc;
+}
+
+int caterva_schunk_save(caterva_ctx *ctx, caterva_schunk *sc, const char *path, int store) {
+  if (sc == NULL || path == NULL)
+    return cat_error(ctx, CATERVA_E_INVALID, "schunk_save: NULL argument");
+  if (store != CATERVA_STORE_CONTIGUOUS && store != CATERVA_STORE_SPARSE)
+    return cat_error(ctx, CATERVA_E_INVALID, "schunk_save: store must be a file store");
+  return cat_file_save(ctx, sc, path, store);
+}
+
+int caterva_schunk_to_buffer(caterva_ctx *ctx, caterva_schunk *sc, uint8_t **out, int64_t *len) {
+  if (out != NULL) *out = NULL;
+  if (len != NULL) *len = 0;
+  if (sc == NULL || out == NULL || len == NULL)
+    return cat_error(ctx, CATERVA_E_INVALID, "schunk_to_buffer: NULL argument");
+  return cat_frame_to_buffer(ctx, sc, out, len);
+}
+
+/* ---- properties ------------------------------------------------------------------------ */
+
+int64_t caterva_schunk_nchunks(const caterva_schunk *sc) { return sc ? sc->nchunks : 0; }
+int32_t caterva_schunk_chunksize(const caterva_schunk *sc) { return sc ? sc->chunksize : 0; }
+int caterva_schunk_typesize(const caterva_schunk *sc) { return sc ? sc->typesize : 0; }
+int caterva_schunk_store(const caterva_schunk *sc) { return sc ? sc->store : 0; }
+int64_t caterva_schunk_nbytes(const caterva_schunk *sc) { return sc ? sc->nbytes : 0; }
+int64_t caterva_schunk_cbytes(const caterva_schunk *sc) { return sc ? sc->cbytes : 0; }
+const caterva_cparams *caterva_schunk_cparams(const caterva_schunk *sc) { return sc ? &sc->cp : NULL; }
+
+int64_t caterva_schunk_frame_len(const caterva_schunk *sc) {
+  caterva_schunk *m = (caterva_schunk *)sc; /* the cache is not part of the value */
+  int64_t len = -1;
+  if (sc == NULL) return 0;
+  if (sc->store != CATERVA_STORE_MEMORY || sc->frame_len >= 0) return sc->frame_len;
+  if (m->ictx == NULL && caterva_ctx_new(1, &m->ictx) < 0) return -1;
+  if (cat_frame_packed_len(m->ictx, m, &len) < 0) return -1;
+  m->frame_len = len;
+  return len;
+}
+
+/* ---- chunk access ------------------------------------------------------------------------ */
+
+/* Uncompressed size chunk i must have: chunksize, or the remainder for the last one. */
+static int64_t chunk_nbytes(const caterva_schunk *sc, int64_t i) {
+  if (i < sc->nchunks - 1) return sc->chunksize;
+  return sc->nbytes - (sc->nchunks - 1) * (int64_t)sc->chunksize;
+}
+
+static int check_index(caterva_ctx *ctx, const caterva_schunk *sc, int64_t i, int64_t n) {
+  if (sc == NULL) return cat_error(ctx, CATERVA_E_INVALID, "schunk is NULL");
+  if (i < 0 || i >= n)
+    return cat_error(ctx, CATERVA_E_RANGE, "chunk %lld out of range (%lld chunks)", (long long)i,
+                     (long long)sc->nchunks);
+  return CATERVA_OK;
+}
+
+/* cbytes of a chunk header at p with avail bytes behind it. A chunk that uses a feature we
+ * lack still has its size fields; decompressing it reports the feature. */
+static int chunk_cbytes(const uint8_t *p, int64_t avail, int32_t *cbytes) {
+  caterva_chunk_info ci;
+  int rc = caterva_chunk_info_get(p, (size_t)avail, &ci);
+  if (rc == CATERVA_E_UNSUPPORTED && avail >= CATERVA_CHUNK_HEADER_SIZE) {
+    int32_t cb = cat_le32s(p + 12);
+    if (cb < CATERVA_CHUNK_HEADER_SIZE || cb > avail) return CATERVA_E_CORRUPT;
+    *cbytes = cb;
+    return CATERVA_OK;
+  }
+  if (rc < 0) return rc;
+  *cbytes = ci.cbytes;
+  return CATERVA_OK;
+}
+
+static int ensure_data(caterva_ctx *ctx, caterva_schunk *sc) {
+  if (sc->data != NULL || sc->nchunks == 0) return CATERVA_OK;
+  sc->data = calloc((size_t)sc->nchunks, sizeof *sc->data);
+  if (sc->data == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  return CATERVA_OK;
+}
+
+/* A sparse chunk file, read and validated. */
+static int load_chunk_file(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, uint8_t **buf,
+                           int32_t *cbytes) {
+  int32_t len = 0;
+  int rc = cat_file_read_chunk(ctx, sc, sc->entries[i], buf, &len);
+  if (rc < 0) return rc;
+  if (chunk_cbytes(*buf, len, cbytes) < 0) {
+    free(*buf);
+    *buf = NULL;
+    return cat_error(ctx, CATERVA_E_CORRUPT, "chunk %lld (file %08llX.chunk) is malformed",
+                     (long long)i, (unsigned long long)sc->entries[i]);
+  }
+  return CATERVA_OK;
+}
+
+int cat_sc_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool cache,
+                        const uint8_t **p, int32_t *cbytes, uint8_t **tmp) {
+  uint8_t *buf = NULL;
+  int rc;
+  *tmp = NULL;
+  if (sc->data != NULL && sc->data[i] != NULL) {
+    *p = sc->data[i];
+    *cbytes = cat_le32s(sc->data[i] + 12); /* validated when stored */
+    return CATERVA_OK;
+  }
+  if (sc->store == CATERVA_STORE_SPARSE) {
+    rc = load_chunk_file(ctx, sc, i, &buf, cbytes);
+    if (rc < 0) return rc;
+    if (cache && ensure_data(ctx, sc) == CATERVA_OK) sc->data[i] = buf;
+    else *tmp = buf;
+    *p = buf;
+    return CATERVA_OK;
+  }
+  if (sc->base == NULL || sc->entries[i] > sc->section - CATERVA_CHUNK_HEADER_SIZE)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "chunk %lld: no bytes behind its index entry",
+                     (long long)i);
+  *p = sc->base + sc->header_len + sc->entries[i];
+  if (chunk_cbytes(*p, sc->section - sc->entries[i], cbytes) < 0)
+    return cat_error(ctx, CATERVA_E_CORRUPT,
+                     "chunk %lld at offset %lld is malformed or overruns the chunk section",
+                     (long long)i, (long long)sc->entries[i]);
+  return CATERVA_OK;
+}
+
+static int special_slot(int kind) { return kind == CATERVA_SPECIAL_ZERO ? 0 : kind == CATERVA_SPECIAL_NAN ? 1 : 2; }
+
+/* A header-only chunk for a special index entry, made once per kind and size. */
+static int special_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, const uint8_t **chunk,
+                         int32_t *cbytes) {
+  int kind = (int)(((uint64_t)sc->entries[i] >> 56) & 0x7f);
+  int64_t nb = chunk_nbytes(sc, i);
+  int k = special_slot(kind), v = nb != sc->chunksize, ts = sc->typesize;
+  uint8_t *buf = sc->special[k][v];
+  if (!sc->special_ok[k][v]) {
+    int32_t rc;
+    if (ts > 255 || nb % ts != 0) ts = 1;
+    rc = caterva_chunk_make_special(kind, (int32_t)nb, ts, sc->blocksize, NULL, buf,
+                                    CATERVA_CHUNK_HEADER_SIZE);
+    if (rc < 0)
+      return cat_error(ctx, CATERVA_E_CORRUPT,
+                       "chunk %lld: special kind %d impossible for typesize %d, %lld bytes",
+                       (long long)i, kind, sc->typesize, (long long)nb);
+    sc->special_ok[k][v] = true;
+  }
+  *chunk = buf;
+  *cbytes = CATERVA_CHUNK_HEADER_SIZE;
+  return CATERVA_OK;
+}
+
+int caterva_schunk_chunk_special(const caterva_schunk *sc, int64_t i) {
+  int rc = check_index(NULL, sc, i, sc ? sc->nchunks : 0);
+  if (rc < 0) return rc;
+  if (sc->entries[i] >= 0) return CATERVA_SPECIAL_NONE;
+  return (int)(((uint64_t)sc->entries[i] >> 56) & 0x7f);
+}
+
+int caterva_schunk_get_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i,
+                             const uint8_t **chunk, int32_t *cbytes) {
+  const uint8_t *p = NULL;
+  uint8_t *tmp = NULL;
+  int32_t cb = 0, nb;
+  int rc;
+  if (chunk != NULL) *chunk = NULL;
+  if (cbytes != NULL) *cbytes = 0;
+  CAT_CHECK(fail, chunk != NULL && cbytes != NULL, CATERVA_E_INVALID, "get_chunk: NULL output");
+  CAT_TRY(fail, check_index(ctx, sc, i, sc ? sc->nchunks : 0));
+  CAT_CHECK(fail, !sc->broken, CATERVA_E_IO, "schunk unusable after a failed file update");
+  if (sc->entries[i] < 0) {
+    CAT_TRY(fail, special_chunk(ctx, sc, i, &p, &cb));
+  } else {
+    CAT_TRY(fail, cat_sc_stored_chunk(ctx, sc, i, true, &p, &cb, &tmp));
+    nb = cat_le32s(p + 4);
+    CAT_CHECK(fail, nb == chunk_nbytes(sc, i), CATERVA_E_CORRUPT,
+              "chunk %lld holds %d bytes, the frame says %lld", (long long)i, (int)nb,
+              (long long)chunk_nbytes(sc, i));
+  }
+  CAT_CHECK(fail, tmp == NULL, CATERVA_E_NOMEM, "out of memory caching chunk %lld", (long long)i);
+  *chunk = p;
+  *cbytes = cb;
+  return CATERVA_OK;
+fail:
+  free(tmp);
+  return rc;
+}
+
+int32_t caterva_schunk_decompress_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i,
+                                        void *dst, int32_t dstcap) {
+  const uint8_t *p;
+  int32_t cb;
+  int rc = caterva_schunk_get_chunk(ctx, sc, i, &p, &cb);
+  if (rc < 0) return rc;
+  return caterva_chunk_decompress(ctx, p, (size_t)cb, dst, dstcap);
+}
+
+/* ---- chunk edits ----------------------------------------------------------------------- */
+
+static int check_writable(caterva_ctx *ctx, const caterva_schunk *sc) {
+  if (sc == NULL) return cat_error(ctx, CATERVA_E_INVALID, "schunk is NULL");
+  if (!sc->writable) return cat_error(ctx, CATERVA_E_READONLY, "schunk was opened read-only");
+  if (sc->broken)
+    return cat_error(ctx, CATERVA_E_IO, "schunk unusable after a failed file update");
+  return CATERVA_OK;
+}
+
+/* Validate a chunk handed in by the caller; zero/NaN/uninit header-only chunks become
+ * special index entries. */
+static int classify_chunk(caterva_ctx *ctx, const void *chunk, int32_t cbytes, sc_edit *e) {
+  caterva_chunk_info ci;
+  int rc;
+  if (chunk == NULL || cbytes < CATERVA_CHUNK_HEADER_SIZE)
+    return cat_error(ctx, CATERVA_E_INVALID, "a chunk of at least %d bytes is required",
+                     CATERVA_CHUNK_HEADER_SIZE);
+  rc = caterva_chunk_info_get(chunk, (size_t)cbytes, &ci);
+  if (rc < 0) return cat_error(ctx, rc, "chunk to store: %s", caterva_strerror(rc));
+  if (ci.cbytes != cbytes)
+    return cat_error(ctx, CATERVA_E_INVALID, "chunk header says %d bytes, %d given",
+                     (int)ci.cbytes, (int)cbytes);
+  e->nb = ci.nbytes;
+  if (ci.special == CATERVA_SPECIAL_ZERO || ci.special == CATERVA_SPECIAL_NAN ||
+      ci.special == CATERVA_SPECIAL_UNINIT) {
+    e->special = CAT_ENTRY_SPECIAL(ci.special);
+    return CATERVA_OK;
+  }
+  e->chunk = chunk;
+  e->cbytes = cbytes;
+  return CATERVA_OK;
+}
+
+/* All chunks hold chunksize bytes except the last, which may hold fewer. */
+static int check_sizes(caterva_ctx *ctx, const caterva_schunk *sc, const sc_edit *e) {
+  int64_t n = sc->nchunks, cs = sc->chunksize > 0 ? sc->chunksize : e->nb;
+  bool at_end = e->op == EDIT_APPEND || (e->op == EDIT_INSERT && e->pos == n);
+  if (e->op == EDIT_DELETE) return CATERVA_OK;
+  if (e->nb <= 0 || e->nb > cs)
+    return cat_error(ctx, CATERVA_E_INVALID, "chunk of %d bytes, chunksize is %lld", (int)e->nb,
+                     (long long)cs);
+  if (e->op == EDIT_UPDATE && e->nb != chunk_nbytes(sc, e->pos))
+    return cat_error(ctx, CATERVA_E_INVALID, "chunk %lld holds %lld bytes, the new one %d",
+                     (long long)e->pos, (long long)chunk_nbytes(sc, e->pos), (int)e->nb);
+  if (at_end && n > 0 && chunk_nbytes(sc, n - 1) != cs)
+    return cat_error(ctx, CATERVA_E_INVALID, "cannot add a chunk after a short last chunk");
+  if (e->op == EDIT_INSERT && !at_end && e->nb != cs)
+    return cat_error(ctx, CATERVA_E_INVALID, "only the last chunk may be shorter than chunksize");
+  return CATERVA_OK;
+}
+
+/* Copy src (n items) into dst (nn items) with the slot at pos inserted, kept or removed. */
+static void shift_copy(void *dst, const void *src, int64_t n, int64_t pos, int op, size_t sz) {
+  uint8_t *d = dst;
+  const uint8_t *s = src;
+  if (n == 0) return;
+  if (op == EDIT_UPDATE) {
+    memcpy(d, s, (size_t)n * sz);
+  } else if (op == EDIT_DELETE) {
+    memcpy(d, s, (size_t)pos * sz);
+    memcpy(d + (size_t)pos * sz, s + (size_t)(pos + 1) * sz, (size_t)(n - pos - 1) * sz);
+  } else {
+    memcpy(d, s, (size_t)pos * sz);
+    memcpy(d + (size_t)(pos + 1) * sz, s + (size_t)pos * sz, (size_t)(n - pos) * sz);
+  }
+}
+
+/* The new index and data arrays of an edit. */
+typedef struct sc_next {
+  int64_t *entries;
+  uint8_t **data;
+  int64_t n, nbytes;
+  uint8_t *copy;       /* owned copy of the new chunk, kept in data[pos] */
+  int64_t removed_cb;  /* stored bytes of the chunk replaced or deleted */
+} sc_next;
+
+static int next_arrays(caterva_ctx *ctx, caterva_schunk *sc, const sc_edit *e, sc_next *nx) {
+  int64_t n = sc->nchunks;
+  bool want_data = sc->data != NULL || (e->chunk != NULL && sc->store != CATERVA_STORE_CONTIGUOUS);
+  nx->n = n + (e->op == EDIT_APPEND || e->op == EDIT_INSERT) - (e->op == EDIT_DELETE);
+  if (nx->n > 0) {
+    nx->entries = malloc((size_t)nx->n * sizeof *nx->entries);
+    nx->data = want_data ? calloc((size_t)nx->n, sizeof *nx->data) : NULL;
+    if (nx->entries == NULL || (want_data && nx->data == NULL))
+      return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  }
+  shift_copy(nx->entries, sc->entries, n, e->pos, e->op, sizeof *nx->entries);
+  if (nx->data != NULL && sc->data != NULL)
+    shift_copy(nx->data, sc->data, n, e->pos, e->op, sizeof *nx->data);
+  if (e->op == EDIT_DELETE) return CATERVA_OK;
+  nx->entries[e->pos] = e->special;
+  if (nx->data != NULL) nx->data[e->pos] = NULL;
+  if (e->chunk != NULL && nx->data != NULL) {
+    nx->copy = malloc((size_t)e->cbytes);
+    if (nx->copy == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+    memcpy(nx->copy, e->chunk, (size_t)e->cbytes);
+    nx->data[e->pos] = nx->copy;
+  }
+  return CATERVA_OK;
+}
+
+static int64_t edit_nbytes(const caterva_schunk *sc, const sc_edit *e) {
+  int64_t old = (e->op == EDIT_UPDATE || e->op == EDIT_DELETE) ? chunk_nbytes(sc, e->pos) : 0;
+  return sc->nbytes - old + (e->op == EDIT_DELETE ? 0 : e->nb);
+}
+
+/* Stored size of the chunk an edit removes (0 for specials and unreadable chunks). */
+static int64_t removed_cbytes(caterva_ctx *ctx, caterva_schunk *sc, const sc_edit *e) {
+  const uint8_t *p;
+  uint8_t *tmp = NULL;
+  int32_t cb = 0;
+  char keep[CAT_ERRMSG_SIZE];
+  if (e->op != EDIT_UPDATE && e->op != EDIT_DELETE) return 0;
+  if (sc->entries[e->pos] < 0) return 0;
+  snprintf(keep, sizeof keep, "%s", ctx != NULL ? ctx->errmsg : "");
+  if (cat_sc_stored_chunk(ctx, sc, e->pos, false, &p, &cb, &tmp) < 0) cb = 0;
+  free(tmp);
+  if (ctx != NULL) snprintf(ctx->errmsg, sizeof ctx->errmsg, "%s", keep);
+  return cb;
+}
+
+static void invalidate_caches(caterva_schunk *sc) {
+  memset(sc->special_ok, 0, sizeof sc->special_ok);
+  if (sc->store == CATERVA_STORE_MEMORY) sc->frame_len = -1;
+}
+
+/* Compact a contiguous file once its dead bytes outweigh the live ones (amortised). */
+static void maybe_compact(caterva_ctx *ctx, caterva_schunk *sc) {
+  char keep[CAT_ERRMSG_SIZE];
+  if (sc->store != CATERVA_STORE_CONTIGUOUS || sc->dead <= (1 << 20) ||
+      sc->dead <= sc->section - sc->dead)
+    return;
+  snprintf(keep, sizeof keep, "%s", ctx != NULL ? ctx->errmsg : "");
+  (void)cat_file_rewrite(ctx, sc); /* on failure the file stays valid, just larger */
+  if (ctx != NULL) snprintf(ctx->errmsg, sizeof ctx->errmsg, "%s", keep);
+}
+
+/* Install the new arrays after a successful commit. */
+static void edit_install(caterva_schunk *sc, const sc_edit *e, sc_next *nx, int64_t old_entry) {
+  if (sc->data != NULL && (e->op == EDIT_UPDATE || e->op == EDIT_DELETE)) free(sc->data[e->pos]);
+  free(sc->entries);
+  free(sc->data);
+  sc->entries = nx->entries;
+  sc->data = nx->data;
+  sc->nchunks = nx->n;
+  sc->nbytes = nx->nbytes;
+  if (sc->store != CATERVA_STORE_CONTIGUOUS)
+    sc->cbytes += (e->chunk != NULL ? e->cbytes : 0) - nx->removed_cb;
+  else
+    sc->dead += nx->removed_cb;
+  if (sc->store == CATERVA_STORE_SPARSE && old_entry >= 0) cat_file_unlink_chunk(sc, old_entry);
+  invalidate_caches(sc);
+}
+
+static int apply_edit(caterva_ctx *ctx, caterva_schunk *sc, const sc_edit *e) {
+  sc_next nx;
+  int64_t old_entry = -1, delta;
+  int32_t old_cs = sc->chunksize, old_bs = sc->blocksize;
+  int rc;
+  memset(&nx, 0, sizeof nx);
+  CAT_TRY(fail, check_sizes(ctx, sc, e));
+  CAT_TRY(fail, next_arrays(ctx, sc, e, &nx));
+  nx.nbytes = edit_nbytes(sc, e);
+  nx.removed_cb = removed_cbytes(ctx, sc, e);
+  if (e->op == EDIT_UPDATE || e->op == EDIT_DELETE) old_entry = sc->entries[e->pos];
+  /* the header records the first chunk's geometry when the schunk had none */
+  if (sc->chunksize == 0) sc->chunksize = e->nb;
+  if (sc->blocksize == 0 && e->chunk != NULL) sc->blocksize = cat_le32s(e->chunk + 8);
+  delta = (e->chunk != NULL ? e->cbytes : 0) - nx.removed_cb;
+  if (sc->store != CATERVA_STORE_MEMORY)
+    CAT_TRY(fail, cat_file_commit(ctx, sc, nx.entries, nx.n, nx.nbytes, e->chunk, e->cbytes,
+                                  e->pos, delta, false));
+  edit_install(sc, e, &nx, old_entry);
+  maybe_compact(ctx, sc);
+  return CATERVA_OK;
+fail:
+  sc->chunksize = old_cs;
+  sc->blocksize = old_bs;
+  free(nx.copy);
+  free(nx.entries);
+  free(nx.data);
+  return rc;
+}
+
+static bool all_zero(const uint8_t *p, size_t n) {
+  return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+int64_t caterva_schunk_append_buffer(caterva_ctx *ctx, caterva_schunk *sc, const void *src,
+                                     int32_t nbytes) {
+  sc_edit e = {EDIT_APPEND, 0, NULL, 0, 0, nbytes};
+  uint8_t *buf = NULL;
+  int rc = check_writable(ctx, sc);
+  if (rc < 0) return rc;
+  CAT_CHECK(leave, src != NULL && nbytes > 0 && nbytes <= CATERVA_CHUNK_MAX_NBYTES,
+            CATERVA_E_INVALID, "append_buffer: bad source of %d bytes", (int)nbytes);
+  e.pos = sc->nchunks;
+  if (all_zero(src, (size_t)nbytes)) {
+    e.special = CAT_ENTRY_SPECIAL(CATERVA_SPECIAL_ZERO);
+  } else {
+    int32_t cb;
+    buf = malloc((size_t)nbytes + CATERVA_CHUNK_MAX_OVERHEAD);
+    CAT_CHECK(leave, buf != NULL, CATERVA_E_NOMEM, "out of memory");
+    cb = caterva_chunk_compress(ctx, &sc->cp, src, nbytes, buf,
+                                nbytes + CATERVA_CHUNK_MAX_OVERHEAD);
+    CAT_TRY(leave, cb);
+    CAT_TRY(leave, classify_chunk(ctx, buf, cb, &e));
+  }
+  rc = apply_edit(ctx, sc, &e);
+leave:
+  free(buf);
+  return rc < 0 ? rc : sc->nchunks;
+}
+
+/* Shared body of append/update/insert of a caller's compressed chunk. */
+static int chunk_edit(caterva_ctx *ctx, caterva_schunk *sc, int op, int64_t i, const void *chunk,
+                      int32_t cbytes) {
+  sc_edit e = {op, i, NULL, 0, 0, 0};
+  int rc = check_writable(ctx, sc);
+  if (rc < 0) return rc;
+  if (op == EDIT_APPEND) e.pos = sc->nchunks;
+  rc = check_index(ctx, sc, e.pos, sc->nchunks + (op == EDIT_APPEND || op == EDIT_INSERT));
+  if (rc < 0) return rc;
+  if (op != EDIT_DELETE) {
+    rc = classify_chunk(ctx, chunk, cbytes, &e);
+    if (rc < 0) return rc;
+  }
+  return apply_edit(ctx, sc, &e);
+}
+
+int64_t caterva_schunk_append_chunk(caterva_ctx *ctx, caterva_schunk *sc, const void *chunk,
+                                    int32_t cbytes) {
+  int rc = chunk_edit(ctx, sc, EDIT_APPEND, 0, chunk, cbytes);
+  return rc < 0 ? rc : sc->nchunks;
+}
+
+int caterva_schunk_update_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i,
+                                const void *chunk, int32_t cbytes) {
+  return chunk_edit(ctx, sc, EDIT_UPDATE, i, chunk, cbytes);
+}
+
+int caterva_schunk_insert_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i,
+                                const void *chunk, int32_t cbytes) {
+  return chunk_edit(ctx, sc, EDIT_INSERT, i, chunk, cbytes);
+}
+
+int caterva_schunk_delete_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i) {
+  return chunk_edit(ctx, sc, EDIT_DELETE, i, NULL, 0);
+}
+
+/* ---- metalayers ------------------------------------------------------------------------- */
+
+/* Make a header or trailer change durable. meta_changed: metalayer bytes changed. */
+static int commit_state(caterva_ctx *ctx, caterva_schunk *sc, bool meta_changed) {
+  invalidate_caches(sc);
+  if (sc->store == CATERVA_STORE_MEMORY) return CATERVA_OK;
+  if (sc->store == CATERVA_STORE_CONTIGUOUS && meta_changed &&
+      (cat_frame_header_len(sc) != sc->header_len || sc->header_len > CAT_ATOMIC_HEADER_MAX))
+    return cat_file_rewrite(ctx, sc);
+  return cat_file_commit(ctx, sc, sc->entries, sc->nchunks, sc->nbytes, NULL, 0, 0, 0,
+                         meta_changed);
+}
+
+static int check_name(caterva_ctx *ctx, const char *name) {
+  size_t n = name != NULL ? strlen(name) : 0;
+  if (n == 0 || n > CATERVA_METALAYER_NAME_MAX)
+    return cat_error(ctx, CATERVA_E_INVALID, "metalayer names have 1 to %d bytes",
+                     CATERVA_METALAYER_NAME_MAX);
+  return CATERVA_OK;
+}
+
+static int find_meta(const caterva_schunk *sc, const char *name) {
+  for (int k = 0; sc != NULL && name != NULL && k < sc->nmeta; k++)
+    if (strcmp(sc->meta[k].name, name) == 0) return k;
+  return -1;
+}
+
+int caterva_schunk_meta_count(const caterva_schunk *sc) { return sc ? sc->nmeta : 0; }
+
+const char *caterva_schunk_meta_name(const caterva_schunk *sc, int k) {
+  return sc != NULL && k >= 0 && k < sc->nmeta ? sc->meta[k].name : NULL;
+}
+
+int caterva_schunk_meta_get(const caterva_schunk *sc, const char *name, const uint8_t **content,
+                            int32_t *len) {
+  int k = find_meta(sc, name);
+  if (content != NULL) *content = NULL;
+  if (len != NULL) *len = 0;
+  if (content == NULL || len == NULL) return CATERVA_E_INVALID;
+  if (k < 0) return CATERVA_E_NOTFOUND;
+  *content = sc->meta[k].content;
+  *len = sc->meta[k].len;
+  return CATERVA_OK;
+}
+
+int caterva_schunk_meta_add(caterva_ctx *ctx, caterva_schunk *sc, const char *name,
+                            const void *content, int32_t len) {
+  cat_meta *m;
+  int rc = check_writable(ctx, sc);
+  if (rc < 0) return rc;
+  CAT_TRY(fail, check_name(ctx, name));
+  CAT_CHECK(fail, len >= 0 && (content != NULL || len == 0), CATERVA_E_INVALID,
+            "meta_add: bad content");
+  CAT_CHECK(fail, sc->nchunks == 0, CATERVA_E_INVALID,
+            "metalayers can only be added before the first chunk");
+  CAT_CHECK(fail, find_meta(sc, name) < 0, CATERVA_E_EXISTS, "metalayer '%s' exists", name);
+  CAT_CHECK(fail, sc->nmeta < CATERVA_MAX_METALAYERS, CATERVA_E_INVALID,
+            "at most %d metalayers", CATERVA_MAX_METALAYERS);
+  m = &sc->meta[sc->nmeta];
+  m->content = malloc(len ? (size_t)len : 1);
+  CAT_CHECK(fail, m->content != NULL, CATERVA_E_NOMEM, "out of memory");
+  if (len) memcpy(m->content, content, (size_t)len);
+  m->len = len;
+  snprintf(m->name, sizeof m->name, "%s", name);
+  sc->nmeta++;
+  rc = commit_state(ctx, sc, true);
+  if (rc < 0) {
+    sc->nmeta--;
+    free(m->content);
+    memset(m, 0, sizeof *m);
+  }
+fail:
+  return rc;
+}
+
+int caterva_schunk_meta_update(caterva_ctx *ctx, caterva_schunk *sc, const char *name,
+                               const void *content, int32_t len) {
+  uint8_t *old = NULL;
+  cat_meta *m;
+  int k, rc = check_writable(ctx, sc);
+  if (rc < 0) return rc;
+  k = find_meta(sc, name);
+  CAT_CHECK(leave, k >= 0, CATERVA_E_NOTFOUND, "no metalayer '%s'", name ? name : "(null)");
+  m = &sc->meta[k];
+  CAT_CHECK(leave, len == m->len && (content != NULL || len == 0), CATERVA_E_INVALID,
+            "metalayer '%s' holds %d bytes; updates must keep the length", name, (int)m->len);
+  old = malloc(len ? (size_t)len : 1);
+  CAT_CHECK(leave, old != NULL, CATERVA_E_NOMEM, "out of memory");
+  if (len) {
+    memcpy(old, m->content, (size_t)len);
+    memcpy(m->content, content, (size_t)len);
+  }
+  rc = commit_state(ctx, sc, true);
+  if (rc < 0 && len) memcpy(m->content, old, (size_t)len);
+leave:
+  free(old);
+  return rc;
+}
+
+/* ---- variable-length metalayers ---------------------------------------------------------- */
+
+static int find_vlmeta(const caterva_schunk *sc, const char *name) {
+  for (int k = 0; sc != NULL && name != NULL && k < sc->nvlmeta; k++)
+    if (strcmp(sc->vlmeta[k].name, name) == 0) return k;
+  return -1;
+}
+
+int caterva_schunk_vlmeta_count(const caterva_schunk *sc) { return sc ? sc->nvlmeta : 0; }
+
+const char *caterva_schunk_vlmeta_name(const caterva_schunk *sc, int k) {
+  return sc != NULL && k >= 0 && k < sc->nvlmeta ? sc->vlmeta[k].name : NULL;
+}
+
+int caterva_schunk_vlmeta_get(caterva_ctx *ctx, caterva_schunk *sc, const char *name,
+                              uint8_t **content, int32_t *len) {
+  caterva_chunk_info ci;
+  uint8_t *buf = NULL;
+  cat_vlmeta *v;
+  int k, rc;
+  if (content != NULL) *content = NULL;
+  if (len != NULL) *len = 0;
+  CAT_CHECK(fail, content != NULL && len != NULL, CATERVA_E_INVALID, "vlmeta_get: NULL output");
+  k = find_vlmeta(sc, name);
+  CAT_CHECK(fail, k >= 0, CATERVA_E_NOTFOUND, "no vlmetalayer '%s'", name ? name : "(null)");
+  v = &sc->vlmeta[k];
+  rc = caterva_chunk_info_get(v->chunk, (size_t)v->cbytes, &ci);
+  CAT_CHECK(fail, rc >= 0, rc, "vlmetalayer '%s': %s chunk", name,
+            rc == CATERVA_E_UNSUPPORTED ? "unsupported" : "malformed");
+  CAT_CHECK(fail, ci.nbytes <= CAT_VLMETA_MAX, CATERVA_E_UNSUPPORTED,
+            "vlmetalayer '%s' of %d bytes is too large", name, (int)ci.nbytes);
+  buf = malloc(ci.nbytes ? (size_t)ci.nbytes : 1);
+  CAT_CHECK(fail, buf != NULL, CATERVA_E_NOMEM, "out of memory");
+  rc = caterva_chunk_decompress(ctx, v->chunk, (size_t)v->cbytes, buf, ci.nbytes);
+  if (rc < 0) {
+    rc = cat_sc_wrap_error(ctx, rc, "vlmetalayer");
+    goto fail;
+  }
+  *content = buf;
+  *len = ci.nbytes;
+  return CATERVA_OK;
+fail:
+  free(buf);
+  return rc;
+}
+
+/* Replace the vlmetalayer list with `next` (n items), commit, and keep whichever list
+ * survives; items of the losing list that are not shared are released. */
+static int vlmeta_swap(caterva_ctx *ctx, caterva_schunk *sc, cat_vlmeta *next, int n,
+                       cat_vlmeta *gone) {
+  cat_vlmeta *old = sc->vlmeta;
+  int oldn = sc->nvlmeta, rc;
+  sc->vlmeta = next;
+  sc->nvlmeta = n;
+  rc = commit_state(ctx, sc, false);
+  if (rc < 0) {
+    sc->vlmeta = old;
+    sc->nvlmeta = oldn;
+    free(next);
+    return rc;
+  }
+  if (gone != NULL) free_vlmeta_items(gone, 1);
+  free(old);
+  return CATERVA_OK;
+}
+
+int caterva_schunk_vlmeta_set(caterva_ctx *ctx, caterva_schunk *sc, const char *name,
+                              const void *content, int32_t len) {
+  cat_vlmeta item = {NULL, NULL, 0}, gone, *next = NULL;
+  int k, n, rc = check_writable(ctx, sc);
+  if (rc < 0) return rc;
+  CAT_TRY(fail, check_name(ctx, name));
+  CAT_CHECK(fail, len >= 0 && len <= CAT_VLMETA_MAX && (content != NULL || len == 0),
+            CATERVA_E_INVALID, "vlmeta_set: content must have 0 to %d bytes", CAT_VLMETA_MAX);
+  k = find_vlmeta(sc, name);
+  CAT_CHECK(fail, k >= 0 || sc->nvlmeta < CATERVA_MAX_VLMETALAYERS, CATERVA_E_INVALID,
+            "at most %d vlmetalayers", CATERVA_MAX_VLMETALAYERS);
+  item.name = strdup(name);
+  CAT_CHECK(fail, item.name != NULL, CATERVA_E_NOMEM, "out of memory");
+  CAT_TRY(fail, cat_frame_vlmeta_compress(ctx, content, len, &item.chunk, &item.cbytes));
+  n = sc->nvlmeta + (k < 0);
+  next = malloc((size_t)n * sizeof *next);
+  CAT_CHECK(fail, next != NULL, CATERVA_E_NOMEM, "out of memory");
+  if (sc->nvlmeta) memcpy(next, sc->vlmeta, (size_t)sc->nvlmeta * sizeof *next);
+  if (k >= 0) gone = sc->vlmeta[k];
+  next[k >= 0 ? k : n - 1] = item;
+  rc = vlmeta_swap(ctx, sc, next, n, k >= 0 ? &gone : NULL);
+  if (rc < 0) goto fail_item;
+  return CATERVA_OK;
+fail:
+  free(next);
+fail_item:
+  free(item.name);
+  free(item.chunk);
+  return rc;
+}
+
+int caterva_schunk_vlmeta_delete(caterva_ctx *ctx, caterva_schunk *sc, const char *name) {
+  cat_vlmeta gone, *next = NULL;
+  int k, n, rc = check_writable(ctx, sc);
+  if (rc < 0) return rc;
+  k = find_vlmeta(sc, name);
+  if (k < 0) return cat_error(ctx, CATERVA_E_NOTFOUND, "no vlmetalayer '%s'", name ? name : "(null)");
+  n = sc->nvlmeta - 1;
+  if (n > 0) {
+    next = malloc((size_t)n * sizeof *next);
+    if (next == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+    memcpy(next, sc->vlmeta, (size_t)k * sizeof *next);
+    memcpy(next + k, sc->vlmeta + k + 1, (size_t)(n - k) * sizeof *next);
+  }
+  gone = sc->vlmeta[k];
+  return vlmeta_swap(ctx, sc, next, n, &gone);
+}

@@ -26,15 +26,20 @@ typedef struct caterva_array caterva_array;
 typedef struct caterva_array_params {
   int ndim;                             /**< 0 .. CATERVA_MAX_DIM */
   int64_t shape[CATERVA_MAX_DIM];       /**< extents, >= 0 */
-  int32_t chunkshape[CATERVA_MAX_DIM];  /**< 0 in every dimension: chosen automatically */
-  int32_t blockshape[CATERVA_MAX_DIM];  /**< 0 in every dimension: chosen automatically */
-  int itemsize;                         /**< bytes per item, 1..255 */
-  const char *dtype;                    /**< NumPy dtype string ("<f8"), or NULL: from itemsize */
+  int32_t chunkshape[CATERVA_MAX_DIM];  /**< 0 in every dimension: chosen automatically
+                                             (about 4 MiB, halving the longest axis) */
+  int32_t blockshape[CATERVA_MAX_DIM];  /**< 0 in every dimension: chosen automatically
+                                             (about 64 KiB, chunks a multiple of blocks) */
+  int itemsize;                         /**< bytes per item, 1..255; 0: from dtype */
+  const char *dtype;                    /**< NumPy dtype string ("<f8") or a common name
+                                             ("float64", stored as "<f8"); NULL: "|S<itemsize>"
+                                             (opaque items, as c-blosc2 does) */
   caterva_cparams cparams;              /**< typesize is forced to itemsize */
   int store;                            /**< CATERVA_STORE_* */
   const char *path;                     /**< file or directory for file stores, else NULL */
 } caterva_array_params;
 
+/** Zero shapes, itemsize 0, dtype NULL, default cparams, memory store. */
 void caterva_array_params_init(caterva_array_params *p);
 
 /** How a new array's items start out. */
@@ -43,18 +48,22 @@ void caterva_array_params_init(caterva_array_params *p);
 #define CATERVA_FILL_UNINIT 2
 #define CATERVA_FILL_NAN    3   /**< float32/float64 only */
 
-/** Create an array filled as requested. path must not exist. */
+/** Create an array filled as requested. path must not exist. Zero, NaN and uninit fills are
+ * stored as special index entries (no chunk data); a value fill as repeated-value chunks
+ * (padding included, as the reference's b2nd_full). Uninitialised items read as zeros. */
 int caterva_array_create(caterva_ctx *ctx, const caterva_array_params *p, int fill,
                          const void *fill_value, caterva_array **out);
-/** Create an array from a C-order buffer of prod(shape) * itemsize bytes. */
+/** Create an array from a C-order buffer of prod(shape) * itemsize bytes. Padding is zero. */
 int caterva_array_from_buffer(caterva_ctx *ctx, const caterva_array_params *p, const void *buf,
                               int64_t buflen, caterva_array **out);
 /** Open an array from a contiguous frame file or sparse directory carrying a `b2nd` or
- * `caterva` metalayer. */
+ * `caterva` metalayer (b2nd preferred). The item size is the frame's typesize; the frame's
+ * chunk size and number of chunks must agree with the metalayer (else CATERVA_E_CORRUPT).
+ * A frame with neither metalayer gives CATERVA_E_NOTFOUND. */
 int caterva_array_open(caterva_ctx *ctx, const char *path, int mode, caterva_array **out);
 /** Wrap an open super-chunk (ownership passes to the array, also on failure). */
 int caterva_array_from_schunk(caterva_ctx *ctx, caterva_schunk *sc, caterva_array **out);
-/** Save an array to a new file or directory. */
+/** Save an array to a new file or directory (metalayers and attributes included). */
 int caterva_array_save(caterva_ctx *ctx, caterva_array *a, const char *path, int store);
 void caterva_array_free(caterva_array *a);
 
@@ -110,13 +119,18 @@ int caterva_array_get_slice(caterva_ctx *ctx, caterva_array *a, const int64_t *s
 /** Write the box [start, stop) from a C-order buffer. */
 int caterva_array_set_slice(caterva_ctx *ctx, caterva_array *a, const int64_t *start,
                             const int64_t *stop, const void *buf, int64_t buflen);
-/** Change the shape (grow: new items are zero; shrink: items outside are dropped). */
+/** Change the shape (grow: new items are zero; shrink: items outside are dropped). The chunk
+ * and block shapes stay; chunks are deleted and zero chunks inserted where the chunk grid
+ * changes, surviving chunks are not recompressed (except edge chunks whose padding becomes
+ * items and is cleared). Both metalayers are rewritten in place. */
 int caterva_array_resize(caterva_ctx *ctx, caterva_array *a, const int64_t *new_shape);
 /** Append a C-order buffer along axis; its shape equals the array's except along axis. */
 int caterva_array_append(caterva_ctx *ctx, caterva_array *a, const void *buf, int64_t buflen,
                          int axis);
-/** Copy into a new array with other partitioning, compression or store (p->shape and
- * p->itemsize are ignored: they come from a). */
+/** Copy into a new array with other partitioning, compression or store (p->shape,
+ * p->itemsize and p->dtype are ignored: they come from a; zero chunk/block shapes are chosen
+ * automatically). User attributes are copied. With the same partitioning and compression the
+ * compressed chunks are copied as they are. */
 int caterva_array_copy(caterva_ctx *ctx, caterva_array *a, const caterva_array_params *p,
                        caterva_array **out);
 
@@ -148,11 +162,19 @@ typedef struct caterva_block {
 
 #define CATERVA_ITER_NODATA 1   /**< visit the blocks but decompress nothing */
 
-/** Iterate over the blocks intersecting the box [start, stop) (clipped to the shape), each
- * exactly once, in C order of chunks and, within a chunk, C order of blocks. */
+/** Iterate over the blocks intersecting the box [start, stop) (clipped to the shape; NULL
+ * start/stop: the whole array), each exactly once, in C order of chunks and, within a chunk,
+ * C order of blocks. Blocks lying wholly in padding are skipped. The needed blocks of a chunk
+ * are decompressed together (in parallel on ctx's threads, at most 16 MiB at a time) into
+ * memory owned by the iterator; blocks of zero/NaN/uninit/repeated-value chunks are served
+ * from one filled block without decompression. The array must not be modified while an
+ * iterator over it is in use. */
 typedef struct caterva_block_iter caterva_block_iter;
 int caterva_block_iter_new(caterva_ctx *ctx, caterva_array *a, const int64_t *start,
                            const int64_t *stop, int flags, caterva_block_iter **out);
+/** Start again over another box of the same array, keeping the iterator's buffers (for
+ * many small boxes, e.g. lookups). Returns CATERVA_OK. */
+int caterva_block_iter_reset(caterva_block_iter *it, const int64_t *start, const int64_t *stop);
 /** Advance. Returns 1 and sets *blk (borrowed, valid until the next call) for a block, 0 at
  * the end, or a negative error. */
 int caterva_block_iter_next(caterva_block_iter *it, const caterva_block **blk);

@@ -414,19 +414,24 @@ static int check_sizes(caterva_ctx *ctx, const caterva_schunk *sc, const sc_edit
   return CATERVA_OK;
 }
 
+/* memcpy that accepts empty ranges with NULL pointers (a table shrinking to nothing). */
+static void copy_bytes(uint8_t *d, const uint8_t *s, size_t n) {
+  if (n > 0) memcpy(d, s, n);
+}
+
 /* Copy src (n items) into dst (nn items) with the slot at pos inserted, kept or removed. */
 static void shift_copy(void *dst, const void *src, int64_t n, int64_t pos, int op, size_t sz) {
   uint8_t *d = dst;
   const uint8_t *s = src;
   if (n == 0) return;
   if (op == EDIT_UPDATE) {
-    memcpy(d, s, (size_t)n * sz);
+    copy_bytes(d, s, (size_t)n * sz);
   } else if (op == EDIT_DELETE) {
-    memcpy(d, s, (size_t)pos * sz);
-    memcpy(d + (size_t)pos * sz, s + (size_t)(pos + 1) * sz, (size_t)(n - pos - 1) * sz);
+    copy_bytes(d, s, (size_t)pos * sz);
+    copy_bytes(d + (size_t)pos * sz, s + (size_t)(pos + 1) * sz, (size_t)(n - pos - 1) * sz);
   } else {
-    memcpy(d, s, (size_t)pos * sz);
-    memcpy(d + (size_t)(pos + 1) * sz, s + (size_t)pos * sz, (size_t)(n - pos) * sz);
+    copy_bytes(d, s, (size_t)pos * sz);
+    copy_bytes(d + (size_t)(pos + 1) * sz, s + (size_t)pos * sz, (size_t)(n - pos) * sz);
   }
 }
 

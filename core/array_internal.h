@@ -1,0 +1,126 @@
+/*
+ * array_internal.h -- internals of the N-d array layer: the `caterva` and `b2nd` metalayers,
+ * NumPy dtype strings, default partitioning, and the chunk/block geometry shared by
+ * array.c and array_iter.c. Not installed; names start with cat_.
+ */
+#ifndef CAT_ARRAY_INTERNAL_H
+#define CAT_ARRAY_INTERNAL_H
+
+#include "cat_internal.h"
+
+/* ---- metalayers (array_meta.c) ------------------------------------------------------ */
+
+#define CAT_META_B2ND "b2nd"
+#define CAT_META_CATERVA "caterva"
+#define CAT_CATERVA_MAX_DIM 8     /* the caterva library's limit */
+
+/* What an array metalayer says. itemsize is not in it (the frame typesize is). */
+typedef struct cat_array_meta {
+  int ndim;
+  int64_t shape[CATERVA_MAX_DIM];
+  int32_t chunkshape[CATERVA_MAX_DIM];
+  int32_t blockshape[CATERVA_MAX_DIM];
+  int dtype_format;                     /* 0 = NumPy dtype string */
+  const char *dtype;                    /* borrowed, not NUL-terminated; NULL: no dtype entry */
+  size_t dtype_len;
+  int32_t shape_pos[CATERVA_MAX_DIM];   /* decode: offset of shape[k]'s 8 payload bytes after
+                                           a D3 marker, or -1 (another int encoding) */
+} cat_array_meta;
+
+/* Exact encoded sizes (fixed-width markers, so they depend on ndim and the dtype length only). */
+size_t cat_meta_caterva_size(int ndim);
+size_t cat_meta_b2nd_size(int ndim, size_t dtype_len);
+
+/* Encode into buf (capacity cap); *len receives the size. The caterva form needs ndim <= 8.
+ * m must describe a valid array (see cat_meta_validate). */
+int cat_meta_encode_caterva(caterva_ctx *ctx, const cat_array_meta *m, uint8_t *buf, size_t cap,
+                            size_t *len);
+int cat_meta_encode_b2nd(caterva_ctx *ctx, const cat_array_meta *m, uint8_t *buf, size_t cap,
+                         size_t *len);
+
+/* Decode untrusted metalayer bytes. is_b2nd selects the b2nd limits (16 dims, optional dtype)
+ * or the caterva ones (8 dims, 5 entries). The result is validated with cat_meta_validate
+ * (itemsize unknown here: 1 is used for the size check; see cat_geom_init). The dtype
+ * points into buf. */
+int cat_meta_decode(caterva_ctx *ctx, const uint8_t *buf, size_t len, int is_b2nd,
+                    cat_array_meta *m);
+
+/* Check shapes: ndim in range, shape >= 0, chunk/block shapes > 0 where shape > 0 (>= 0
+ * elsewhere), chunk nbytes = prod(extchunkshape) * itemsize fits a chunk. */
+int cat_meta_validate(caterva_ctx *ctx, const cat_array_meta *m, int max_ndim, int itemsize);
+
+/* Rewrite the shape in metalayer bytes decoded into m (same length, in place).
+ * CATERVA_E_UNSUPPORTED if the writer did not use fixed-width (D3) shape entries. */
+int cat_meta_patch_shape(caterva_ctx *ctx, uint8_t *buf, size_t len, const cat_array_meta *m,
+                         const int64_t *shape);
+
+/* A dtype string for items of itemsize bytes when none is given: "|S<itemsize>", as
+ * c-blosc2's b2nd_create_ctx stores. */
+void cat_dtype_default(int itemsize, char *buf, size_t cap);
+
+/* ---- default partitioning (array_meta.c) --------------------------------------------- */
+
+#define CAT_DEFAULT_BLOCK_BYTES (64 * 1024)      /* a fraction of a core's L2 */
+#define CAT_DEFAULT_CHUNK_BYTES (4 * 1024 * 1024) /* a few MB */
+
+/* Fill the zero entries of chunkshape / blockshape (all of one or none) for shape.
+ * chunkshape all zero: chosen from shape; blockshape all zero: chosen from chunkshape.
+ * Returns CATERVA_E_INVALID when only some entries are zero. */
+int cat_default_partition(caterva_ctx *ctx, int ndim, const int64_t *shape, int itemsize,
+                          int32_t *chunkshape, int32_t *blockshape);
+
+/* ---- geometry (array_iter.c) -------------------------------------------------------- */
+
+/* Derived sizes of an array's two-level partitioning; see spec §5.2. */
+typedef struct cat_geom {
+  int ndim;
+  int itemsize;
+  int64_t shape[CATERVA_MAX_DIM];
+  int32_t chunkshape[CATERVA_MAX_DIM];
+  int32_t blockshape[CATERVA_MAX_DIM];
+  int32_t extchunkshape[CATERVA_MAX_DIM]; /* chunkshape rounded up to a multiple of blockshape */
+  int64_t gridshape[CATERVA_MAX_DIM];     /* chunks per axis */
+  int32_t blockgrid[CATERVA_MAX_DIM];     /* blocks per chunk per axis */
+  int64_t nitems;                         /* prod(shape) */
+  int64_t nchunks;                        /* prod(gridshape); 0 with a zero-length axis */
+  int32_t nblocks;                        /* blocks per chunk */
+  int32_t blockitems;                     /* prod(blockshape) */
+  int32_t blocksize;                      /* blockitems * itemsize */
+  int32_t chunksize;                      /* prod(extchunkshape) * itemsize */
+} cat_geom;
+
+/* Compute the geometry of a validated metalayer for itemsize. */
+int cat_geom_init(caterva_ctx *ctx, cat_geom *g, const cat_array_meta *m, int itemsize);
+
+/* Grid coordinates of chunk number n (C order), and back. */
+void cat_geom_chunk_coords(const cat_geom *g, int64_t n, int64_t *cc);
+int64_t cat_geom_chunk_number(const cat_geom *g, const int64_t *cc);
+
+/* Clip [start, stop) to the shape. Returns 1 if the clipped box is non-empty, else 0.
+ * NULL start/stop mean the whole array. */
+int cat_geom_clip(const cat_geom *g, const int64_t *start, const int64_t *stop, int64_t *cstart,
+                  int64_t *cstop);
+
+/* Copy the intersection [lo, hi) of a block (whose item (0,...,0) has global coordinates
+ * origin, laid out C-order over blockshape) with a C-order buffer covering the box
+ * [bstart, bstart + bshape). to_block != 0 copies buffer -> block, else block -> buffer.
+ * Contiguous runs are merged across trailing axes. buf == NULL (with to_block) zeroes the
+ * intersection in the block instead; bstart/bshape are then only used for merging runs. */
+void cat_copy_box(const cat_geom *g, uint8_t *block, const int64_t *origin, const int64_t *lo,
+                  const int64_t *hi, uint8_t *buf, const int64_t *bstart, const int64_t *bshape,
+                  int to_block);
+
+/* Fill n items of itemsize bytes at dst with the special content of a chunk:
+ * zeros (ZERO, UNINIT), NaN (NAN; itemsize 4 or 8) or value (VALUE). */
+void cat_fill_items(uint8_t *dst, int64_t n, int itemsize, int special, const uint8_t *value);
+
+/* ---- the array object (array.c) ------------------------------------------------------ */
+
+struct caterva_array {
+  caterva_schunk *sc;                 /* owned */
+  cat_geom g;
+  char *dtype;                        /* b2nd dtype string, or NULL */
+  int has_b2nd, has_caterva;          /* which metalayers the frame carries */
+};
+
+#endif /* CAT_ARRAY_INTERNAL_H */

@@ -1,0 +1,449 @@
+/*
+ * array_meta.c -- the `caterva` and `b2nd` metalayers, NumPy dtype strings, and the default
+ * chunk and block shapes of new arrays.
+ */
+#include "array_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---- encoding -------------------------------------------------------------------------
+
+   caterva (5 entries)                       b2nd (7 entries)
+   95                 fixarray(5)            97                 fixarray(7)
+   00                 version 0              00                 version 0
+   nd                 ndim (fixint)          nd                 ndim (fixint)
+   90+nd {D3 i64}*nd  shape                  90+nd {D3 i64}*nd  shape
+   90+nd {D2 i32}*nd  chunkshape             90+nd {D2 i32}*nd  chunkshape
+   90+nd {D2 i32}*nd  blockshape             90+nd {D2 i32}*nd  blockshape
+                                             00                 dtype format (0: NumPy)
+                                             DB u32 len bytes   dtype as str32
+
+   All integers big-endian with fixed-width markers, so that a resize rewrites the metalayer
+   with the same length (metalayers cannot grow in a frame). The array header of each shape
+   list is the single byte 0x90+nd as the reference writes it, also for nd = 16 (where the byte
+   0xA0 is, strictly, a msgpack fixstr; the reference reader skips it without looking).   */
+
+size_t cat_meta_caterva_size(int ndim) { return 6 + 19 * (size_t)ndim; }
+
+size_t cat_meta_b2nd_size(int ndim, size_t dtype_len) {
+  return cat_meta_caterva_size(ndim) + 6 + dtype_len;
+}
+
+/* The five entries shared by both layouts, after the top-level array byte. */
+static uint8_t *put_common(const cat_array_meta *m, uint8_t *p) {
+  int nd = m->ndim;
+  *p++ = 0x00;
+  *p++ = (uint8_t)nd;
+  *p++ = (uint8_t)(0x90 + nd);
+  for (int k = 0; k < nd; k++) {
+    *p++ = 0xD3;
+    cat_put_be64(p, (uint64_t)m->shape[k]);
+    p += 8;
+  }
+  *p++ = (uint8_t)(0x90 + nd);
+  for (int k = 0; k < nd; k++) {
+    *p++ = 0xD2;
+    cat_put_be32(p, (uint32_t)m->chunkshape[k]);
+    p += 4;
+  }
+  *p++ = (uint8_t)(0x90 + nd);
+  for (int k = 0; k < nd; k++) {
+    *p++ = 0xD2;
+    cat_put_be32(p, (uint32_t)m->blockshape[k]);
+    p += 4;
+  }
+  return p;
+}
+
+int cat_meta_encode_caterva(caterva_ctx *ctx, const cat_array_meta *m, uint8_t *buf, size_t cap,
+                            size_t *len) {
+  int rc = CATERVA_OK;
+  size_t need = cat_meta_caterva_size(m->ndim);
+  *len = 0;
+  CAT_CHECK(leave, m->ndim >= 0 && m->ndim <= CAT_CATERVA_MAX_DIM, CATERVA_E_INVALID,
+            "the caterva metalayer holds at most %d dimensions, not %d", CAT_CATERVA_MAX_DIM,
+            m->ndim);
+  CAT_CHECK(leave, cap >= need, CATERVA_E_NOSPACE, "metalayer buffer too small");
+  buf[0] = 0x95;
+  put_common(m, buf + 1);
+  *len = need;
+leave:
+  return rc;
+}
+
+int cat_meta_encode_b2nd(caterva_ctx *ctx, const cat_array_meta *m, uint8_t *buf, size_t cap,
+                         size_t *len) {
+  int rc = CATERVA_OK;
+  size_t need;
+  uint8_t *p;
+  *len = 0;
+  CAT_CHECK(leave, m->ndim >= 0 && m->ndim <= CATERVA_MAX_DIM, CATERVA_E_INVALID,
+            "the b2nd metalayer holds at most %d dimensions, not %d", CATERVA_MAX_DIM, m->ndim);
+  CAT_CHECK(leave, m->dtype != NULL && m->dtype_len <= INT32_MAX, CATERVA_E_INVALID,
+            "a b2nd metalayer needs a dtype");
+  need = cat_meta_b2nd_size(m->ndim, m->dtype_len);
+  CAT_CHECK(leave, cap >= need, CATERVA_E_NOSPACE, "metalayer buffer too small");
+  buf[0] = 0x97;
+  p = put_common(m, buf + 1);
+  *p++ = (uint8_t)m->dtype_format;
+  *p++ = 0xDB;
+  cat_put_be32(p, (uint32_t)m->dtype_len);
+  p += 4;
+  memcpy(p, m->dtype, m->dtype_len);
+  *len = need;
+leave:
+  return rc;
+}
+
+/* ---- decoding --------------------------------------------------------------------------
+   Foreign writers are accepted as long as the structure is right: any msgpack integer
+   encoding for the numbers, any array-header form for the lists, any string form for the
+   dtype. Bytes after the last entry are ignored, as the reference reader does. */
+
+/* Read one msgpack integer; false on truncation or a non-integer. */
+static bool rd_int(cat_rdr *r, int64_t *v, int32_t *d3_pos, const uint8_t *base) {
+  uint8_t t;
+  const uint8_t *b;
+  if (d3_pos) *d3_pos = -1;
+  if (!cat_rdr_u8(r, &t)) return false;
+  if (t <= 0x7F) { *v = t; return true; }
+  if (t >= 0xE0) { *v = (int8_t)t; return true; }
+  switch (t) {
+  case 0xCC: if (!cat_rdr_bytes(r, 1, &b)) return false; *v = b[0]; return true;
+  case 0xCD: if (!cat_rdr_bytes(r, 2, &b)) return false; *v = cat_be16(b); return true;
+  case 0xCE: if (!cat_rdr_bytes(r, 4, &b)) return false; *v = cat_be32(b); return true;
+  case 0xCF:
+    if (!cat_rdr_bytes(r, 8, &b)) return false;
+    if (cat_be64(b) > INT64_MAX) return false;
+    *v = (int64_t)cat_be64(b);
+    return true;
+  case 0xD0: if (!cat_rdr_bytes(r, 1, &b)) return false; *v = (int8_t)b[0]; return true;
+  case 0xD1: if (!cat_rdr_bytes(r, 2, &b)) return false; *v = (int16_t)cat_be16(b); return true;
+  case 0xD2: if (!cat_rdr_bytes(r, 4, &b)) return false; *v = (int32_t)cat_be32(b); return true;
+  case 0xD3:
+    if (!cat_rdr_bytes(r, 8, &b)) return false;
+    *v = (int64_t)cat_be64(b);
+    if (d3_pos) *d3_pos = (int32_t)(b - base);
+    return true;
+  default: return false;
+  }
+}
+
+/* Read an array header; the reference's 0x90+n byte is accepted for n up to 16. */
+static bool rd_array(cat_rdr *r, int64_t *n) {
+  uint8_t t;
+  const uint8_t *b;
+  if (!cat_rdr_u8(r, &t)) return false;
+  if (t >= 0x90 && t <= 0xA0) { *n = t - 0x90; return true; }
+  if (t == 0xDC) { if (!cat_rdr_bytes(r, 2, &b)) return false; *n = cat_be16(b); return true; }
+  if (t == 0xDD) { if (!cat_rdr_bytes(r, 4, &b)) return false; *n = cat_be32(b); return true; }
+  return false;
+}
+
+static bool rd_str(cat_rdr *r, const uint8_t **s, size_t *len) {
+  uint8_t t;
+  const uint8_t *b;
+  size_t n;
+  if (!cat_rdr_u8(r, &t)) return false;
+  if (t >= 0xA0 && t <= 0xBF) n = t - 0xA0;
+  else if (t == 0xD9) { if (!cat_rdr_bytes(r, 1, &b)) return false; n = b[0]; }
+  else if (t == 0xDA) { if (!cat_rdr_bytes(r, 2, &b)) return false; n = cat_be16(b); }
+  else if (t == 0xDB) { if (!cat_rdr_bytes(r, 4, &b)) return false; n = cat_be32(b); }
+  else return false;
+  *len = n;
+  return cat_rdr_bytes(r, n, s);
+}
+
+/* One list of ndim integers in [lo, hi]. */
+static int rd_dims(caterva_ctx *ctx, cat_rdr *r, const uint8_t *base, int ndim, const char *what,
+                   int64_t lo, int64_t hi, int64_t *out64, int32_t *out32, int32_t *pos) {
+  int rc = CATERVA_OK;
+  int64_t n, v;
+  CAT_CHECK(leave, rd_array(r, &n), CATERVA_E_CORRUPT, "metalayer: %s is not an array", what);
+  CAT_CHECK(leave, n == ndim, CATERVA_E_CORRUPT, "metalayer: %s has %lld entries for %d dims",
+            what, (long long)n, ndim);
+  for (int k = 0; k < ndim; k++) {
+    int32_t p;
+    CAT_CHECK(leave, rd_int(r, &v, &p, base), CATERVA_E_CORRUPT,
+              "metalayer: %s[%d] is not an integer", what, k);
+    CAT_CHECK(leave, v >= lo && v <= hi, CATERVA_E_CORRUPT,
+              "metalayer: %s[%d] = %lld out of range", what, k, (long long)v);
+    if (out64) out64[k] = v;
+    if (out32) out32[k] = (int32_t)v;
+    if (pos) pos[k] = p;
+  }
+leave:
+  return rc;
+}
+
+int cat_meta_decode(caterva_ctx *ctx, const uint8_t *buf, size_t len, int is_b2nd,
+                    cat_array_meta *m) {
+  int rc = CATERVA_OK;
+  int max_ndim = is_b2nd ? CATERVA_MAX_DIM : CAT_CATERVA_MAX_DIM;
+  const char *name = is_b2nd ? CAT_META_B2ND : CAT_META_CATERVA;
+  cat_rdr r;
+  int64_t nentries, version, ndim;
+  memset(m, 0, sizeof *m);
+  cat_rdr_init(&r, buf, len);
+  CAT_CHECK(leave, rd_array(&r, &nentries), CATERVA_E_CORRUPT,
+            "%s metalayer: not a msgpack array", name);
+  CAT_CHECK(leave, nentries >= 5, CATERVA_E_CORRUPT, "%s metalayer: %lld entries, need 5 or more",
+            name, (long long)nentries);
+  CAT_CHECK(leave, rd_int(&r, &version, NULL, buf), CATERVA_E_CORRUPT,
+            "%s metalayer: bad version", name);
+  CAT_CHECK(leave, rd_int(&r, &ndim, NULL, buf), CATERVA_E_CORRUPT, "%s metalayer: bad ndim",
+            name);
+  CAT_CHECK(leave, ndim >= 0 && ndim <= max_ndim, CATERVA_E_CORRUPT,
+            "%s metalayer: ndim %lld not in 0..%d", name, (long long)ndim, max_ndim);
+  m->ndim = (int)ndim;
+  CAT_TRY(leave, rd_dims(ctx, &r, buf, m->ndim, "shape", 0, INT64_MAX, m->shape, NULL,
+                         m->shape_pos));
+  CAT_TRY(leave, rd_dims(ctx, &r, buf, m->ndim, "chunkshape", 0, INT32_MAX, NULL, m->chunkshape,
+                         NULL));
+  CAT_TRY(leave, rd_dims(ctx, &r, buf, m->ndim, "blockshape", 0, INT32_MAX, NULL, m->blockshape,
+                         NULL));
+  if (nentries >= 6) {
+    int64_t fmt;
+    CAT_CHECK(leave, rd_int(&r, &fmt, NULL, buf) && fmt >= 0 && fmt <= 127, CATERVA_E_CORRUPT,
+              "%s metalayer: bad dtype format", name);
+    m->dtype_format = (int)fmt;
+  }
+  if (nentries >= 7) {
+    const uint8_t *s;
+    size_t slen;
+    CAT_CHECK(leave, rd_str(&r, &s, &slen), CATERVA_E_CORRUPT,
+              "%s metalayer: dtype is not a string", name);
+    CAT_CHECK(leave, memchr(s, 0, slen) == NULL, CATERVA_E_CORRUPT,
+              "%s metalayer: dtype contains a NUL byte", name);
+    m->dtype = (const char *)s;
+    m->dtype_len = slen;
+  }
+  rc = cat_meta_validate(ctx, m, max_ndim, 1);
+leave:
+  return rc;
+}
+
+int cat_meta_validate(caterva_ctx *ctx, const cat_array_meta *m, int max_ndim, int itemsize) {
+  int rc = CATERVA_OK;
+  int64_t nbytes = itemsize, nitems = 1;
+  CAT_CHECK(leave, m->ndim >= 0 && m->ndim <= max_ndim, CATERVA_E_CORRUPT,
+            "ndim %d not in 0..%d", m->ndim, max_ndim);
+  for (int k = 0; k < m->ndim; k++) {
+    int64_t s = m->shape[k], c = m->chunkshape[k], b = m->blockshape[k], ext;
+    CAT_CHECK(leave, s >= 0 && c >= 0 && b >= 0, CATERVA_E_CORRUPT,
+              "negative extent in dimension %d", k);
+    CAT_CHECK(leave, s == 0 || (c > 0 && b > 0), CATERVA_E_CORRUPT,
+              "chunk and block extents must be positive (dimension %d)", k);
+    CAT_CHECK(leave, cat_mul64(nitems, s, &nitems), CATERVA_E_OVERFLOW,
+              "the number of items overflows");
+    ext = b > 0 ? cat_ceil_div64(c, b) * b : 0;
+    CAT_CHECK(leave, cat_mul64(nbytes, ext, &nbytes) && nbytes <= CATERVA_CHUNK_MAX_NBYTES,
+              CATERVA_E_UNSUPPORTED, "a chunk of this shape exceeds %d bytes",
+              CATERVA_CHUNK_MAX_NBYTES);
+  }
+  CAT_CHECK(leave, cat_mul64(nitems, itemsize, &nitems), CATERVA_E_OVERFLOW,
+            "the array size in bytes overflows");
+leave:
+  return rc;
+}
+
+int cat_meta_patch_shape(caterva_ctx *ctx, uint8_t *buf, size_t len, const cat_array_meta *m,
+                         const int64_t *shape) {
+  int rc = CATERVA_OK;
+  for (int k = 0; k < m->ndim; k++)
+    CAT_CHECK(leave, m->shape_pos[k] >= 0 && (size_t)m->shape_pos[k] + 8 <= len,
+              CATERVA_E_UNSUPPORTED,
+              "the array metalayer uses variable-width integers; it cannot be resized in place");
+  for (int k = 0; k < m->ndim; k++) cat_put_be64(buf + m->shape_pos[k], (uint64_t)shape[k]);
+leave:
+  return rc;
+}
+
+/* ---- dtypes ------------------------------------------------------------------------- */
+
+/* Common names users type, mapped to NumPy strings (little-endian host order). */
+static const struct { const char *name, *np; } dtype_names[] = {
+    {"bool", "|b1"},     {"int8", "|i1"},     {"int16", "<i2"},     {"int32", "<i4"},
+    {"int64", "<i8"},    {"uint8", "|u1"},    {"uint16", "<u2"},    {"uint32", "<u4"},
+    {"uint64", "<u8"},   {"float16", "<f2"},  {"float32", "<f4"},   {"float64", "<f8"},
+    {"complex64", "<c8"}, {"complex128", "<c16"}, {"float", "<f8"}, {"double", "<f8"},
+    {"int", "<i8"},      {"real", "<f8"},
+};
+
+/* Parse a decimal count at *s (no sign), advancing; -1 if none or too large. */
+static long parse_count(const char **s) {
+  long v = 0;
+  const char *p = *s;
+  if (*p < '0' || *p > '9') return -1;
+  while (*p >= '0' && *p <= '9') {
+    v = v * 10 + (*p - '0');
+    if (v > (1L << 30)) return -1;
+    p++;
+  }
+  *s = p;
+  return v;
+}
+
+/* Case-insensitive equality for the name table. */
+static bool name_eq(const char *a, const char *b) {
+  for (; *a && *b; a++, b++) {
+    char ca = (*a >= 'A' && *a <= 'Z') ? (char)(*a + 32) : *a;
+    if (ca != *b) return false;
+  }
+  return *a == *b;
+}
+
+static const char *dtype_lookup_name(const char *s) {
+  for (size_t i = 0; i < sizeof dtype_names / sizeof dtype_names[0]; i++)
+    if (name_eq(s, dtype_names[i].name)) return dtype_names[i].np;
+  return NULL;
+}
+
+/* The NumPy form: [<>|=]? kind-char count [unit]. */
+static int parse_numpy(const char *s, caterva_dtype_info *info) {
+  char kc;
+  long n;
+  if (*s == '<' || *s == '|' || *s == '=') s++;
+  else if (*s == '>') { info->big_endian = 1; s++; }
+  if (*s == '\0') return CATERVA_E_INVALID;
+  kc = *s++;
+  if (kc == '?') { n = 1; kc = 'b'; }
+  else if ((n = parse_count(&s)) <= 0) return CATERVA_E_INVALID;
+  switch (kc) {
+  case 'b':
+    if (n != 1) return CATERVA_E_INVALID;
+    info->kind = CATERVA_KIND_BOOL;
+    break;
+  case 'i': case 'u':
+    if (n != 1 && n != 2 && n != 4 && n != 8) return CATERVA_E_INVALID;
+    info->kind = kc == 'i' ? CATERVA_KIND_INT : CATERVA_KIND_UINT;
+    break;
+  case 'f':
+    if (n != 2 && n != 4 && n != 8 && n != 12 && n != 16) return CATERVA_E_INVALID;
+    /* long doubles have no portable layout: opaque bytes of known size. */
+    info->kind = n <= 8 ? CATERVA_KIND_FLOAT : CATERVA_KIND_OPAQUE;
+    break;
+  case 'c':
+    if (n != 8 && n != 16 && n != 24 && n != 32) return CATERVA_E_INVALID;
+    info->kind = n <= 16 ? CATERVA_KIND_COMPLEX : CATERVA_KIND_OPAQUE;
+    break;
+  case 'S': case 'a': case 'V':
+    info->kind = CATERVA_KIND_BYTES;
+    break;
+  case 'U':
+    if (n > (1L << 28)) return CATERVA_E_INVALID;
+    info->kind = CATERVA_KIND_UNICODE;
+    n *= 4;
+    break;
+  case 'M': case 'm':
+    if (n != 8) return CATERVA_E_INVALID;
+    info->kind = kc == 'M' ? CATERVA_KIND_DATETIME : CATERVA_KIND_TIMEDELTA;
+    if (*s == '[') {
+      const char *close = strchr(s, ']');
+      if (!close || close == s + 1) return CATERVA_E_INVALID;
+      s = close + 1;
+    }
+    break;
+  default:
+    return CATERVA_E_INVALID;
+  }
+  if (*s != '\0' || n > INT32_MAX) return CATERVA_E_INVALID;
+  info->itemsize = (int)n;
+  return CATERVA_OK;
+}
+
+int caterva_dtype_parse(const char *dtype, caterva_dtype_info *info) {
+  const char *np;
+  int rc = CATERVA_OK;
+  memset(info, 0, sizeof *info);
+  if (dtype == NULL) return CATERVA_E_INVALID;
+  np = dtype_lookup_name(dtype);
+  rc = parse_numpy(np ? np : dtype, info);
+  if (rc < 0) memset(info, 0, sizeof *info);
+  return rc;
+}
+
+int caterva_dtype_canonical(const char *dtype, char *buf, size_t cap) {
+  caterva_dtype_info info;
+  const char *np;
+  size_t n;
+  if (cap > 0) buf[0] = '\0';
+  if (caterva_dtype_parse(dtype, &info) < 0) return CATERVA_E_INVALID;
+  np = dtype_lookup_name(dtype);
+  if (np == NULL) np = dtype;
+  n = strlen(np);
+  if (n + 1 > cap) return CATERVA_E_NOSPACE;
+  memcpy(buf, np, n + 1);
+  return CATERVA_OK;
+}
+
+void cat_dtype_default(int itemsize, char *buf, size_t cap) {
+  snprintf(buf, cap, "|S%d", itemsize);
+}
+
+/* ---- default partitioning ------------------------------------------------------------
+   Chosen here (the reference asks the CPU for its cache sizes; we use fixed targets so the
+   result does not depend on the machine):
+   - chunks: start from the whole shape and halve the longest axis (ties: the leading one)
+     until a chunk holds at most CAT_DEFAULT_CHUNK_BYTES (4 MiB);
+   - blocks: the same from the chunk shape down to CAT_DEFAULT_BLOCK_BYTES (64 KiB);
+   - chunks are then rounded up to a multiple of the block along every axis where that stays
+     within the shape, so that no block straddles the inner edge of a chunk.
+   Halving the longest axis keeps blocks close to cubes, which is what box queries over any
+   combination of axes (the SQL use) want. Zero-length axes get extent 1. */
+
+static void shrink_to(int ndim, int32_t *ext, int itemsize, int64_t target) {
+  for (;;) {
+    int64_t bytes = itemsize;
+    int longest = -1;
+    for (int k = 0; k < ndim; k++) {
+      if (!cat_mul64(bytes, ext[k], &bytes) || bytes > ((int64_t)1 << 40))
+        bytes = (int64_t)1 << 40; /* saturate: only compared with the target */
+      if (ext[k] > 1 && (longest < 0 || ext[k] > ext[longest])) longest = k;
+    }
+    if (bytes <= target || longest < 0) return;
+    ext[longest] = (ext[longest] + 1) / 2;
+  }
+}
+
+int cat_default_partition(caterva_ctx *ctx, int ndim, const int64_t *shape, int itemsize,
+                          int32_t *chunkshape, int32_t *blockshape) {
+  int rc = CATERVA_OK;
+  int czero = 0, bzero = 0, nempty = 0;
+  for (int k = 0; k < ndim; k++) {
+    czero += chunkshape[k] == 0;
+    bzero += blockshape[k] == 0;
+    nempty += shape[k] == 0;
+  }
+  /* A zero in a zero-length axis of an otherwise given shape means "any": use 1. */
+  if (czero > 0 && czero <= nempty && czero < ndim) {
+    for (int k = 0; k < ndim; k++)
+      if (shape[k] == 0 && chunkshape[k] == 0) chunkshape[k] = 1, czero--;
+  }
+  if (bzero > 0 && bzero <= nempty && bzero < ndim) {
+    for (int k = 0; k < ndim; k++)
+      if (shape[k] == 0 && blockshape[k] == 0) blockshape[k] = 1, bzero--;
+  }
+  CAT_CHECK(leave, czero == 0 || czero == ndim, CATERVA_E_INVALID,
+            "chunkshape must be given in every dimension or in none");
+  CAT_CHECK(leave, bzero == 0 || bzero == ndim, CATERVA_E_INVALID,
+            "blockshape must be given in every dimension or in none");
+  if (ndim > 0 && czero) {
+    for (int k = 0; k < ndim; k++)
+      chunkshape[k] = shape[k] < 1 ? 1 : shape[k] > INT32_MAX ? INT32_MAX : (int32_t)shape[k];
+    shrink_to(ndim, chunkshape, itemsize, CAT_DEFAULT_CHUNK_BYTES);
+  }
+  if (ndim > 0 && bzero) {
+    memcpy(blockshape, chunkshape, (size_t)ndim * sizeof *blockshape);
+    shrink_to(ndim, blockshape, itemsize, CAT_DEFAULT_BLOCK_BYTES);
+  }
+  if (ndim > 0 && czero) {
+    for (int k = 0; k < ndim; k++) {
+      int64_t up = cat_ceil_div64(chunkshape[k], blockshape[k]) * blockshape[k];
+      if (up <= shape[k] && up <= INT32_MAX) chunkshape[k] = (int32_t)up;
+    }
+  }
+leave:
+  return rc;
+}

@@ -1,0 +1,112 @@
+/*
+ * cvext.h -- internal interface between the files of the caterva SQLite extension.
+ *
+ *   extension.c  entry point sqlite3_caterva_init; the per-connection state (CvConn)
+ *   vtab.c       the `caterva` virtual table module
+ *   cache.c      the LRU cache of decompressed blocks shared by the cursors of one table
+ *   functions.c  caterva_info(), caterva_slice(), caterva_blocks_read(), caterva_version()
+ *
+ * Files other than extension.c include <sqlite3ext.h> and then SQLITE_EXTENSION_INIT3.
+ * Nothing here parses bytes of the Blosc2 formats: that is the library's job (caterva.h).
+ */
+#ifndef CVEXT_H
+#define CVEXT_H
+
+#include <sqlite3ext.h>
+
+#include <stdint.h>
+
+#include "caterva.h"
+
+/*
+** State shared by everything one database connection registers: the library context that
+** decompresses (so caterva_ctx_blocks_decompressed() counts the blocks this connection
+** decompressed) and a reference count, because the module and each SQL function hold it
+** and SQLite calls their destructors one by one.
+*/
+typedef struct CvConn CvConn;
+struct CvConn {
+  caterva_ctx *pCtx;   /* Library context of this connection */
+  int nRef;            /* Registrations still holding this object */
+};
+
+/* Take and drop a reference (the last release frees the context). */
+CvConn *cvConnRef(CvConn *p);
+void cvConnUnref(void *p);
+
+/* Register the module and the functions. Each takes its own references to pConn. */
+int cvRegisterVtab(sqlite3 *db, CvConn *pConn);
+int cvRegisterFunctions(sqlite3 *db, CvConn *pConn);
+
+/*
+** How the items of an array become SQL values (see "The SQL surface" in design.md).
+*/
+#define CV_ITEM_BLOB   0   /* raw item bytes */
+#define CV_ITEM_INT    1   /* signed integer of 1, 2, 4 or 8 bytes */
+#define CV_ITEM_UINT   2   /* unsigned integer; above INT64_MAX becomes REAL */
+#define CV_ITEM_BOOL   3   /* 0 or 1 */
+#define CV_ITEM_FLOAT  4   /* float16/32/64; NaN becomes NULL */
+#define CV_ITEM_TIME   5   /* datetime64/timedelta64 as int64; NaT becomes NULL */
+#define CV_ITEM_UCS4   6   /* NumPy <U<n>: UCS-4 code points, as UTF-8 TEXT */
+
+typedef struct CvItemType CvItemType;
+struct CvItemType {
+  int eKind;        /* CV_ITEM_* */
+  int szItem;       /* Bytes per item */
+  int bBigEndian;   /* Items are stored most significant byte first */
+  int bSwap;        /* Their byte order is not the host's */
+};
+
+/* Decide how items of dtype zDtype (may be NULL) and szItem bytes are exposed. On a mismatch
+** between the dtype and szItem, returns non-zero and writes an sqlite3_mprintf'ed message. */
+int cvItemTypeInit(CvItemType *pType, const char *zDtype, int szItem, char **pzErr);
+/* The SQL type name of the value column ("INTEGER", "REAL", "BLOB", "TEXT"). */
+const char *cvItemTypeDecl(const CvItemType *pType);
+/* Return the item at p (szItem bytes) as the result of a function or column. */
+void cvItemResult(sqlite3_context *pCtx, const CvItemType *pType, const uint8_t *p);
+
+/*
+** The block cache (cache.c). Entries hold one decompressed block each, keyed by
+** (chunk number, block number in the chunk). A cursor pins the entry it reads from; pinned
+** entries are never evicted, so a second cursor on the same table (a self-join, a
+** correlated subquery) cannot pull data from under the first one.
+*/
+typedef struct CvCache CvCache;
+typedef struct CvCacheEntry CvCacheEntry;
+
+struct CvCacheEntry {
+  int64_t iChunk;               /* Key: chunk number */
+  int32_t iBlock;               /* Key: block number inside the chunk */
+  int nPin;                     /* Cursors currently reading this entry */
+  int bValid;                   /* aData holds the block (else being filled or unused) */
+  CvCacheEntry *pHashNext;      /* Next entry in the same hash bucket */
+  CvCacheEntry *pLruPrev;       /* Toward the most recently used end */
+  CvCacheEntry *pLruNext;       /* Toward the least recently used end */
+  uint8_t *aData;               /* The decompressed block (CvCache.szBlock bytes) */
+};
+
+struct CvCache {
+  int64_t szBlock;              /* Bytes per block */
+  int nMax;                     /* Most entries held (0: the cache is disabled) */
+  int nEntry;                   /* Entries allocated so far */
+  int nHash;                    /* Buckets in apHash (a power of two) */
+  CvCacheEntry **apHash;        /* Hash table of valid entries */
+  CvCacheEntry *pLruFirst;      /* Most recently used */
+  CvCacheEntry *pLruLast;       /* Least recently used */
+  int64_t nHit, nMiss;          /* Statistics */
+};
+
+/* Set up a cache for blocks of szBlock bytes using at most nByte bytes. Never fails: a cache
+** too small for one block is simply disabled. */
+void cvCacheInit(CvCache *p, int64_t szBlock, int64_t nByte);
+void cvCacheClear(CvCache *p);
+/* Look up a block; on a hit the entry comes back pinned. */
+CvCacheEntry *cvCacheLookup(CvCache *p, int64_t iChunk, int32_t iBlock);
+/* Claim an entry for a block that missed: a new one or the least recently used unpinned one.
+** Comes back pinned and not yet valid; the caller fills aData and calls cvCacheCommit, or
+** cvCacheUnpin to give it up. NULL when every entry is pinned or out of memory. */
+CvCacheEntry *cvCacheClaim(CvCache *p, int64_t iChunk, int32_t iBlock);
+void cvCacheCommit(CvCache *p, CvCacheEntry *pEntry);
+void cvCacheUnpin(CvCache *p, CvCacheEntry *pEntry);
+
+#endif /* CVEXT_H */

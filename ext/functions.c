@@ -1,0 +1,434 @@
+/*
+ * functions.c -- the SQL functions of the caterva extension.
+ *
+ *   caterva_version()                 the package version
+ *   caterva_info(path)                JSON text describing the array in the file
+ *   caterva_slice(path [, start, stop])
+ *                                     BLOB of the items of the box [start, stop) (JSON arrays
+ *                                     of integers; default: the whole array), C order, bytes
+ *                                     as stored (little-endian for '<' dtypes)
+ *   caterva_blocks_read()             blocks this connection has decompressed so far
+ *
+ * caterva_info and caterva_slice read files, so they are SQLITE_DIRECTONLY: usable in SQL
+ * the user runs, not from triggers or views of a database file someone else wrote.
+ */
+#include "config.h"
+
+#include "cvext.h"
+SQLITE_EXTENSION_INIT3
+
+#include <math.h>
+#include <msgpack.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Nesting accepted when converting attributes to JSON. */
+#define CV_JSON_MAX_DEPTH 32
+
+/* caterva_version() -> the library version string. */
+static void cvVersionFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  (void)argv;
+  sqlite3_result_text(pCtx, PACKAGE_VERSION, -1, SQLITE_STATIC);
+}
+
+/* caterva_blocks_read() -> blocks decompressed through this connection's context. */
+static void cvBlocksReadFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  CvConn *pConn = (CvConn *)sqlite3_user_data(pCtx);
+  (void)argc;
+  (void)argv;
+  sqlite3_result_int64(pCtx, caterva_ctx_blocks_decompressed(pConn->pCtx));
+}
+
+/* Report a failed library call rc from a function. */
+static void cvResultLibError(sqlite3_context *pCtx, CvConn *pConn, const char *zWhat, int rc) {
+  const char *zMsg = caterva_ctx_errmsg(pConn->pCtx);
+  char *z;
+  if (rc == CATERVA_E_NOMEM) {
+    sqlite3_result_error_nomem(pCtx);
+    return;
+  }
+  z = sqlite3_mprintf("caterva: %s: %s%s%s", zWhat, caterva_strerror(rc), zMsg[0] ? ": " : "",
+                      zMsg);
+  sqlite3_result_error(pCtx, z ? z : "caterva: error", -1);
+  sqlite3_free(z);
+}
+
+/* Open the array named by argument pPath (read-only); NULL after reporting an error. */
+static caterva_array *cvOpenArg(sqlite3_context *pCtx, CvConn *pConn, sqlite3_value *pPath,
+                                const char *zFunc) {
+  const char *zPath = (const char *)sqlite3_value_text(pPath);
+  caterva_array *pArr = 0;
+  int rc;
+  if (zPath == 0 || zPath[0] == 0) {
+    char *z = sqlite3_mprintf("%s: the first argument must be a file name", zFunc);
+    sqlite3_result_error(pCtx, z ? z : zFunc, -1);
+    sqlite3_free(z);
+    return 0;
+  }
+  rc = caterva_array_open(pConn->pCtx, zPath, CATERVA_OPEN_READ, &pArr);
+  if (rc < 0) {
+    char *zWhat = sqlite3_mprintf("cannot open \"%s\"", zPath);
+    cvResultLibError(pCtx, pConn, zWhat ? zWhat : zPath, rc);
+    sqlite3_free(zWhat);
+    return 0;
+  }
+  return pArr;
+}
+
+/* ---- JSON ----------------------------------------------------------------------------- */
+
+/* Append n bytes of z as a JSON string. */
+static void cvJsonString(sqlite3_str *pStr, const char *z, size_t n) {
+  size_t i;
+  sqlite3_str_appendchar(pStr, 1, '"');
+  for (i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)z[i];
+    if (c == '"' || c == '\\') sqlite3_str_appendf(pStr, "\\%c", c);
+    else if (c == '\n') sqlite3_str_appendall(pStr, "\\n");
+    else if (c == '\t') sqlite3_str_appendall(pStr, "\\t");
+    else if (c < 0x20) sqlite3_str_appendf(pStr, "\\u%04x", c);
+    else sqlite3_str_appendchar(pStr, 1, (char)c);
+  }
+  sqlite3_str_appendchar(pStr, 1, '"');
+}
+
+static void cvJsonDouble(sqlite3_str *pStr, double r) {
+  if (isnan(r) || isinf(r)) sqlite3_str_appendall(pStr, "null");
+  else sqlite3_str_appendf(pStr, "%!.15g", r);
+}
+
+static void cvJsonInt64Array(sqlite3_str *pStr, const int64_t *a, int n) {
+  int i;
+  sqlite3_str_appendchar(pStr, 1, '[');
+  for (i = 0; i < n; i++) sqlite3_str_appendf(pStr, "%s%lld", i ? "," : "", (long long)a[i]);
+  sqlite3_str_appendchar(pStr, 1, ']');
+}
+
+static void cvJsonInt32Array(sqlite3_str *pStr, const int32_t *a, int n) {
+  int i;
+  sqlite3_str_appendchar(pStr, 1, '[');
+  for (i = 0; i < n; i++) sqlite3_str_appendf(pStr, "%s%d", i ? "," : "", (int)a[i]);
+  sqlite3_str_appendchar(pStr, 1, ']');
+}
+
+/* Append a msgpack object as JSON. Binary and extension values, and anything nested too
+** deeply, become null; map keys that are not strings are written as strings. */
+static void cvJsonMsgpack(sqlite3_str *pStr, const msgpack_object *o, int nDepth) {
+  uint32_t i;
+  if (nDepth > CV_JSON_MAX_DEPTH) {
+    sqlite3_str_appendall(pStr, "null");
+    return;
+  }
+  switch (o->type) {
+    case MSGPACK_OBJECT_BOOLEAN:
+      sqlite3_str_appendall(pStr, o->via.boolean ? "true" : "false");
+      break;
+    case MSGPACK_OBJECT_POSITIVE_INTEGER:
+      sqlite3_str_appendf(pStr, "%llu", (unsigned long long)o->via.u64);
+      break;
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+      sqlite3_str_appendf(pStr, "%lld", (long long)o->via.i64);
+      break;
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64:
+      cvJsonDouble(pStr, o->via.f64);
+      break;
+    case MSGPACK_OBJECT_STR:
+      cvJsonString(pStr, o->via.str.ptr, o->via.str.size);
+      break;
+    case MSGPACK_OBJECT_ARRAY:
+      sqlite3_str_appendchar(pStr, 1, '[');
+      for (i = 0; i < o->via.array.size; i++) {
+        if (i) sqlite3_str_appendchar(pStr, 1, ',');
+        cvJsonMsgpack(pStr, &o->via.array.ptr[i], nDepth + 1);
+      }
+      sqlite3_str_appendchar(pStr, 1, ']');
+      break;
+    case MSGPACK_OBJECT_MAP:
+      sqlite3_str_appendchar(pStr, 1, '{');
+      for (i = 0; i < o->via.map.size; i++) {
+        const msgpack_object *pKey = &o->via.map.ptr[i].key;
+        if (i) sqlite3_str_appendchar(pStr, 1, ',');
+        if (pKey->type == MSGPACK_OBJECT_STR) {
+          cvJsonString(pStr, pKey->via.str.ptr, pKey->via.str.size);
+        } else {
+          /* Render the key as JSON, then quote that text. */
+          sqlite3_str *pKeyStr = sqlite3_str_new(0);
+          char *zKey;
+          cvJsonMsgpack(pKeyStr, pKey, nDepth + 1);
+          zKey = sqlite3_str_finish(pKeyStr);
+          cvJsonString(pStr, zKey ? zKey : "", zKey ? strlen(zKey) : 0);
+          sqlite3_free(zKey);
+        }
+        sqlite3_str_appendchar(pStr, 1, ':');
+        cvJsonMsgpack(pStr, &o->via.map.ptr[i].val, nDepth + 1);
+      }
+      sqlite3_str_appendchar(pStr, 1, '}');
+      break;
+    default:
+      sqlite3_str_appendall(pStr, "null");
+      break;
+  }
+}
+
+/* Append the value of attribute zName (msgpack bytes) as JSON. */
+static void cvJsonAttribute(sqlite3_str *pStr, CvConn *pConn, caterva_schunk *pSc,
+                            const char *zName) {
+  uint8_t *aVal = 0;
+  int32_t nVal = 0;
+  msgpack_unpacked up;
+  size_t off = 0;
+  if (caterva_schunk_vlmeta_get(pConn->pCtx, pSc, zName, &aVal, &nVal) < 0) {
+    sqlite3_str_appendall(pStr, "null");
+    return;
+  }
+  msgpack_unpacked_init(&up);
+  if (msgpack_unpack_next(&up, (const char *)aVal, (size_t)nVal, &off) == MSGPACK_UNPACK_SUCCESS)
+    cvJsonMsgpack(pStr, &up.data, 0);
+  else
+    sqlite3_str_appendall(pStr, "null");
+  msgpack_unpacked_destroy(&up);
+  free(aVal);
+}
+
+static const char *cvCodecName(int iCodec) {
+  switch (iCodec) {
+    case CATERVA_BLOSCLZ: return "blosclz";
+    case CATERVA_LZ4: return "lz4";
+    case CATERVA_LZ4HC: return "lz4hc";
+    case CATERVA_ZLIB: return "zlib";
+    case CATERVA_ZSTD: return "zstd";
+    default: return 0;
+  }
+}
+
+static const char *cvFilterName(int iFilter) {
+  switch (iFilter) {
+    case CATERVA_SHUFFLE: return "shuffle";
+    case CATERVA_BITSHUFFLE: return "bitshuffle";
+    case CATERVA_DELTA: return "delta";
+    case CATERVA_TRUNC_PREC: return "trunc_prec";
+    case CATERVA_BYTEDELTA: return "bytedelta";
+    default: return 0;
+  }
+}
+
+/* Append the compression parameters recorded in the frame. */
+static void cvJsonCparams(sqlite3_str *pStr, const caterva_cparams *pCp) {
+  const char *zCodec = cvCodecName(pCp->codec);
+  int i, n = 0;
+  if (zCodec) sqlite3_str_appendf(pStr, ",\"codec\":\"%s\"", zCodec);
+  else sqlite3_str_appendf(pStr, ",\"codec\":\"codec%d\"", pCp->codec);
+  sqlite3_str_appendf(pStr, ",\"clevel\":%d,\"filters\":[", pCp->clevel);
+  for (i = 0; i < CATERVA_MAX_FILTERS; i++) {
+    const char *zName = cvFilterName(pCp->filters[i]);
+    if (pCp->filters[i] == CATERVA_NOFILTER) continue;
+    if (zName) sqlite3_str_appendf(pStr, "%s\"%s\"", n++ ? "," : "", zName);
+    else sqlite3_str_appendf(pStr, "%s\"filter%d\"", n++ ? "," : "", pCp->filters[i]);
+  }
+  sqlite3_str_appendchar(pStr, 1, ']');
+}
+
+/* caterva_info(path) -> JSON text. */
+static void cvInfoFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  CvConn *pConn = (CvConn *)sqlite3_user_data(pCtx);
+  caterva_array *pArr;
+  caterva_schunk *pSc;
+  sqlite3_str *pStr;
+  const char *zDtype;
+  int nDim, i, n, nOut;
+  int64_t nBytes, cBytes;
+  char *zJson;
+  (void)argc;
+  pArr = cvOpenArg(pCtx, pConn, argv[0], "caterva_info");
+  if (pArr == 0) return;
+  pSc = caterva_array_schunk(pArr);
+  nDim = caterva_array_ndim(pArr);
+  zDtype = caterva_array_dtype(pArr);
+  nBytes = caterva_array_nitems(pArr) * caterva_array_itemsize(pArr);
+  cBytes = caterva_schunk_cbytes(pSc);
+  pStr = sqlite3_str_new(sqlite3_context_db_handle(pCtx));
+  sqlite3_str_appendf(pStr, "{\"ndim\":%d,\"shape\":", nDim);
+  cvJsonInt64Array(pStr, caterva_array_shape(pArr), nDim);
+  sqlite3_str_appendall(pStr, ",\"chunkshape\":");
+  cvJsonInt32Array(pStr, caterva_array_chunkshape(pArr), nDim);
+  sqlite3_str_appendall(pStr, ",\"blockshape\":");
+  cvJsonInt32Array(pStr, caterva_array_blockshape(pArr), nDim);
+  sqlite3_str_appendall(pStr, ",\"dtype\":");
+  if (zDtype) cvJsonString(pStr, zDtype, strlen(zDtype));
+  else sqlite3_str_appendall(pStr, "null");
+  sqlite3_str_appendf(pStr, ",\"itemsize\":%d", caterva_array_itemsize(pArr));
+  cvJsonCparams(pStr, caterva_schunk_cparams(pSc));
+  sqlite3_str_appendf(pStr, ",\"nchunks\":%lld,\"nbytes\":%lld,\"cbytes\":%lld,\"ratio\":",
+                      (long long)caterva_schunk_nchunks(pSc), (long long)nBytes,
+                      (long long)cBytes);
+  if (cBytes > 0) cvJsonDouble(pStr, floor(1000.0 * (double)nBytes / (double)cBytes + 0.5) / 1e3);
+  else sqlite3_str_appendall(pStr, "null");
+  sqlite3_str_appendf(pStr, ",\"storage\":\"%s\",\"metalayers\":[",
+                      caterva_schunk_store(pSc) == CATERVA_STORE_SPARSE ? "sparse" : "contiguous");
+  n = caterva_schunk_meta_count(pSc);
+  for (i = 0; i < n; i++) {
+    const char *zName = caterva_schunk_meta_name(pSc, i);
+    if (i) sqlite3_str_appendchar(pStr, 1, ',');
+    cvJsonString(pStr, zName ? zName : "", zName ? strlen(zName) : 0);
+  }
+  sqlite3_str_appendall(pStr, "],\"attributes\":{");
+  n = caterva_schunk_vlmeta_count(pSc);
+  for (i = 0, nOut = 0; i < n; i++) {
+    const char *zName = caterva_schunk_vlmeta_name(pSc, i);
+    if (zName == 0) continue;
+    if (nOut++) sqlite3_str_appendchar(pStr, 1, ',');
+    cvJsonString(pStr, zName, strlen(zName));
+    sqlite3_str_appendchar(pStr, 1, ':');
+    cvJsonAttribute(pStr, pConn, pSc, zName);
+  }
+  sqlite3_str_appendall(pStr, "}}");
+  caterva_array_free(pArr);
+  if (sqlite3_str_errcode(pStr) == SQLITE_NOMEM) {
+    sqlite3_free(sqlite3_str_finish(pStr));
+    sqlite3_result_error_nomem(pCtx);
+    return;
+  }
+  zJson = sqlite3_str_finish(pStr);
+  sqlite3_result_text(pCtx, zJson, -1, sqlite3_free);
+}
+
+/*
+** Parse a JSON array of nDim integers ("[1, 2, 3]") into a. Returns 0 on success, else a
+** static description of what is wrong.
+*/
+static const char *cvParseIntArray(const char *z, int nDim, int64_t *a) {
+  int n = 0;
+  while (*z == ' ' || *z == '\t' || *z == '\n' || *z == '\r') z++;
+  if (*z++ != '[') return "is not a JSON array of integers";
+  for (;;) {
+    int64_t v = 0;
+    int bNeg = 0, nDigit = 0;
+    while (*z == ' ' || *z == '\t' || *z == '\n' || *z == '\r') z++;
+    if (*z == ']' && n == 0) {
+      z++;
+      break;
+    }
+    if (*z == '-') bNeg = 1, z++;
+    while (*z >= '0' && *z <= '9') {
+      if (v > (INT64_MAX - 9) / 10) return "holds an integer out of range";
+      v = v * 10 + (*z++ - '0');
+      nDigit++;
+    }
+    if (nDigit == 0) return "is not a JSON array of integers";
+    if (n >= nDim) return "has more entries than the array has dimensions";
+    a[n++] = bNeg ? -v : v;
+    while (*z == ' ' || *z == '\t' || *z == '\n' || *z == '\r') z++;
+    if (*z == ',') {
+      z++;
+      continue;
+    }
+    if (*z++ != ']') return "is not a JSON array of integers";
+    break;
+  }
+  while (*z == ' ' || *z == '\t' || *z == '\n' || *z == '\r') z++;
+  if (*z) return "is not a JSON array of integers";
+  if (n != nDim) return "has fewer entries than the array has dimensions";
+  return 0;
+}
+
+/* Fill aStart/aStop from the arguments of caterva_slice; returns 0 after reporting an error. */
+static int cvSliceBox(sqlite3_context *pCtx, caterva_array *pArr, int argc, sqlite3_value **argv,
+                      int64_t *aStart, int64_t *aStop) {
+  const int64_t *aShape = caterva_array_shape(pArr);
+  int nDim = caterva_array_ndim(pArr), k, i;
+  for (k = 0; k < nDim; k++) {
+    aStart[k] = 0;
+    aStop[k] = aShape[k];
+  }
+  for (i = 1; i < argc; i++) {
+    const char *z = (const char *)sqlite3_value_text(argv[i]);
+    const char *zErr;
+    if (sqlite3_value_type(argv[i]) == SQLITE_NULL) continue;  /* NULL: the default */
+    zErr = z ? cvParseIntArray(z, nDim, i == 1 ? aStart : aStop) : "is not text";
+    if (zErr) {
+      char *zMsg = sqlite3_mprintf("caterva_slice: %s %s", i == 1 ? "start" : "stop", zErr);
+      sqlite3_result_error(pCtx, zMsg ? zMsg : "caterva_slice: bad box", -1);
+      sqlite3_free(zMsg);
+      return 0;
+    }
+  }
+  for (k = 0; k < nDim; k++) {
+    if (aStart[k] < 0 || aStart[k] > aStop[k] || aStop[k] > aShape[k]) {
+      char *zMsg = sqlite3_mprintf("caterva_slice: dimension %d: [%lld, %lld) is not inside "
+                                   "[0, %lld) with start <= stop", k, (long long)aStart[k],
+                                   (long long)aStop[k], (long long)aShape[k]);
+      sqlite3_result_error(pCtx, zMsg ? zMsg : "caterva_slice: box out of range", -1);
+      sqlite3_free(zMsg);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* caterva_slice(path [, start, stop]) -> BLOB of the box's items in C order. */
+static void cvSliceFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  CvConn *pConn = (CvConn *)sqlite3_user_data(pCtx);
+  sqlite3 *db = sqlite3_context_db_handle(pCtx);
+  caterva_array *pArr;
+  int64_t aStart[CATERVA_MAX_DIM], aStop[CATERVA_MAX_DIM];
+  double nByte;
+  int k, rc;
+  uint8_t *aBuf;
+  if (argc == 2) {
+    sqlite3_result_error(pCtx, "caterva_slice: give both start and stop, or neither", -1);
+    return;
+  }
+  pArr = cvOpenArg(pCtx, pConn, argv[0], "caterva_slice");
+  if (pArr == 0) return;
+  if (!cvSliceBox(pCtx, pArr, argc, argv, aStart, aStop)) goto slice_out;
+  nByte = caterva_array_itemsize(pArr);
+  for (k = 0; k < caterva_array_ndim(pArr); k++) nByte *= (double)(aStop[k] - aStart[k]);
+  if (nByte > (double)sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1)) {
+    sqlite3_result_error_toobig(pCtx);
+    goto slice_out;
+  }
+  if (nByte == 0) {
+    sqlite3_result_zeroblob(pCtx, 0);
+    goto slice_out;
+  }
+  aBuf = sqlite3_malloc64((sqlite3_uint64)nByte);
+  if (aBuf == 0) {
+    sqlite3_result_error_nomem(pCtx);
+    goto slice_out;
+  }
+  rc = caterva_array_get_slice(pConn->pCtx, pArr, aStart, aStop, aBuf, (int64_t)nByte);
+  if (rc < 0) {
+    sqlite3_free(aBuf);
+    cvResultLibError(pCtx, pConn, "caterva_slice", rc);
+    goto slice_out;
+  }
+  sqlite3_result_blob64(pCtx, aBuf, (sqlite3_uint64)nByte, sqlite3_free);
+slice_out:
+  caterva_array_free(pArr);
+}
+
+/* Register one function holding a reference to pConn. */
+static int cvCreateFunction(sqlite3 *db, CvConn *pConn, const char *zName, int nArg, int eFlags,
+                            void (*xFunc)(sqlite3_context *, int, sqlite3_value **)) {
+  return sqlite3_create_function_v2(db, zName, nArg, SQLITE_UTF8 | eFlags, cvConnRef(pConn),
+                                    xFunc, 0, 0, cvConnUnref);
+}
+
+int cvRegisterFunctions(sqlite3 *db, CvConn *pConn) {
+  int rc;
+  rc = cvCreateFunction(db, pConn, "caterva_version", 0,
+                        SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, cvVersionFunc);
+  if (rc == SQLITE_OK)
+    rc = cvCreateFunction(db, pConn, "caterva_blocks_read", 0, SQLITE_INNOCUOUS, cvBlocksReadFunc);
+  if (rc == SQLITE_OK)
+    rc = cvCreateFunction(db, pConn, "caterva_info", 1, SQLITE_DIRECTONLY, cvInfoFunc);
+  if (rc == SQLITE_OK)
+    rc = cvCreateFunction(db, pConn, "caterva_slice", 1, SQLITE_DIRECTONLY, cvSliceFunc);
+  if (rc == SQLITE_OK)
+    rc = cvCreateFunction(db, pConn, "caterva_slice", 2, SQLITE_DIRECTONLY, cvSliceFunc);
+  if (rc == SQLITE_OK)
+    rc = cvCreateFunction(db, pConn, "caterva_slice", 3, SQLITE_DIRECTONLY, cvSliceFunc);
+  return rc;
+}

@@ -9,6 +9,7 @@
 #include "blosclz.h"
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "caterva.h"
@@ -62,38 +63,50 @@ static inline uint64_t load64(const uint8_t *p) {
  *   - the stream must decode to exactly the expected number of bytes.
  * ------------------------------------------------------------------------------------------- */
 
+/* Copy len bytes from ref to op in fixed-size pieces of W bytes. Each piece reads bytes that
+ * are already final because dist >= W, and the last piece may write up to W - 1 bytes past
+ * op + len: the caller guarantees that room. */
+#define CAT_WILD_COPY(W)                                                                   \
+  do {                                                                                     \
+    for (size_t i_ = 0; i_ < len; i_ += (W)) memcpy(op + i_, ref + i_, (W));               \
+  } while (0)
+
+/* Short period (2..7): the output repeats ref[0 .. dist). Build 8 + dist bytes of that
+ * pattern once, then store 8 bytes at a time from the right phase of it. */
+static inline void copy_period(uint8_t *op, const uint8_t *ref, size_t dist, size_t len) {
+  uint8_t pat[16];
+  size_t phase = 0, step = 8 - dist * (8 / dist); /* 8 % dist, without a division per byte */
+  memcpy(pat, ref, dist);
+  for (size_t i = dist; i < 8 + dist; i++) pat[i] = pat[i - dist];
+  for (size_t i = 0; i < len; i += 8) {
+    memcpy(op + i, pat + phase, 8);
+    phase += step;
+    if (phase >= dist) phase -= dist;
+  }
+}
+
 /* Copy a match of len bytes starting dist bytes back; the caller has checked that
- * op - dist >= out and op + len <= oend. */
+ * op - dist >= out and op + len <= oend. Overlapping matches (dist < len) repeat the
+ * pattern, as LZ77 requires. */
 static inline void copy_match(uint8_t *op, const uint8_t *oend, size_t dist, size_t len) {
   const uint8_t *ref = op - dist;
+  bool room = (size_t)(oend - op) >= len + 31; /* slack for the wide copies' last piece */
 
   if (dist == 1) {
     memset(op, *ref, len);
-  } else if (dist >= 8) {
-    /* 8-byte chunks never overlap their source, and each chunk reads only bytes that are
-     * already final.  With room for the overshoot, copy whole chunks; otherwise finish
-     * with a short non-overlapping tail (tail < 8 <= dist). */
-    if ((size_t)(oend - op) >= len + 7) {
-      for (size_t i = 0; i < len; i += 8) memcpy(op + i, ref + i, 8);
-    } else if (dist >= len) {
-      memcpy(op, ref, len);
-    } else {
-      size_t i = 0;
-      for (; len - i >= 8; i += 8) memcpy(op + i, ref + i, 8);
-      memcpy(op + i, ref + i, len - i);
-    }
-  } else if (len <= 16) {
-    for (size_t i = 0; i < len; i++) op[i] = ref[i];
+  } else if (room && dist >= 32) {
+    CAT_WILD_COPY(32);
+  } else if (room && dist >= 16) {
+    CAT_WILD_COPY(16);
+  } else if (room && dist >= 8) {
+    CAT_WILD_COPY(8);
+  } else if (room) {
+    copy_period(op, ref, dist, len);
+  } else if (dist >= len) {
+    memcpy(op, ref, len);
   } else {
-    /* Short period: out[ref .. op+done) repeats with period dist and its length is a multiple
-     * of dist, so copying it forward keeps the pattern and doubles the copy size each time. */
-    size_t done = 0;
-    while (done < len) {
-      size_t chunk = dist + done;
-      if (chunk > len - done) chunk = len - done;
-      memcpy(op + done, ref, chunk);
-      done += chunk;
-    }
+    /* Near the end of the output: the overlapping part byte by byte. */
+    for (size_t i = 0; i < len; i++) op[i] = ref[i];
   }
 }
 

@@ -41,7 +41,12 @@ mk("scalar.b2nd", "<f8", [], [], [], struct.pack("<d", 3.5))
 mk("empty.b2nd", "<i2", [0, 3], [2, 2], [1, 1], b"")
 mk("one.b2frame", "<i8", [1, 1, 1], [1, 1, 1], [1, 1, 1], struct.pack("<q", -7), ["-s"])
 # Files that are not arrays.
-with open(os.path.join(golden, "s05_i32_2d_smooth_lz4hc9.b2nd"), "rb") as f:
+# A 57x61 int32 smooth field in 9 lz4hc chunks, the source of the damaged copies below
+# (written here, so the test does not need the golden files).
+mk("smooth.b2nd", "<i4", [57, 61], [20, 25], [7, 6],
+   struct.pack("<3477i", *[int(1000 * math.sin(i / 7.0) + 500 * math.cos(j / 5.0))
+                           for i in range(57) for j in range(61)]), ["-c", "lz4hc", "-l", "9"])
+with open(os.path.join(out, "smooth.b2nd"), "rb") as f:
     frame = f.read()
 with open(os.path.join(out, "truncated.b2nd"), "wb") as f:
     f.write(frame[:len(frame) // 2])

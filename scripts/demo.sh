@@ -1,14 +1,16 @@
 #!/bin/sh
-# Installs what is missing, builds, and runs the demo in the sqlite3 shell.
+# Installs what is missing, builds, writes the demo data into ./demo (a year of daily
+# temperatures, 365 x 180 x 360 float32, and a stations table; tests/mkdemo) and runs
+# sql/demo.sql in the sqlite3 shell from there. Set DEMO_SHELL to use another sqlite3.
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 sh scripts/deps.sh
 sh scripts/build.sh build
-if [ -f sql/demo.sql ] && [ -x build/tests/make_demo ]; then
-  mkdir -p demo
-  build/tests/make_demo demo
-  cd demo && sqlite3 -cmd ".load ../build/.libs/caterva" demo.db < ../sql/demo.sql
-else
-  sqlite3 :memory: ".load build/.libs/caterva" "SELECT 'caterva extension ' || caterva_version() || ' loaded';"
+if [ ! -f demo/temp.b2nd ] || [ ! -f demo/stations.sql ] ||
+   [ build/tests/mkdemo -nt demo/temp.b2nd ]; then
+  echo "writing demo/temp.b2nd and demo/stations.sql ..."
+  build/tests/mkdemo demo
 fi
+cd demo
+exec "${DEMO_SHELL:-sqlite3}" :memory: < ../sql/demo.sql

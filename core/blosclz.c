@@ -63,51 +63,46 @@ static inline uint64_t load64(const uint8_t *p) {
  *   - the stream must decode to exactly the expected number of bytes.
  * ------------------------------------------------------------------------------------------- */
 
-/* Copy len bytes from ref to op in fixed-size pieces of W bytes. Each piece reads bytes that
- * are already final because dist >= W, and the last piece may write up to W - 1 bytes past
- * op + len: the caller guarantees that room. */
-#define CAT_WILD_COPY(W)                                                                   \
-  do {                                                                                     \
-    for (size_t i_ = 0; i_ < len; i_ += (W)) memcpy(op + i_, ref + i_, (W));               \
-  } while (0)
-
-/* Short period (2..7): the output repeats ref[0 .. dist). Build 8 + dist bytes of that
- * pattern once, then store 8 bytes at a time from the right phase of it. */
-static inline void copy_period(uint8_t *op, const uint8_t *ref, size_t dist, size_t len) {
-  uint8_t pat[16];
-  size_t phase = 0, step = 8 - dist * (8 / dist); /* 8 % dist, without a division per byte */
-  memcpy(pat, ref, dist);
-  for (size_t i = dist; i < 8 + dist; i++) pat[i] = pat[i - dist];
-  for (size_t i = 0; i < len; i += 8) {
-    memcpy(op + i, pat + phase, 8);
-    phase += step;
-    if (phase >= dist) phase -= dist;
-  }
-}
-
 /* Copy a match of len bytes starting dist bytes back; the caller has checked that
  * op - dist >= out and op + len <= oend. Overlapping matches (dist < len) repeat the
- * pattern, as LZ77 requires. */
+ * pattern, as LZ77 requires.
+ *
+ * The copy goes in pieces of W bytes (32, 16 or 8, the largest not above dist, so every piece
+ * reads bytes that are already final). With 31 bytes of slack after the match the last piece
+ * may overshoot (the excess is overwritten later or lies in unused output); otherwise the
+ * pieces stop at the last whole one and the tail, shorter than W and so than dist, is one
+ * non-overlapping memcpy. Periods 2..7 store 8 bytes at a time from a pattern buffer. */
 static inline void copy_match(uint8_t *op, const uint8_t *oend, size_t dist, size_t len) {
   const uint8_t *ref = op - dist;
-  bool room = (size_t)(oend - op) >= len + 31; /* slack for the wide copies' last piece */
+  bool slack = (size_t)(oend - op) >= len + 31;
+  size_t w = dist >= 32 ? 32 : dist >= 16 ? 16 : 8;
+  size_t lim = slack ? len + w - 1 : len; /* pieces start while i + w <= lim */
+  size_t i = 0;
 
   if (dist == 1) {
     memset(op, *ref, len);
-  } else if (room && dist >= 32) {
-    CAT_WILD_COPY(32);
-  } else if (room && dist >= 16) {
-    CAT_WILD_COPY(16);
-  } else if (room && dist >= 8) {
-    CAT_WILD_COPY(8);
-  } else if (room) {
-    copy_period(op, ref, dist, len);
-  } else if (dist >= len) {
-    memcpy(op, ref, len);
-  } else {
-    /* Near the end of the output: the overlapping part byte by byte. */
-    for (size_t i = 0; i < len; i++) op[i] = ref[i];
+    return;
   }
+  if (dist < 8) {
+    uint8_t pat[16];
+    size_t phase = 0, step = 8 - dist * (8 / dist); /* 8 % dist */
+    memcpy(pat, ref, dist);
+    for (size_t k = dist; k < 8 + dist; k++) pat[k] = pat[k - dist];
+    for (; i + 8 <= lim; i += 8) {
+      memcpy(op + i, pat + phase, 8);
+      phase += step;
+      if (phase >= dist) phase -= dist;
+    }
+    for (; i < len; i++) op[i] = ref[i]; /* tail near the end of the output */
+    return;
+  }
+  if (w == 32)
+    for (; i + 32 <= lim; i += 32) memcpy(op + i, ref + i, 32);
+  else if (w == 16)
+    for (; i + 16 <= lim; i += 16) memcpy(op + i, ref + i, 16);
+  else
+    for (; i + 8 <= lim; i += 8) memcpy(op + i, ref + i, 8);
+  if (i < len) memcpy(op + i, ref + i, len - i);
 }
 
 int32_t cat_blosclz_decompress(const uint8_t *in, int32_t n, uint8_t *out, int32_t nout) {

@@ -6,7 +6,8 @@
  * clevel 1 + shuffle; nthreads 1 and 2; in memory and from a contiguous file. Times:
  * compress the whole array, decompress it whole, slices [k,:,:], [:,k,:], [:,:,k] (median
  * over 7 values of k), a 10^3 box inside one chunk and one across 8 chunks (median of 51).
- * memcpy of the whole buffer is printed as the floor.
+ * memcpy of the whole buffer is printed as the floor. Compression is the best of two runs,
+ * whole decompression the best of three.
  *
  * Usage: tests/bench_core [N]   (N = edge length, default 400)
  */
@@ -96,6 +97,7 @@ int main(int argc, char **argv) {
     for (int64_t c1 = 0; c1 < n; c1++)
       for (int64_t c2 = 0; c2 < n; c2++, i++)
         src[i] = 100 * (sin(c0 * 0.1) + sin(c1 * 0.1 / 2) + sin(c2 * 0.1 / 3) + 0.5 * sin(i * 1e-4));
+  memset(out, 0, nbytes); /* fault the pages in: time the copy, not the kernel */
   t0 = now();
   memcpy(out, src, nbytes);
   printf("# %lldx%lldx%lld float64 (%.0f MB), chunks 100^3, blocks 20^3; memcpy of it: %.3f s\n",
@@ -126,11 +128,16 @@ int main(int argc, char **argv) {
         p.cparams.clevel = configs[c].clevel;
         p.store = store ? CATERVA_STORE_CONTIGUOUS : CATERVA_STORE_MEMORY;
         p.path = store ? path : NULL;
-        if (store) unlink(path);
-        t0 = now();
-        rc = caterva_array_from_buffer(ctx, &p, src, (int64_t)nbytes, &a);
-        if (rc < 0) die(ctx, "from_buffer", rc);
-        double tc = now() - t0;
+        double tc = 1e9;
+        for (int rep = 0; rep < 2; rep++) { /* best of two: the first pays for cold memory */
+          if (a != NULL) caterva_array_free(a);
+          a = NULL;
+          if (store) unlink(path);
+          t0 = now();
+          rc = caterva_array_from_buffer(ctx, &p, src, (int64_t)nbytes, &a);
+          if (rc < 0) die(ctx, "from_buffer", rc);
+          if (now() - t0 < tc) tc = now() - t0;
+        }
         if (store) { /* reopen: the reads come from the file */
           caterva_array_free(a);
           rc = caterva_array_open(ctx, path, CATERVA_OPEN_READ, &a);

@@ -565,6 +565,8 @@ int64_t caterva_schunk_append_buffer(caterva_ctx *ctx, caterva_schunk *sc, const
   CAT_CHECK(leave, src != NULL && nbytes > 0 && nbytes <= CATERVA_CHUNK_MAX_NBYTES,
             CATERVA_E_INVALID, "append_buffer: bad source of %d bytes", (int)nbytes);
   e.pos = sc->nchunks;
+  /* Refuse a wrong size before spending a compression on it. */
+  CAT_TRY(leave, check_sizes(ctx, sc, &e));
   if (all_zero(src, (size_t)nbytes)) {
     e.special = CAT_ENTRY_SPECIAL(CATERVA_SPECIAL_ZERO);
   } else {

@@ -305,10 +305,13 @@ static void dtype_tests(void) {
                               "[('a', '<i4')]", "<S0", "<i99999999999"};
   caterva_dtype_info info;
   char buf[32];
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    tap_ok(caterva_dtype_parse(cases[i].s, &info) == 0 && info.kind == cases[i].kind &&
-               info.itemsize == cases[i].itemsize && info.big_endian == cases[i].be,
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    /* Parse first: argument evaluation order is unspecified, info is printed below. */
+    int rc = caterva_dtype_parse(cases[i].s, &info);
+    tap_ok(rc == 0 && info.kind == cases[i].kind && info.itemsize == cases[i].itemsize &&
+               info.big_endian == cases[i].be,
            "dtype %s: kind %d itemsize %d", cases[i].s, info.kind, info.itemsize);
+  }
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     tap_ok(caterva_dtype_parse(bad[i], &info) == CATERVA_E_INVALID &&
                info.kind == CATERVA_KIND_OPAQUE && info.itemsize == 0,

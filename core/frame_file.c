@@ -209,6 +209,19 @@ static void plan_free(plan *pl) {
   memset(pl, 0, sizeof *pl);
 }
 
+/* Write a sparse frame's chunks.b2frame (header, index, trailer of pl) at path, atomically. */
+static int write_sparse_index(caterva_ctx *ctx, const char *path, const plan *pl) {
+  pieces pc;
+  memset(&pc, 0, sizeof pc);
+  pc.p[0] = pl->header;
+  pc.n[0] = (size_t)pl->header_len;
+  pc.p[1] = pl->index;
+  pc.n[1] = (size_t)pl->index_len;
+  pc.p[2] = pl->trailer;
+  pc.n[2] = (size_t)pl->trailer_len;
+  return write_atomic(ctx, path, emit_pieces, &pc);
+}
+
 /* Index, trailer and header for the given entries; cbytes is the chunk bytes recorded. */
 static int plan_finish(caterva_ctx *ctx, caterva_schunk *sc, int frame_type, plan *pl,
                        int64_t n, int64_t nbytes) {
@@ -484,7 +497,6 @@ leave:
 static int sparse_write_index(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
                               int64_t nbytes, int64_t cbytes) {
   plan pl;
-  pieces pc;
   char *path = join(sc->path, CAT_SPARSE_INDEX);
   int rc;
   memset(&pl, 0, sizeof pl);
@@ -494,14 +506,7 @@ static int sparse_write_index(caterva_ctx *ctx, caterva_schunk *sc, int64_t *ent
   rc = plan_finish(ctx, sc, CAT_FRAME_SPARSE, &pl, n, nbytes);
   pl.entries = NULL;
   CAT_TRY(leave, rc);
-  memset(&pc, 0, sizeof pc);
-  pc.p[0] = pl.header;
-  pc.n[0] = (size_t)pl.header_len;
-  pc.p[1] = pl.index;
-  pc.n[1] = (size_t)pl.index_len;
-  pc.p[2] = pl.trailer;
-  pc.n[2] = (size_t)pl.trailer_len;
-  CAT_TRY(leave, write_atomic(ctx, path, emit_pieces, &pc));
+  CAT_TRY(leave, write_sparse_index(ctx, path, &pl));
   sc->header_len = pl.header_len;
   sc->frame_len = pl.frame_len;
 leave:
@@ -661,7 +666,6 @@ static void remove_sparse(const char *dir, int64_t nfiles) {
 
 static int save_sparse(caterva_ctx *ctx, caterva_schunk *sc, const char *path) {
   plan pl;
-  pieces pc;
   sparse_out so = {path, 0};
   char *idx = NULL;
   int rc;
@@ -671,14 +675,7 @@ static int save_sparse(caterva_ctx *ctx, caterva_schunk *sc, const char *path) {
   CAT_TRY(fail, each_stored(ctx, sc, put_chunk_file, &so));
   idx = join(path, CAT_SPARSE_INDEX);
   CAT_CHECK(fail, idx != NULL, CATERVA_E_NOMEM, "out of memory");
-  memset(&pc, 0, sizeof pc);
-  pc.p[0] = pl.header;
-  pc.n[0] = (size_t)pl.header_len;
-  pc.p[1] = pl.index;
-  pc.n[1] = (size_t)pl.index_len;
-  pc.p[2] = pl.trailer;
-  pc.n[2] = (size_t)pl.trailer_len;
-  CAT_TRY(fail, write_atomic(ctx, idx, emit_pieces, &pc));
+  CAT_TRY(fail, write_sparse_index(ctx, idx, &pl));
   sync_parent(path);
   rc = CATERVA_OK;
   goto leave;

@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 
+from sqltap import plan, report
+
 
 def reexec_with_preload():
     pre = os.environ.get("CATERVA_PRELOAD", "")
@@ -48,17 +50,6 @@ ARRAYS = [
 ]
 
 FMT = {"<i4": "i", "<f8": "d", "<u2": "H", "<f4": "f", "|i1": "b", "<i8": "q"}
-
-tests = []
-
-
-def report(ok, desc, detail=""):
-    tests.append(ok)
-    print("%s %d - %s" % ("ok" if ok else "not ok", len(tests), desc))
-    if not ok and detail:
-        for line in detail.splitlines():
-            print("# " + line)
-
 
 def product(xs):
     n = 1
@@ -429,7 +420,7 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
     print("# %d queries compared (seed %d); plans used: %s" %
           (nquery, SEED, ", ".join("%s %d" % kv for kv in PLANS.items())))
-    print("1..%d" % len(tests))
+    plan()
     return 0
 
 

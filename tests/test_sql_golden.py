@@ -17,6 +17,9 @@ import struct
 import subprocess
 import sys
 
+import sqltap
+from sqltap import plan, report, skip
+
 BUILD = os.environ.get("top_builddir", ".")
 EXT = os.path.join(BUILD, ".libs", "caterva")
 GOLDEN = os.environ.get("CATERVA_GOLDEN", "")
@@ -25,31 +28,9 @@ SHELL = os.environ.get("SQLITE3_SHELL", "sqlite3")
 FMT = {"int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
        "int64": "q", "uint64": "Q", "float32": "f", "float64": "d", "bool": "?"}
 
-tests = []
-
-
-def report(ok, desc, detail=""):
-    tests.append(ok)
-    print("%s %d - %s" % ("ok" if ok else "not ok", len(tests), desc))
-    if not ok and detail:
-        for line in str(detail).splitlines()[:20]:
-            print("# " + line)
-
-
-def skip(desc, why):
-    tests.append(True)
-    print("ok %d - %s # SKIP %s" % (len(tests), desc, why))
-
-
 def shell(sql):
     """Run SQL in the sqlite3 shell with the extension loaded; return (stdout, stderr)."""
-    env = dict(os.environ)
-    pre = os.environ.get("CATERVA_PRELOAD", "")
-    if pre:
-        env["LD_PRELOAD"] = pre
-    p = subprocess.run([SHELL, "-batch", ":memory:"], input=".load %s\n%s\n" % (EXT, sql),
-                       capture_output=True, text=True, cwd=GOLDEN, env=env)
-    return p.stdout, p.stderr
+    return sqltap.shell(SHELL, EXT, sql, GOLDEN)
 
 
 def sql_str(s):
@@ -151,7 +132,7 @@ def main():
     manifest = json.load(open(os.path.join(GOLDEN, "manifest.json")))
     for case in manifest["cases"]:
         check_case(case)
-    print("1..%d" % len(tests))
+    plan()
     return 0
 
 

@@ -18,6 +18,9 @@ import subprocess
 import sys
 import tempfile
 
+import sqltap
+from sqltap import plan, report
+
 BUILD = os.environ.get("top_builddir", ".")
 EXT = os.path.join(BUILD, ".libs", "caterva")
 MKARRAY = os.path.join(BUILD, "tests", "mkarray")
@@ -31,25 +34,8 @@ ARRAYS = [
     ("p4", [9, 10, 11, 12], [4, 5, 6, 7], [2, 3, 3, 4], ["-c", "blosclz"]),
 ]
 
-tests = []
-
-
-def report(ok, desc, detail=""):
-    tests.append(ok)
-    print("%s %d - %s" % ("ok" if ok else "not ok", len(tests), desc))
-    if not ok and detail:
-        for line in str(detail).splitlines()[:20]:
-            print("# " + line)
-
-
 def shell(sql, cwd):
-    env = dict(os.environ)
-    pre = os.environ.get("CATERVA_PRELOAD", "")
-    if pre:
-        env["LD_PRELOAD"] = pre
-    p = subprocess.run([SHELL, "-batch", ":memory:"], input=".load %s\n%s\n" % (EXT, sql),
-                       capture_output=True, text=True, cwd=cwd, env=env)
-    return p.stdout, p.stderr
+    return sqltap.shell(SHELL, EXT, sql, cwd)
 
 
 def blocks_along(lo, hi, c, b):
@@ -170,7 +156,7 @@ def main():
             check(tmp, spec)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("1..%d" % len(tests))
+    plan()
     return 0
 
 

@@ -1,0 +1,36 @@
+"""TAP output and the sqlite3 shell runner shared by the Python SQL tests (tests/test_sql_*.py)."""
+import os
+import subprocess
+
+_results = []
+
+
+def report(ok, desc, detail=""):
+    """Print one TAP line; on failure, up to 20 lines of detail as diagnostics."""
+    _results.append(ok)
+    print("%s %d - %s" % ("ok" if ok else "not ok", len(_results), desc))
+    if not ok and detail:
+        for line in str(detail).splitlines()[:20]:
+            print("# " + line)
+
+
+def skip(desc, why):
+    _results.append(True)
+    print("ok %d - %s # SKIP %s" % (len(_results), desc, why))
+
+
+def plan():
+    """Print the plan line, after all tests."""
+    print("1..%d" % len(_results))
+
+
+def shell(shell_path, ext, sql, cwd):
+    """Run SQL in the sqlite3 shell with the extension loaded; return (stdout, stderr).
+    CATERVA_PRELOAD (the ASan runtime, in sanitizer builds) is preloaded into the shell."""
+    env = dict(os.environ)
+    pre = os.environ.get("CATERVA_PRELOAD", "")
+    if pre:
+        env["LD_PRELOAD"] = pre
+    p = subprocess.run([shell_path, "-batch", ":memory:"], input=".load %s\n%s\n" % (ext, sql),
+                       capture_output=True, text=True, cwd=cwd, env=env)
+    return p.stdout, p.stderr

@@ -196,3 +196,19 @@ done:
   fclose(f);
   return buf;
 }
+
+mj_node *mj_load_manifest(const char *dir, const mj_node **cases) {
+  char path[4096];
+  size_t len = 0;
+  char *text;
+  mj_node *root;
+  *cases = NULL;
+  snprintf(path, sizeof path, "%s/manifest.json", dir);
+  text = mj_read_file(path, &len);
+  if (text == NULL) return NULL;
+  root = mj_parse(text, len);
+  free(text);
+  *cases = mj_get(root, "cases");
+  if (*cases != NULL && (*cases)->type != MJ_ARR) *cases = NULL;
+  return root;
+}

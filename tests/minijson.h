@@ -30,6 +30,10 @@ const mj_node *mj_get(const mj_node *obj, const char *key);
 /* Convenience accessors; defaults when absent or of another type. */
 const char *mj_getstr(const mj_node *obj, const char *key);       /* NULL */
 int64_t mj_getint(const mj_node *obj, const char *key, int64_t def);
+/* Read and parse DIR/manifest.json (the golden set's schema); *cases is its "cases" array
+ * (NULL if missing). Returns the root to free with mj_free, or NULL when the file cannot be
+ * read or parsed. */
+mj_node *mj_load_manifest(const char *dir, const mj_node **cases);
 /* Read a whole file into a NUL-terminated malloc'ed buffer; NULL on error. */
 char *mj_read_file(const char *path, size_t *len);
 

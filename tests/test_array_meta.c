@@ -121,24 +121,16 @@ static void check_case(const mj_node *c) {
 }
 
 static void golden_tests(const char *dir) {
-  char path[4096];
-  size_t len;
-  char *text;
-  mj_node *root;
   const mj_node *cases;
-  snprintf(path, sizeof path, "%s/manifest.json", dir);
-  text = mj_read_file(path, &len);
-  if (!text) {
-    tap_diag("no manifest at %s: golden metalayer checks skipped", path);
+  mj_node *root = mj_load_manifest(dir, &cases);
+  if (root == NULL) {
+    tap_diag("no manifest in %s: golden metalayer checks skipped", dir);
     return;
   }
-  root = mj_parse(text, len);
-  cases = mj_get(root, "cases");
   tap_ok(cases && cases->type == MJ_ARR && cases->n >= 40, "manifest has %zu cases",
          cases ? cases->n : 0);
   for (size_t i = 0; cases && i < cases->n; i++) check_case(cases->items[i]);
   mj_free(root);
-  free(text);
 }
 
 /* ---- malformed and edge-case metalayers ------------------------------------------------ */

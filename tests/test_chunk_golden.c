@@ -151,21 +151,15 @@ done:
 
 int main(void) {
   const char *dir = getenv("CATERVA_GOLDEN");
-  char path[4096];
-  char *text;
-  size_t len;
   mj_node *root;
   if (dir == NULL) dir = "../shared/golden";
-  snprintf(path, sizeof path, "%s/manifest.json", dir);
-  text = mj_read_file(path, &len);
-  if (text == NULL) return tap_skip_all("golden files not found (set CATERVA_GOLDEN)");
-  root = mj_parse(text, len);
-  if (caterva_ctx_new(2, &ctx) < 0 || root == NULL) return 1;
-  const mj_node *cases = mj_get(root, "cases");
+  const mj_node *cases;
+  root = mj_load_manifest(dir, &cases);
+  if (root == NULL) return tap_skip_all("golden files not found (set CATERVA_GOLDEN)");
+  if (caterva_ctx_new(2, &ctx) < 0) return 1;
   for (size_t i = 0; cases != NULL && i < cases->n; i++) run_case(dir, cases->items[i]);
   tap_ok(cases != NULL && cases->n >= 40, "manifest lists %zu cases", cases ? cases->n : 0);
   mj_free(root);
-  free(text);
   caterva_ctx_free(ctx);
   return tap_done();
 }

@@ -255,27 +255,20 @@ static void golden_case(const char *dir, const mj_node *c) {
 
 static void test_golden(void) {
   const char *dir = getenv("CATERVA_GOLDEN");
-  char mpath[1024];
-  size_t len;
-  char *text;
   mj_node *root;
   const mj_node *cases;
   if (dir == NULL || dir[0] == '\0') {
     tap_diag("CATERVA_GOLDEN not set: golden files skipped");
     return;
   }
-  snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
-  text = mj_read_file(mpath, &len);
-  if (text == NULL) {
-    tap_diag("no %s: golden files skipped", mpath);
+  root = mj_load_manifest(dir, &cases);
+  if (root == NULL) {
+    tap_diag("no manifest in %s: golden files skipped", dir);
     return;
   }
-  root = mj_parse(text, len);
-  cases = mj_get(root, "cases");
   tap_ok(cases != NULL && cases->n >= 40, "manifest lists %zu cases", cases ? cases->n : 0);
   for (size_t k = 0; cases != NULL && k < cases->n; k++) golden_case(dir, cases->items[k]);
   mj_free(root);
-  free(text);
 }
 
 /* ---- round trips ---------------------------------------------------------------------------- */

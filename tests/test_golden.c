@@ -188,18 +188,12 @@ leave:
 
 int main(void) {
   const char *dir = getenv("CATERVA_GOLDEN");
-  char path[4096];
-  char *text;
-  size_t len;
   mj_node *root;
   const mj_node *cases;
   caterva_ctx *ctx1 = NULL, *ctx3 = NULL;
   if (dir == NULL || *dir == '\0') return tap_skip_all("CATERVA_GOLDEN not set");
-  snprintf(path, sizeof path, "%s/manifest.json", dir);
-  text = mj_read_file(path, &len);
-  if (text == NULL) return tap_skip_all("no golden manifest (../shared absent)");
-  root = mj_parse(text, len);
-  cases = mj_get(root, "cases");
+  root = mj_load_manifest(dir, &cases);
+  if (root == NULL) return tap_skip_all("no golden manifest (../shared absent)");
   tap_ok(cases && cases->type == MJ_ARR && cases->n >= 40, "manifest lists %zu cases",
          cases ? cases->n : 0);
   if (caterva_ctx_new(1, &ctx1) != 0 || caterva_ctx_new(3, &ctx3) != 0)
@@ -216,7 +210,6 @@ int main(void) {
   caterva_ctx_free(ctx1);
   caterva_ctx_free(ctx3);
   mj_free(root);
-  free(text);
   nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
   return tap_done();
 }

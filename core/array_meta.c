@@ -101,58 +101,28 @@ leave:
    encoding for the numbers, any array-header form for the lists, any string form for the
    dtype. Bytes after the last entry are ignored, as the reference reader does. */
 
-/* Read one msgpack integer; false on truncation or a non-integer. */
+/* One msgpack integer (cat_mp_int). *d3_pos, when asked, receives the offset from base of
+ * the 8 payload bytes if the integer used the fixed-width D3 marker (so resize can patch the
+ * shape in place), else -1. */
 static bool rd_int(cat_rdr *r, int64_t *v, int32_t *d3_pos, const uint8_t *base) {
-  uint8_t t;
-  const uint8_t *b;
-  if (d3_pos) *d3_pos = -1;
-  if (!cat_rdr_u8(r, &t)) return false;
-  if (t <= 0x7F) { *v = t; return true; }
-  if (t >= 0xE0) { *v = (int8_t)t; return true; }
-  switch (t) {
-  case 0xCC: if (!cat_rdr_bytes(r, 1, &b)) return false; *v = b[0]; return true;
-  case 0xCD: if (!cat_rdr_bytes(r, 2, &b)) return false; *v = cat_be16(b); return true;
-  case 0xCE: if (!cat_rdr_bytes(r, 4, &b)) return false; *v = cat_be32(b); return true;
-  case 0xCF:
-    if (!cat_rdr_bytes(r, 8, &b)) return false;
-    if (cat_be64(b) > INT64_MAX) return false;
-    *v = (int64_t)cat_be64(b);
-    return true;
-  case 0xD0: if (!cat_rdr_bytes(r, 1, &b)) return false; *v = (int8_t)b[0]; return true;
-  case 0xD1: if (!cat_rdr_bytes(r, 2, &b)) return false; *v = (int16_t)cat_be16(b); return true;
-  case 0xD2: if (!cat_rdr_bytes(r, 4, &b)) return false; *v = (int32_t)cat_be32(b); return true;
-  case 0xD3:
-    if (!cat_rdr_bytes(r, 8, &b)) return false;
-    *v = (int64_t)cat_be64(b);
-    if (d3_pos) *d3_pos = (int32_t)(b - base);
-    return true;
-  default: return false;
-  }
+  const uint8_t *at = r->p;
+  if (!cat_mp_int(r, v)) return false;
+  if (d3_pos) *d3_pos = at[0] == 0xD3 ? (int32_t)(at + 1 - base) : -1;
+  return true;
 }
 
-/* Read an array header; the reference's 0x90+n byte is accepted for n up to 16. */
+/* An array header (cat_mp_array), plus the reference's 0x90+n byte for n = 16, which msgpack
+ * would read as an empty str (0xA0) but b2nd writes for 16-dimension lists. */
 static bool rd_array(cat_rdr *r, int64_t *n) {
-  uint8_t t;
-  const uint8_t *b;
-  if (!cat_rdr_u8(r, &t)) return false;
-  if (t >= 0x90 && t <= 0xA0) { *n = t - 0x90; return true; }
-  if (t == 0xDC) { if (!cat_rdr_bytes(r, 2, &b)) return false; *n = cat_be16(b); return true; }
-  if (t == 0xDD) { if (!cat_rdr_bytes(r, 4, &b)) return false; *n = cat_be32(b); return true; }
-  return false;
-}
-
-static bool rd_str(cat_rdr *r, const uint8_t **s, size_t *len) {
-  uint8_t t;
-  const uint8_t *b;
-  size_t n;
-  if (!cat_rdr_u8(r, &t)) return false;
-  if (t >= 0xA0 && t <= 0xBF) n = t - 0xA0;
-  else if (t == 0xD9) { if (!cat_rdr_bytes(r, 1, &b)) return false; n = b[0]; }
-  else if (t == 0xDA) { if (!cat_rdr_bytes(r, 2, &b)) return false; n = cat_be16(b); }
-  else if (t == 0xDB) { if (!cat_rdr_bytes(r, 4, &b)) return false; n = cat_be32(b); }
-  else return false;
-  *len = n;
-  return cat_rdr_bytes(r, n, s);
+  uint32_t u;
+  if (cat_rdr_left(r) > 0 && r->p[0] == 0xA0) {
+    r->p++;
+    *n = 16;
+    return true;
+  }
+  if (!cat_mp_array(r, &u)) return false;
+  *n = u;
+  return true;
 }
 
 /* One list of ndim integers in [lo, hi]. */
@@ -211,8 +181,8 @@ int cat_meta_decode(caterva_ctx *ctx, const uint8_t *buf, size_t len, int is_b2n
   }
   if (nentries >= 7) {
     const uint8_t *s;
-    size_t slen;
-    CAT_CHECK(leave, rd_str(&r, &s, &slen), CATERVA_E_CORRUPT,
+    uint32_t slen;
+    CAT_CHECK(leave, cat_mp_str(&r, &s, &slen), CATERVA_E_CORRUPT,
               "%s metalayer: dtype is not a string", name);
     CAT_CHECK(leave, memchr(s, 0, slen) == NULL, CATERVA_E_CORRUPT,
               "%s metalayer: dtype contains a NUL byte", name);

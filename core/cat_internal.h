@@ -115,6 +115,18 @@ static inline bool cat_rdr_bytes(cat_rdr *r, size_t n, const uint8_t **out) {
   return true;
 }
 
+/* ---- msgpack values over a cursor (mpread.c) ----------------------------------------- */
+
+/* Any msgpack integer as int64 (uint64 above INT64_MAX is refused). */
+bool cat_mp_int(cat_rdr *r, int64_t *v);
+/* Map or array header of any width: the number of entries. */
+bool cat_mp_map(cat_rdr *r, uint32_t *n);
+bool cat_mp_array(cat_rdr *r, uint32_t *n);
+/* A str of any width; its bytes are borrowed from the cursor's buffer. */
+bool cat_mp_str(cat_rdr *r, const uint8_t **p, uint32_t *n);
+/* The C6 marker and u32 length of a bin32 (the payload is not consumed). */
+bool cat_mp_bin32_len(cat_rdr *r, uint32_t *n);
+
 /* ---- overflow-checked arithmetic ---------------------------------------------------- */
 
 /* Each returns false on overflow (or a negative operand) and leaves *out unspecified. */

@@ -15,72 +15,14 @@
 #include <msgpack.h>
 #include <stdlib.h>
 
-/* ---- a small msgpack reader over a cursor --------------------------------------------- */
-
-static bool mp_be(cat_rdr *r, int nbytes, uint64_t *v) {
-  const uint8_t *p;
-  if (!cat_rdr_bytes(r, (size_t)nbytes, &p)) return false;
-  *v = 0;
-  for (int i = 0; i < nbytes; i++) *v = *v << 8 | p[i];
-  return true;
-}
-
-/* Any msgpack integer; *v receives it as int64 (uint64 above INT64_MAX is rejected). */
-static bool mp_int(cat_rdr *r, int64_t *v) {
-  uint8_t m;
-  uint64_t u;
-  if (!cat_rdr_u8(r, &m)) return false;
-  if (m <= 0x7f) { *v = m; return true; }
-  if (m >= 0xe0) { *v = (int8_t)m; return true; }
-  switch (m) {
-  case 0xcc: if (!mp_be(r, 1, &u)) return false; *v = (int64_t)u; return true;
-  case 0xcd: if (!mp_be(r, 2, &u)) return false; *v = (int64_t)u; return true;
-  case 0xce: if (!mp_be(r, 4, &u)) return false; *v = (int64_t)u; return true;
-  case 0xcf: if (!mp_be(r, 8, &u) || u > INT64_MAX) return false; *v = (int64_t)u; return true;
-  case 0xd0: if (!mp_be(r, 1, &u)) return false; *v = (int8_t)u; return true;
-  case 0xd1: if (!mp_be(r, 2, &u)) return false; *v = (int16_t)u; return true;
-  case 0xd2: if (!mp_be(r, 4, &u)) return false; *v = (int32_t)u; return true;
-  case 0xd3: if (!mp_be(r, 8, &u)) return false; *v = (int64_t)u; return true;
-  default: return false;
-  }
-}
-
-/* A container header (map or array) of any width. fix_base: 0x80 (map) or 0x90 (array);
- * m16/m32: the 16- and 32-bit markers. */
-static bool mp_container(cat_rdr *r, uint8_t fix_base, uint8_t m16, uint8_t m32, uint32_t *n) {
-  uint8_t m;
-  uint64_t u;
-  if (!cat_rdr_u8(r, &m)) return false;
-  if ((m & 0xf0) == fix_base) { *n = m & 0x0f; return true; }
-  if (m == m16 && mp_be(r, 2, &u)) { *n = (uint32_t)u; return true; }
-  if (m == m32 && mp_be(r, 4, &u)) { *n = (uint32_t)u; return true; }
-  return false;
-}
-static bool mp_map(cat_rdr *r, uint32_t *n) { return mp_container(r, 0x80, 0xde, 0xdf, n); }
-static bool mp_array(cat_rdr *r, uint32_t *n) { return mp_container(r, 0x90, 0xdc, 0xdd, n); }
-
-/* A str of any width; the bytes are borrowed from the cursor. */
-static bool mp_str(cat_rdr *r, const uint8_t **p, uint32_t *n) {
-  uint8_t m;
-  uint64_t u;
-  if (!cat_rdr_u8(r, &m)) return false;
-  if ((m & 0xe0) == 0xa0) u = m & 0x1f;
-  else if (m == 0xd9) { if (!mp_be(r, 1, &u)) return false; }
-  else if (m == 0xda) { if (!mp_be(r, 2, &u)) return false; }
-  else if (m == 0xdb) { if (!mp_be(r, 4, &u)) return false; }
-  else return false;
-  *n = (uint32_t)u;
-  return cat_rdr_bytes(r, u, p);
-}
-
 /* The bin32 (C6) that a metalayer offset points at, inside [lo, hi) of the frame. */
 static bool mp_bin32_at(const uint8_t *frame, int64_t off, int64_t lo, int64_t hi,
                         const uint8_t **p, int32_t *n) {
   cat_rdr r;
-  uint64_t u;
+  uint32_t u;
   if (off < lo || off >= hi) return false;
   cat_rdr_init(&r, frame + off, (size_t)(hi - off));
-  if (r.p[0] != 0xc6 || !cat_rdr_skip(&r, 1) || !mp_be(&r, 4, &u) || u > INT32_MAX) return false;
+  if (!cat_mp_bin32_len(&r, &u) || u > INT32_MAX) return false;
   *n = (int32_t)u;
   return cat_rdr_bytes(&r, u, p);
 }
@@ -199,7 +141,7 @@ static int parse_one_meta(caterva_ctx *ctx, caterva_schunk *sc, cat_rdr *r, cons
   uint32_t nlen;
   int64_t off;
   int32_t clen;
-  if (!mp_str(r, &name, &nlen) || nlen > CATERVA_METALAYER_NAME_MAX || !mp_int(r, &off))
+  if (!cat_mp_str(r, &name, &nlen) || nlen > CATERVA_METALAYER_NAME_MAX || !cat_mp_int(r, &off))
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame header: bad metalayer entry %d", sc->nmeta);
   if (!mp_bin32_at(frame, off, CAT_FH_SIZE, sc->header_len, &content, &clen))
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame header: metalayer %d content out of bounds",
@@ -219,7 +161,7 @@ static int parse_metalayers(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t 
   int64_t isize;
   if (sc->header_len == CAT_FH_SIZE) return CATERVA_OK; /* no metalayer section at all */
   cat_rdr_init(&r, frame + CAT_FH_SIZE, (size_t)(sc->header_len - CAT_FH_SIZE));
-  if (!mp_array(&r, &n3) || n3 != 3 || !mp_int(&r, &isize) || !mp_map(&r, &n))
+  if (!cat_mp_array(&r, &n3) || n3 != 3 || !cat_mp_int(&r, &isize) || !cat_mp_map(&r, &n))
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame header: malformed metalayer section");
   if (n > CATERVA_MAX_METALAYERS)
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame header: %u metalayers (max %d)", n,
@@ -228,7 +170,7 @@ static int parse_metalayers(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t 
     int rc = parse_one_meta(ctx, sc, &r, frame);
     if (rc < 0) return rc;
   }
-  if (!mp_array(&r, &narr) || narr != n)
+  if (!cat_mp_array(&r, &narr) || narr != n)
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame header: metalayer array does not match map");
   return CATERVA_OK;
 }
@@ -268,7 +210,7 @@ static int parse_one_vlmeta(caterva_ctx *ctx, caterva_schunk *sc, cat_rdr *r,
   uint32_t nlen;
   int64_t off;
   int32_t clen;
-  if (!mp_str(r, &name, &nlen) || nlen == 0 || nlen > 255 || !mp_int(r, &off) ||
+  if (!cat_mp_str(r, &name, &nlen) || nlen == 0 || nlen > 255 || !cat_mp_int(r, &off) ||
       off > INT64_MAX - start)
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: bad vlmetalayer entry %d",
                      sc->nvlmeta);
@@ -293,7 +235,7 @@ static int parse_vlmeta_section(caterva_ctx *ctx, caterva_schunk *sc, cat_rdr *r
                                 const uint8_t *frame, int64_t start, int64_t tail) {
   uint32_t n3, n, narr;
   int64_t isize;
-  if (!mp_array(r, &n3) || n3 != 3 || !mp_int(r, &isize) || !mp_map(r, &n))
+  if (!cat_mp_array(r, &n3) || n3 != 3 || !cat_mp_int(r, &isize) || !cat_mp_map(r, &n))
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: malformed vlmetalayer section");
   if (n > CATERVA_MAX_VLMETALAYERS)
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: %u vlmetalayers", n);
@@ -305,7 +247,7 @@ static int parse_vlmeta_section(caterva_ctx *ctx, caterva_schunk *sc, cat_rdr *r
     int rc = parse_one_vlmeta(ctx, sc, r, frame, start, tail);
     if (rc < 0) return rc;
   }
-  if (!mp_array(r, &narr) || narr != n)
+  if (!cat_mp_array(r, &narr) || narr != n)
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: vlmetalayer array does not match");
   return CATERVA_OK;
 }
@@ -322,7 +264,7 @@ int cat_frame_parse_trailer(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t 
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: bad length %lld", (long long)tlen);
   *start = sc->frame_len - tlen;
   cat_rdr_init(&r, frame + *start, (size_t)(tail - *start));
-  if (!mp_array(&r, &n4) || n4 != 4 || !mp_int(&r, &version) || version < 0)
+  if (!cat_mp_array(&r, &n4) || n4 != 4 || !cat_mp_int(&r, &version) || version < 0)
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: malformed");
   return parse_vlmeta_section(ctx, sc, &r, frame, *start, tail);
 }
@@ -481,38 +423,76 @@ void cat_frame_fixed_patch(const caterva_schunk *sc, uint8_t out[CAT_FH_SIZE], i
 /* Encoded size of a msgpack str of n bytes. */
 static int64_t mp_str_size(size_t n) { return n < 32 ? 1 + (int64_t)n : n < 256 ? 2 + (int64_t)n : 3 + (int64_t)n; }
 
+/* Metalayers (header) and vlmetalayers (trailer) share one layout after their own lead-in:
+ *   DE u16 n {str name, D2 i32 offset-of-its-C6}*n   DC u16 n {C6 u32 len, bytes}*n
+ * A section is read through an accessor so both are packed and measured by the same code. */
+typedef struct named_bin {
+  const char *name;
+  const uint8_t *bytes;
+  int32_t len;
+} named_bin;
+typedef named_bin (*bin_at_fn)(const caterva_schunk *sc, int k);
+
+static named_bin meta_at(const caterva_schunk *sc, int k) {
+  named_bin b = {sc->meta[k].name, sc->meta[k].content, sc->meta[k].len};
+  return b;
+}
+
+static named_bin vlmeta_at(const caterva_schunk *sc, int k) {
+  named_bin b = {sc->vlmeta[k].name, sc->vlmeta[k].chunk, sc->vlmeta[k].cbytes};
+  return b;
+}
+
+/* Bytes of a section's lead-in (lead bytes) plus its map and array16 header. */
+static int64_t bins_map_len(const caterva_schunk *sc, int n, bin_at_fn at, int64_t lead) {
+  int64_t len = lead + 3 + 3;
+  for (int k = 0; k < n; k++) len += mp_str_size(strlen(at(sc, k).name)) + 5;
+  return len;
+}
+
+/* Bytes of a section's contents (each with its C6 marker and length). */
+static int64_t bins_data_len(const caterva_schunk *sc, int n, bin_at_fn at) {
+  int64_t len = 0;
+  for (int k = 0; k < n; k++) len += 5 + (int64_t)at(sc, k).len;
+  return len;
+}
+
+/* Pack the map and the array of a section; off is where the first C6 byte lands. */
+static int pack_bins(msgpack_packer *pk, msgpack_sbuffer *sb, const caterva_schunk *sc, int n,
+                     bin_at_fn at, int64_t off) {
+  int err = sbuf_marker16(sb, 0xde, (uint16_t)n);
+  for (int k = 0; k < n; k++) {
+    named_bin b = at(sc, k);
+    err |= msgpack_pack_str_with_body(pk, b.name, strlen(b.name));
+    err |= msgpack_pack_fix_int32(pk, (int32_t)off);
+    off += 5 + b.len;
+  }
+  err |= sbuf_marker16(sb, 0xdc, (uint16_t)n);
+  for (int k = 0; k < n; k++) {
+    named_bin b = at(sc, k);
+    err |= sbuf_marker32(sb, 0xc6, (uint32_t)b.len);
+    if (b.len > 0) err |= sbuf_bytes(sb, b.bytes, (size_t)b.len);
+  }
+  return err;
+}
+
 /* Bytes of the metalayer section before the first C6 (93 CD u16 DE u16 names DC u16). */
 static int64_t meta_map_len(const caterva_schunk *sc) {
-  int64_t n = 1 + 3 + 3 + 3;
-  for (int k = 0; k < sc->nmeta; k++) n += mp_str_size(strlen(sc->meta[k].name)) + 5;
-  return n;
+  return bins_map_len(sc, sc->nmeta, meta_at, 1 + 3);
 }
 
 int64_t cat_frame_header_len(const caterva_schunk *sc) {
-  int64_t n = CAT_FH_SIZE + meta_map_len(sc);
-  for (int k = 0; k < sc->nmeta; k++) n += 5 + sc->meta[k].len;
-  return n;
+  return CAT_FH_SIZE + meta_map_len(sc) + bins_data_len(sc, sc->nmeta, meta_at);
 }
 
 static int pack_metalayers(const caterva_schunk *sc, msgpack_sbuffer *sb) {
   msgpack_packer pk;
-  int64_t off = CAT_FH_SIZE + meta_map_len(sc);
   int err = 0;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
   err |= msgpack_pack_array(&pk, 3);
   /* index size: from the 93 byte through the end of the map */
   err |= msgpack_pack_fix_uint16(&pk, (uint16_t)(meta_map_len(sc) - 3));
-  err |= sbuf_marker16(sb, 0xde, (uint16_t)sc->nmeta);
-  for (int k = 0; k < sc->nmeta; k++) {
-    err |= msgpack_pack_str_with_body(&pk, sc->meta[k].name, strlen(sc->meta[k].name));
-    err |= msgpack_pack_fix_int32(&pk, (int32_t)off);
-    off += 5 + sc->meta[k].len;
-  }
-  err |= sbuf_marker16(sb, 0xdc, (uint16_t)sc->nmeta);
-  for (int k = 0; k < sc->nmeta; k++) {
-    err |= sbuf_marker32(sb, 0xc6, (uint32_t)sc->meta[k].len);
-    if (sc->meta[k].len > 0) err |= sbuf_bytes(sb, sc->meta[k].content, (size_t)sc->meta[k].len);
-  }
+  err |= pack_bins(&pk, sb, sc, sc->nmeta, meta_at, CAT_FH_SIZE + meta_map_len(sc));
   return err;
 }
 
@@ -543,15 +523,12 @@ int cat_frame_build_header(caterva_ctx *ctx, const caterva_schunk *sc, int frame
 
 /* Bytes of the trailer from its start to the first C6 (94 01 93 CD u16 DE u16 names DC u16). */
 static int64_t vlmeta_map_len(const caterva_schunk *sc) {
-  int64_t n = 1 + 1 + 1 + 3 + 3 + 3;
-  for (int k = 0; k < sc->nvlmeta; k++) n += mp_str_size(strlen(sc->vlmeta[k].name)) + 5;
-  return n;
+  return bins_map_len(sc, sc->nvlmeta, vlmeta_at, 1 + 1 + 1 + 3);
 }
 
 static int pack_trailer(const caterva_schunk *sc, msgpack_sbuffer *sb, int64_t total) {
   msgpack_packer pk;
   uint8_t fingerprint[16] = {0};
-  int64_t off = vlmeta_map_len(sc);
   int err = 0;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
   err |= msgpack_pack_array(&pk, 4);
@@ -559,17 +536,8 @@ static int pack_trailer(const caterva_schunk *sc, msgpack_sbuffer *sb, int64_t t
   err |= msgpack_pack_array(&pk, 3);
   /* index size as the reference writes it: the map and the array16 header */
   err |= msgpack_pack_fix_uint16(&pk, (uint16_t)(vlmeta_map_len(sc) - 6));
-  err |= sbuf_marker16(sb, 0xde, (uint16_t)sc->nvlmeta);
-  for (int k = 0; k < sc->nvlmeta; k++) {
-    err |= msgpack_pack_str_with_body(&pk, sc->vlmeta[k].name, strlen(sc->vlmeta[k].name));
-    err |= msgpack_pack_fix_int32(&pk, (int32_t)off);
-    off += 5 + sc->vlmeta[k].cbytes;
-  }
-  err |= sbuf_marker16(sb, 0xdc, (uint16_t)sc->nvlmeta);
-  for (int k = 0; k < sc->nvlmeta; k++) {
-    err |= sbuf_marker32(sb, 0xc6, (uint32_t)sc->vlmeta[k].cbytes);
-    err |= sbuf_bytes(sb, sc->vlmeta[k].chunk, (size_t)sc->vlmeta[k].cbytes);
-  }
+  /* vlmetalayer offsets are relative to the trailer start */
+  err |= pack_bins(&pk, sb, sc, sc->nvlmeta, vlmeta_at, vlmeta_map_len(sc));
   err |= msgpack_pack_fix_uint32(&pk, (uint32_t)total);
   err |= msgpack_pack_ext_with_body(&pk, fingerprint, sizeof fingerprint, 0);
   return err;
@@ -578,10 +546,10 @@ static int pack_trailer(const caterva_schunk *sc, msgpack_sbuffer *sb, int64_t t
 int cat_frame_build_trailer(caterva_ctx *ctx, const caterva_schunk *sc, uint8_t **out,
                             int32_t *len) {
   msgpack_sbuffer sb;
-  int64_t total = vlmeta_map_len(sc) + CAT_TRAILER_TAIL;
+  int64_t total =
+      vlmeta_map_len(sc) + bins_data_len(sc, sc->nvlmeta, vlmeta_at) + CAT_TRAILER_TAIL;
   size_t n = 0;
   int err, rc;
-  for (int k = 0; k < sc->nvlmeta; k++) total += 5 + (int64_t)sc->vlmeta[k].cbytes;
   if (total > INT32_MAX) return cat_error(ctx, CATERVA_E_OVERFLOW, "vlmetalayers too large");
   msgpack_sbuffer_init(&sb);
   err = pack_trailer(sc, &sb, total);

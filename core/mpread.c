@@ -1,0 +1,71 @@
+/*
+ * mpread.c -- reading msgpack values from untrusted bytes through a cat_rdr cursor.
+ * Used by the frame header and trailer (frame_format.c) and the array metalayers
+ * (array_meta.c). Every reader accepts each width msgpack allows for its type, checks that
+ * the bytes are there, and returns false (consuming an unspecified part) when they are not.
+ */
+#include "cat_internal.h"
+
+/* n big-endian bytes as an unsigned integer. */
+static bool mp_be(cat_rdr *r, int n, uint64_t *v) {
+  const uint8_t *p;
+  if (!cat_rdr_bytes(r, (size_t)n, &p)) return false;
+  *v = 0;
+  for (int i = 0; i < n; i++) *v = *v << 8 | p[i];
+  return true;
+}
+
+bool cat_mp_int(cat_rdr *r, int64_t *v) {
+  uint8_t m;
+  uint64_t u;
+  if (!cat_rdr_u8(r, &m)) return false;
+  if (m <= 0x7f) { *v = m; return true; }
+  if (m >= 0xe0) { *v = (int8_t)m; return true; }
+  switch (m) {
+  case 0xcc: if (!mp_be(r, 1, &u)) return false; *v = (int64_t)u; return true;
+  case 0xcd: if (!mp_be(r, 2, &u)) return false; *v = (int64_t)u; return true;
+  case 0xce: if (!mp_be(r, 4, &u)) return false; *v = (int64_t)u; return true;
+  case 0xcf: if (!mp_be(r, 8, &u) || u > INT64_MAX) return false; *v = (int64_t)u; return true;
+  case 0xd0: if (!mp_be(r, 1, &u)) return false; *v = (int8_t)u; return true;
+  case 0xd1: if (!mp_be(r, 2, &u)) return false; *v = (int16_t)u; return true;
+  case 0xd2: if (!mp_be(r, 4, &u)) return false; *v = (int32_t)u; return true;
+  case 0xd3: if (!mp_be(r, 8, &u)) return false; *v = (int64_t)u; return true;
+  default: return false;
+  }
+}
+
+/* A container header; fix_base 0x80 (map) or 0x90 (array), m16/m32 the wider markers. */
+static bool mp_container(cat_rdr *r, uint8_t fix_base, uint8_t m16, uint8_t m32, uint32_t *n) {
+  uint8_t m;
+  uint64_t u;
+  if (!cat_rdr_u8(r, &m)) return false;
+  if ((m & 0xf0) == fix_base) { *n = m & 0x0f; return true; }
+  if (m == m16 && mp_be(r, 2, &u)) { *n = (uint32_t)u; return true; }
+  if (m == m32 && mp_be(r, 4, &u)) { *n = (uint32_t)u; return true; }
+  return false;
+}
+
+bool cat_mp_map(cat_rdr *r, uint32_t *n) { return mp_container(r, 0x80, 0xde, 0xdf, n); }
+
+bool cat_mp_array(cat_rdr *r, uint32_t *n) { return mp_container(r, 0x90, 0xdc, 0xdd, n); }
+
+bool cat_mp_str(cat_rdr *r, const uint8_t **p, uint32_t *n) {
+  uint8_t m;
+  uint64_t u;
+  if (!cat_rdr_u8(r, &m)) return false;
+  if ((m & 0xe0) == 0xa0) u = m & 0x1f;
+  else if (m == 0xd9) { if (!mp_be(r, 1, &u)) return false; }
+  else if (m == 0xda) { if (!mp_be(r, 2, &u)) return false; }
+  else if (m == 0xdb) { if (!mp_be(r, 4, &u)) return false; }
+  else return false;
+  *n = (uint32_t)u;
+  return cat_rdr_bytes(r, u, p);
+}
+
+bool cat_mp_bin32_len(cat_rdr *r, uint32_t *n) {
+  uint8_t m;
+  uint64_t u;
+  if (!cat_rdr_u8(r, &m) || m != 0xc6 || !mp_be(r, 4, &u)) return false;
+  *n = (uint32_t)u;
+  return true;
+}

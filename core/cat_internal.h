@@ -178,6 +178,22 @@ struct caterva_ctx {
 /* Returns scratch buffer `which` (0..2) of worker w with at least n bytes, or NULL. */
 uint8_t *cat_scratch_get(caterva_ctx *ctx, int w, int which, size_t n);
 
+/* ---- file I/O (fileio.c): every call that changes a file, with a fault-injection hook ---- */
+
+/* Record "what 'path': strerror(errno)" and return the matching code (NOTFOUND, EXISTS, IO). */
+int cat_io_error(caterva_ctx *ctx, const char *what, const char *path);
+/* Write / positioned write / positioned read of exactly n bytes (EINTR and short transfers
+ * retried). A read that meets the end of the file is CATERVA_E_CORRUPT. */
+int cat_io_write(caterva_ctx *ctx, int fd, const void *buf, size_t n, const char *path);
+int cat_io_pwrite(caterva_ctx *ctx, int fd, const void *buf, size_t n, int64_t off,
+                  const char *path);
+int cat_io_pread(caterva_ctx *ctx, int fd, void *buf, size_t n, int64_t off, const char *path);
+int cat_io_fsync(caterva_ctx *ctx, int fd, const char *path);
+int cat_io_truncate(caterva_ctx *ctx, int fd, int64_t len, const char *path);
+int cat_io_rename(caterva_ctx *ctx, const char *from, const char *to);
+/* fsync the directory holding path (best effort), so a rename or creation in it is durable. */
+void cat_io_sync_parent(const char *path);
+
 /* ---- codecs (codecs.c) ----------------------------------------------------------------- */
 
 /* Compress n bytes with the codec at clevel 1..9 into out (capacity cap). Returns the

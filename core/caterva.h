@@ -49,7 +49,8 @@ extern "C" {
 #define CATERVA_E_OVERFLOW   (-11)  /**< a size computation overflows */
 #define CATERVA_E_THREAD     (-12)  /**< a thread could not be started */
 #define CATERVA_E_READONLY   (-13)  /**< the object was opened read-only */
-#define CATERVA_E_LAST_      (-14)
+#define CATERVA_E_BUSY       (-14)  /**< another writer holds the array's lock */
+#define CATERVA_E_LAST_      (-15)
 
 /** Static English text for an error code; never NULL. */
 const char *caterva_strerror(int rc);
@@ -80,6 +81,19 @@ const char *caterva_ctx_errmsg(const caterva_ctx *ctx);
 
 /** Number of blocks decompressed through this context so far (for measuring pushdown). */
 int64_t caterva_ctx_blocks_decompressed(const caterva_ctx *ctx);
+/** @} */
+
+/** @defgroup testhooks Fault injection (tests only)
+ * Every call by which the library changes a file (write, pwrite, fsync, ftruncate, rename)
+ * goes through one layer that can be told to fail. Process-wide; not thread-safe to arm
+ * while other threads write files. The environment variable CATERVA_FAIL_IO="n:ENOSPC" (or
+ * "n:EIO", with ":sticky" appended for a disk that stays full) arms it at the first call.
+ * @{ */
+/** Fail the n-th counted call from now with errno err (ENOSPC, EIO); with sticky, every
+ * later call too. n = 0 disarms. */
+void caterva_test_fail_io(int64_t n, int err, int sticky);
+/** Counted calls since the hook was last armed (to size a sweep over n). */
+int64_t caterva_test_io_calls(void);
 /** @} */
 
 /** @defgroup chunk Blosc2 chunks

@@ -154,6 +154,48 @@ int caterva_schunk_vlmeta_set(caterva_ctx *ctx, caterva_schunk *sc, const char *
                               const void *content, int32_t len);
 /** Delete vlmetalayer name (CATERVA_E_NOTFOUND when absent). */
 int caterva_schunk_vlmeta_delete(caterva_ctx *ctx, caterva_schunk *sc, const char *name);
+/* -- transactions (file stores opened for writing or created) -- */
+
+/** Open a transaction: from here until caterva_schunk_commit or _rollback, chunk edits,
+ * metalayer updates and vlmetalayer changes are written where no committed byte lives and
+ * are not visible to other openers of the file; the object itself reads its own changes.
+ * One commit makes all of them durable at one commit point (see txn.c, frame_file.c).
+ * A failure of an edit inside the transaction leaves the transaction as it was before it.
+ * The caller provides mutual exclusion between writers (caterva_lock_*).
+ * @return CATERVA_OK; CATERVA_E_INVALID (memory store, or already open),
+ *         CATERVA_E_READONLY, CATERVA_E_NOMEM. */
+int caterva_schunk_begin(caterva_ctx *ctx, caterva_schunk *sc);
+/** 1 while a transaction is open. */
+int caterva_schunk_in_txn(const caterva_schunk *sc);
+/** Remember the current state as savepoint `level` (SQLite's xSavepoint numbering); marks
+ * at or above level are dropped first. */
+int caterva_schunk_savepoint(caterva_ctx *ctx, caterva_schunk *sc, int level);
+/** Forget the savepoints at or above level (RELEASE). */
+int caterva_schunk_release(caterva_ctx *ctx, caterva_schunk *sc, int level);
+/** Undo everything after savepoint level (which stays); a level below every mark undoes
+ * everything since begin. The file loses what was written after the mark. */
+int caterva_schunk_rollback_to(caterva_ctx *ctx, caterva_schunk *sc, int level);
+/** Make the transaction durable. sync = 0 skips the fsyncs (the commit is atomic but may
+ * be lost by a power failure). On failure before the commit point the file is unchanged
+ * and the transaction stays open for caterva_schunk_rollback (only); a failure after it
+ * leaves the object unusable (CATERVA_E_IO on later calls) and the file in either state. */
+int caterva_schunk_commit(caterva_ctx *ctx, caterva_schunk *sc, int sync);
+/** Undo the transaction: the file is byte-identical to what it was at begin (a contiguous
+ * file is truncated back; new sparse chunk files are removed). */
+int caterva_schunk_rollback(caterva_ctx *ctx, caterva_schunk *sc);
+
+/** Bytes inside a contiguous file's chunk section that no index entry refers to. */
+int64_t caterva_schunk_dead_bytes(const caterva_schunk *sc);
+/** Rewrite a contiguous file packed (temporary file + rename: readers holding the old file
+ * keep reading it) when its dead bytes are at least a quarter of it, or always with force.
+ * Not inside a transaction. Other stores: nothing to do. */
+int caterva_schunk_compact(caterva_ctx *ctx, caterva_schunk *sc, int force);
+
+#define CATERVA_SC_NO_AUTOCOMPACT 1 /**< never compact on its own (after edits, on free) */
+#define CATERVA_SC_RETAIN_MAPS    2 /**< keep replaced file maps until freed: pointers from
+                                         caterva_schunk_get_chunk stay valid across commits */
+/** Set behaviour flags (CATERVA_SC_*). */
+void caterva_schunk_set_flags(caterva_schunk *sc, int flags);
 /** @} */
 
 #endif /* CATERVA_FRAME_H */

@@ -21,6 +21,7 @@ static const char *const cat_errtext[] = {
     "size overflow",                            /* -11 */
     "cannot start thread",                      /* -12 */
     "read-only",                                /* -13 */
+    "locked by another writer",                 /* -14 */
 };
 
 const char *caterva_strerror(int rc) {

@@ -41,42 +41,7 @@
 
 /* ---- system call helpers ------------------------------------------------------------- */
 
-static int io_fail(caterva_ctx *ctx, const char *what, const char *path) {
-  int e = errno;
-  int rc = e == ENOENT ? CATERVA_E_NOTFOUND : e == EEXIST ? CATERVA_E_EXISTS : CATERVA_E_IO;
-  return cat_error(ctx, rc, "%s '%s': %s", what, path, strerror(e));
-}
-
-static int write_all(caterva_ctx *ctx, int fd, const void *buf, size_t n, const char *path) {
-  const uint8_t *p = buf;
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return io_fail(ctx, "cannot write", path);
-    p += w;
-    n -= (size_t)w;
-  }
-  return CATERVA_OK;
-}
-
-static int pwrite_all(caterva_ctx *ctx, int fd, const void *buf, size_t n, int64_t off,
-                      const char *path) {
-  const uint8_t *p = buf;
-  while (n > 0) {
-    ssize_t w = pwrite(fd, p, n, (off_t)off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return io_fail(ctx, "cannot write", path);
-    p += w;
-    n -= (size_t)w;
-    off += w;
-  }
-  return CATERVA_OK;
-}
-
-static int sync_fd(caterva_ctx *ctx, int fd, const char *path) {
-  if (fsync(fd) != 0) return io_fail(ctx, "cannot sync", path);
-  return CATERVA_OK;
-}
+#define io_fail cat_io_error
 
 /* malloc'ed "dir/name". */
 static char *join(const char *dir, const char *name) {
@@ -90,20 +55,6 @@ static char *chunk_file_name(const char *dir, int64_t num) {
   char name[32];
   snprintf(name, sizeof name, "%08llX.chunk", (unsigned long long)num);
   return join(dir, name);
-}
-
-/* fsync the directory holding path, so a rename in it is durable. */
-static void sync_parent(const char *path) {
-  const char *slash = strrchr(path, '/');
-  char *dir = slash == NULL ? strdup(".") : strndup(path, slash == path ? 1 : (size_t)(slash - path));
-  int fd;
-  if (dir == NULL) return;
-  fd = open(dir, O_RDONLY | O_DIRECTORY);
-  if (fd >= 0) {
-    (void)fsync(fd);
-    close(fd);
-  }
-  free(dir);
 }
 
 /* Read a whole regular file of at most maxlen bytes into a new malloc'ed buffer. */
@@ -158,14 +109,11 @@ static int write_atomic(caterva_ctx *ctx, const char *path, emit_fn emit, void *
     goto leave;
   }
   CAT_TRY(fail, emit(ctx, arg, fd, tmp));
-  CAT_TRY(fail, sync_fd(ctx, fd, tmp));
+  CAT_TRY(fail, cat_io_fsync(ctx, fd, tmp));
   close(fd);
   fd = -1;
-  if (rename(tmp, path) != 0) {
-    rc = io_fail(ctx, "cannot rename onto", path);
-    goto fail;
-  }
-  sync_parent(path);
+  CAT_TRY(fail, cat_io_rename(ctx, tmp, path));
+  cat_io_sync_parent(path);
   rc = CATERVA_OK;
   goto leave;
 fail:
@@ -185,7 +133,7 @@ typedef struct pieces {
 static int emit_pieces(caterva_ctx *ctx, void *arg, int fd, const char *path) {
   pieces *pc = arg;
   for (int k = 0; k < 4; k++) {
-    int rc = pc->n[k] ? write_all(ctx, fd, pc->p[k], pc->n[k], path) : CATERVA_OK;
+    int rc = pc->n[k] ? cat_io_write(ctx, fd, pc->p[k], pc->n[k], path) : CATERVA_OK;
     if (rc < 0) return rc;
   }
   return CATERVA_OK;
@@ -302,7 +250,7 @@ static int put_bytes(caterva_ctx *ctx, frame_out *fo, const void *p, size_t n) {
     fo->pos += (int64_t)n;
     return CATERVA_OK;
   }
-  return write_all(ctx, fo->fd, p, n, fo->path);
+  return cat_io_write(ctx, fo->fd, p, n, fo->path);
 }
 
 static int put_chunk(caterva_ctx *ctx, void *arg, int64_t k, const uint8_t *p, int32_t cb) {
@@ -358,8 +306,19 @@ int cat_frame_packed_len(caterva_ctx *ctx, caterva_schunk *sc, int64_t *len) {
 
 /* ---- contiguous files ---------------------------------------------------------------------- */
 
+/* Release the map (or, with retain_maps, keep it alive until the schunk is freed: a reader
+ * may still hold pointers into it). */
 static void unmap(caterva_schunk *sc) {
-  if (sc->base_mapped && sc->base != NULL) munmap((void *)sc->base, sc->base_len);
+  cat_map *old;
+  if (sc->base_mapped && sc->base != NULL && sc->retain_maps &&
+      (old = malloc(sizeof *old)) != NULL) {
+    old->p = (void *)sc->base;
+    old->n = sc->base_len;
+    old->next = sc->retired;
+    sc->retired = old;
+  } else if (sc->base_mapped && sc->base != NULL) {
+    munmap((void *)sc->base, sc->base_len);
+  }
   if (sc->base_mapped) {
     sc->base = NULL;
     sc->base_len = 0;
@@ -393,12 +352,12 @@ static int contiguous_open(caterva_ctx *ctx, caterva_schunk *sc) {
   CAT_TRY(fail, cat_sc_parse_contiguous(ctx, sc, sc->base, sc->base_len));
   if (sc->writable && (int64_t)sc->base_len > sc->frame_len) {
     /* leftovers of an interrupted commit */
-    CAT_CHECK(fail, ftruncate(fd, (off_t)sc->frame_len) == 0, CATERVA_E_IO,
-              "cannot truncate '%s': %s", sc->path, strerror(errno));
+    CAT_TRY(fail, cat_io_truncate(ctx, fd, sc->frame_len, sc->path));
     CAT_TRY(fail, remap(ctx, sc, fd));
   }
   if (sc->writable) sc->fd = fd;
   else close(fd);
+  sc->wend = sc->frame_len;
   return CATERVA_OK;
 fail:
   close(fd);
@@ -429,7 +388,7 @@ static int contiguous_rewrite(caterva_ctx *ctx, caterva_schunk *sc) {
   sc->entries = pl.entries;
   pl.entries = NULL;
   sc->header_len = pl.header_len;
-  sc->frame_len = pl.frame_len;
+  sc->frame_len = sc->wend = pl.frame_len;
   sc->cbytes = sc->section = pl.cbytes;
   sc->dead = 0;
 leave:
@@ -437,21 +396,29 @@ leave:
   return rc;
 }
 
-/* The in-place commit described at the top of this file. */
+/* Write a stored chunk after the end of what is written (never over a committed byte). */
+static int contiguous_put(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *chunk,
+                          int32_t cbytes, int64_t *entry) {
+  int64_t off = sc->wend;
+  int rc = cat_io_pwrite(ctx, sc->fd, chunk, (size_t)cbytes, off, sc->path);
+  if (rc < 0) {
+    (void)!ftruncate(sc->fd, (off_t)off); /* best effort: bytes past frame_len are ignored */
+    return rc;
+  }
+  *entry = off - sc->header_len;
+  sc->wend = off + cbytes;
+  return CATERVA_OK;
+}
+
+/* The in-place commit described at the top of this file, of everything written up to
+ * sc->wend: index and trailer after it, sync, then the header bytes. */
 static int contiguous_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
-                             int64_t nbytes, const uint8_t *chunk, int32_t cbytes, int64_t pos,
-                             bool full_header) {
+                             int64_t nbytes, bool full_header, bool sync) {
   plan pl;
   uint8_t fixed[CAT_FH_SIZE];
-  int64_t f0 = sc->frame_len, off = f0, section;
+  int64_t f0 = sc->frame_len, off = sc->wend, section = off - sc->header_len;
   int rc;
   memset(&pl, 0, sizeof pl);
-  if (chunk != NULL) {
-    CAT_TRY(undo, pwrite_all(ctx, sc->fd, chunk, (size_t)cbytes, off, sc->path));
-    entries[pos] = off - sc->header_len;
-    off += cbytes;
-  }
-  section = off - sc->header_len;
   pl.entries = entries;
   pl.cbytes = section;
   rc = plan_finish(ctx, sc, CAT_FRAME_CONTIGUOUS, &pl, n, nbytes);
@@ -461,31 +428,34 @@ static int contiguous_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entr
    * our encoding of the metalayers has the length of the one on disk. */
   CAT_CHECK(undo, !full_header || pl.header_len == sc->header_len, CATERVA_E_INVALID,
             "internal: header length changed in an in-place commit");
-  CAT_TRY(undo, pwrite_all(ctx, sc->fd, pl.index, (size_t)pl.index_len, off, sc->path));
+  CAT_TRY(undo, cat_io_pwrite(ctx, sc->fd, pl.index, (size_t)pl.index_len, off, sc->path));
   off += pl.index_len;
-  CAT_TRY(undo, pwrite_all(ctx, sc->fd, pl.trailer, (size_t)pl.trailer_len, off, sc->path));
+  CAT_TRY(undo, cat_io_pwrite(ctx, sc->fd, pl.trailer, (size_t)pl.trailer_len, off, sc->path));
   off += pl.trailer_len;
-  CAT_TRY(undo, sync_fd(ctx, sc->fd, sc->path));
+  if (sync) CAT_TRY(undo, cat_io_fsync(ctx, sc->fd, sc->path));
   /* commit point */
   if (full_header) {
-    rc = pwrite_all(ctx, sc->fd, pl.header, (size_t)pl.header_len, 0, sc->path);
+    rc = cat_io_pwrite(ctx, sc->fd, pl.header, (size_t)pl.header_len, 0, sc->path);
   } else {
     cat_frame_fixed_patch(sc, fixed, CAT_FRAME_CONTIGUOUS, sc->header_len, off, nbytes, section);
-    rc = pwrite_all(ctx, sc->fd, fixed + CAT_FH_COMMIT_START,
-                    CAT_FH_COMMIT_END - CAT_FH_COMMIT_START, CAT_FH_COMMIT_START, sc->path);
+    rc = cat_io_pwrite(ctx, sc->fd, fixed + CAT_FH_COMMIT_START,
+                       CAT_FH_COMMIT_END - CAT_FH_COMMIT_START, CAT_FH_COMMIT_START, sc->path);
   }
-  if (rc >= 0) rc = sync_fd(ctx, sc->fd, sc->path);
+  /* A failed header write changed nothing (pwrite of one sector); keep the undo path. */
+  CAT_TRY(undo, rc);
+  if (sync) rc = cat_io_fsync(ctx, sc->fd, sc->path);
   if (rc >= 0) rc = remap(ctx, sc, sc->fd);
   if (rc < 0) {
     sc->broken = true; /* the file may hold either version now */
     goto leave;
   }
   sc->dead += f0 - (sc->header_len + sc->section);
-  sc->frame_len = off;
+  sc->frame_len = sc->wend = off;
   sc->cbytes = sc->section = section;
   goto leave;
 undo:
   (void)!ftruncate(sc->fd, (off_t)f0);
+  sc->wend = f0;
 leave:
   plan_free(&pl);
   return rc;
@@ -525,8 +495,8 @@ static int write_chunk_file(caterva_ctx *ctx, const char *dir, int64_t num, cons
     rc = io_fail(ctx, "cannot create", path);
     goto leave;
   }
-  rc = write_all(ctx, fd, chunk, (size_t)cbytes, path);
-  if (rc >= 0) rc = sync_fd(ctx, fd, path);
+  rc = cat_io_write(ctx, fd, chunk, (size_t)cbytes, path);
+  if (rc >= 0) rc = cat_io_fsync(ctx, fd, path);
 leave:
   if (fd >= 0) close(fd);
   free(path);
@@ -573,23 +543,20 @@ leave:
   return rc;
 }
 
-static int sparse_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
-                         int64_t nbytes, const uint8_t *chunk, int32_t cbytes, int64_t pos,
-                         int64_t cbytes_delta) {
+/* A stored chunk goes to a new file number, never over a referenced file. */
+static int sparse_put(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *chunk,
+                      int32_t cbytes, int64_t *entry) {
   int64_t num = sc->next_file;
-  int rc;
-  if (chunk != NULL) {
-    CAT_CHECK(fail, num <= 0xffffffffLL, CATERVA_E_OVERFLOW, "sparse frame: out of file numbers");
-    CAT_TRY(fail, write_chunk_file(ctx, sc->path, num, chunk, cbytes));
-    entries[pos] = num;
+  int rc = CATERVA_OK;
+  CAT_CHECK(leave, num <= 0xffffffffLL, CATERVA_E_OVERFLOW, "sparse frame: out of file numbers");
+  CAT_TRY(leave, write_chunk_file(ctx, sc->path, num, chunk, cbytes));
+  if (sc->txn != NULL && (rc = cat_txn_note_file(ctx, sc, num)) < 0) {
+    cat_file_unlink_chunk(sc, num);
+    goto leave;
   }
-  rc = sparse_write_index(ctx, sc, entries, n, nbytes, sc->cbytes + cbytes_delta);
-  if (rc < 0) {
-    if (chunk != NULL) cat_file_unlink_chunk(sc, num);
-    return rc;
-  }
-  if (chunk != NULL) sc->next_file = num + 1;
-fail:
+  *entry = num;
+  sc->next_file = num + 1;
+leave:
   return rc;
 }
 
@@ -623,13 +590,59 @@ int cat_file_create(caterva_ctx *ctx, caterva_schunk *sc) {
   return rc;
 }
 
+int cat_file_put_chunk(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *chunk,
+                       int32_t cbytes, int64_t *entry) {
+  if (sc->broken) return cat_error(ctx, CATERVA_E_IO, "schunk unusable after a failed update");
+  if (sc->store == CATERVA_STORE_SPARSE) return sparse_put(ctx, sc, chunk, cbytes, entry);
+  return contiguous_put(ctx, sc, chunk, cbytes, entry);
+}
+
+void cat_file_drop_chunk(caterva_schunk *sc, int64_t entry) {
+  if (sc->store == CATERVA_STORE_SPARSE) {
+    cat_file_unlink_chunk(sc, entry);
+    if (entry == sc->next_file - 1) sc->next_file = entry;
+  } else if (sc->header_len + entry < sc->wend) {
+    sc->wend = sc->header_len + entry;
+    (void)!ftruncate(sc->fd, (off_t)sc->wend);
+  }
+}
+
 int cat_file_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
-                    int64_t nbytes, const uint8_t *chunk, int32_t cbytes, int64_t pos,
-                    int64_t cbytes_delta, bool full_header) {
+                    int64_t nbytes, int64_t cbytes, bool full_header, bool sync) {
   if (sc->broken) return cat_error(ctx, CATERVA_E_IO, "schunk unusable after a failed update");
   if (sc->store == CATERVA_STORE_SPARSE)
-    return sparse_commit(ctx, sc, entries, n, nbytes, chunk, cbytes, pos, cbytes_delta);
-  return contiguous_commit(ctx, sc, entries, n, nbytes, chunk, cbytes, pos, full_header);
+    return sparse_write_index(ctx, sc, entries, n, nbytes, cbytes);
+  return contiguous_commit(ctx, sc, entries, n, nbytes, full_header, sync);
+}
+
+int cat_file_truncate_to(caterva_ctx *ctx, caterva_schunk *sc, int64_t len) {
+  if (sc->store != CATERVA_STORE_CONTIGUOUS || sc->fd < 0) return CATERVA_OK;
+  sc->wend = len;
+  return cat_io_truncate(ctx, sc->fd, len, sc->path);
+}
+
+int cat_file_read_pending(caterva_ctx *ctx, caterva_schunk *sc, int64_t entry, uint8_t **out,
+                          int32_t *len) {
+  uint8_t head[CATERVA_CHUNK_HEADER_SIZE], *buf = NULL;
+  int64_t off = sc->header_len + entry, avail = sc->wend - off;
+  int32_t cb;
+  int rc = CATERVA_OK;
+  *out = NULL;
+  CAT_CHECK(leave, sc->fd >= 0 && entry >= 0 && avail >= CATERVA_CHUNK_HEADER_SIZE,
+            CATERVA_E_CORRUPT, "chunk entry %lld lies past the written end", (long long)entry);
+  CAT_TRY(leave, cat_io_pread(ctx, sc->fd, head, sizeof head, off, sc->path));
+  cb = cat_le32s(head + 12);
+  CAT_CHECK(leave, cb >= CATERVA_CHUNK_HEADER_SIZE && cb <= avail, CATERVA_E_CORRUPT,
+            "chunk at offset %lld overruns the written end", (long long)entry);
+  buf = malloc((size_t)cb);
+  CAT_CHECK(leave, buf != NULL, CATERVA_E_NOMEM, "out of memory");
+  CAT_TRY(leave, cat_io_pread(ctx, sc->fd, buf, (size_t)cb, off, sc->path));
+  *out = buf;
+  *len = cb;
+  buf = NULL;
+leave:
+  free(buf);
+  return rc;
 }
 
 int cat_file_rewrite(caterva_ctx *ctx, caterva_schunk *sc) {
@@ -676,7 +689,7 @@ static int save_sparse(caterva_ctx *ctx, caterva_schunk *sc, const char *path) {
   idx = join(path, CAT_SPARSE_INDEX);
   CAT_CHECK(fail, idx != NULL, CATERVA_E_NOMEM, "out of memory");
   CAT_TRY(fail, write_sparse_index(ctx, idx, &pl));
-  sync_parent(path);
+  cat_io_sync_parent(path);
   rc = CATERVA_OK;
   goto leave;
 fail:
@@ -716,6 +729,7 @@ int cat_file_save(caterva_ctx *ctx, caterva_schunk *sc, const char *path, int st
 
 void cat_file_close(caterva_schunk *sc) {
   bool compact = sc->store == CATERVA_STORE_CONTIGUOUS && sc->writable && !sc->broken &&
+                 !sc->no_autocompact && sc->txn == NULL &&
                  sc->fd >= 0 && sc->dead > 0 &&
                  (sc->frame_len <= CAT_COMPACT_SMALL || sc->dead * 8 >= sc->frame_len);
   if (compact) {
@@ -723,7 +737,14 @@ void cat_file_close(caterva_schunk *sc) {
     if (caterva_ctx_new(1, &ctx) == CATERVA_OK) (void)contiguous_rewrite(ctx, sc);
     caterva_ctx_free(ctx);
   }
+  sc->retain_maps = false;
   unmap(sc);
+  while (sc->retired != NULL) {
+    cat_map *m = sc->retired;
+    sc->retired = m->next;
+    munmap(m->p, m->n);
+    free(m);
+  }
   if (sc->fd >= 0) close(sc->fd);
   sc->fd = -1;
 }

@@ -64,6 +64,15 @@ typedef struct cat_vlmeta {
   int32_t cbytes;
 } cat_vlmeta;
 
+/* A file map given up while readers might still point into it (retain_maps). */
+typedef struct cat_map {
+  void *p;
+  size_t n;
+  struct cat_map *next;
+} cat_map;
+
+typedef struct cat_txn cat_txn;
+
 struct caterva_schunk {
   int store;                 /* CATERVA_STORE_* */
   bool writable;             /* opened with CATERVA_OPEN_WRITE, or created */
@@ -98,6 +107,12 @@ struct caterva_schunk {
   uint8_t special[3][2][CATERVA_CHUNK_HEADER_SIZE]; /* synthesised chunks: kind x (full, last) */
   bool special_ok[3][2];
   caterva_ctx *ictx;         /* private context, created on demand (frame_len of memory) */
+  int64_t wend;              /* contiguous file: end of the bytes written (frame_len, or
+                              * beyond it while a transaction holds uncommitted chunks) */
+  cat_txn *txn;              /* open transaction (txn.c), or NULL */
+  bool no_autocompact;       /* never compact on our own (the caller holds the lock) */
+  bool retain_maps;          /* keep old maps until freed (CATERVA_SC_RETAIN_MAPS) */
+  cat_map *retired;          /* maps kept alive by retain_maps */
 };
 
 /* ---- frame_format.c: bytes <-> schunk fields ---------------------------------------- */
@@ -158,13 +173,24 @@ int cat_sc_wrap_error(caterva_ctx *ctx, int rc, const char *what);
 int cat_file_open(caterva_ctx *ctx, caterva_schunk *sc, const char *path, int mode);
 /* Create the file or directory for a new, empty schunk (path must not exist). */
 int cat_file_create(caterva_ctx *ctx, caterva_schunk *sc);
-/* Make a chunk change durable. entries/n/nbytes describe the new index; chunk (may be NULL)
- * is the one new stored chunk, at entries[pos], whose entry this function sets.
- * cbytes_delta: change of the sum of stored chunk sizes (sparse headers).
- * full_header: also rewrite the metalayers (metalayer update). */
+/* Write a stored chunk where no committed byte lives (contiguous: at sc->wend; sparse: a new
+ * file number) and give its index entry. Nothing refers to it until a commit. */
+int cat_file_put_chunk(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *chunk,
+                       int32_t cbytes, int64_t *entry);
+/* Forget the chunk put last at entry (an edit that failed after putting it). */
+void cat_file_drop_chunk(caterva_schunk *sc, int64_t entry);
+/* Make the index entries/n/nbytes durable, with everything written so far: contiguous,
+ * index and trailer after sc->wend, sync, then the header (all of it with full_header: a
+ * metalayer changed; else the commit bytes); sparse, chunks.b2frame replaced, whose header
+ * records cbytes (the sum of the chunk files). sync = false skips the fsyncs. */
 int cat_file_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
-                    int64_t nbytes, const uint8_t *chunk, int32_t cbytes, int64_t pos,
-                    int64_t cbytes_delta, bool full_header);
+                    int64_t nbytes, int64_t cbytes, bool full_header, bool sync);
+/* Contiguous: cut the file back to len bytes (a rollback). Other stores: nothing. */
+int cat_file_truncate_to(caterva_ctx *ctx, caterva_schunk *sc, int64_t len);
+/* Contiguous: read the uncommitted chunk at index entry (past the committed section) into
+ * a new malloc'ed buffer. */
+int cat_file_read_pending(caterva_ctx *ctx, caterva_schunk *sc, int64_t entry, uint8_t **out,
+                          int32_t *len);
 /* Rewrite the whole frame (contiguous: packed, via a temporary file and rename; sparse:
  * chunks.b2frame). Used when the header changes size. */
 int cat_file_rewrite(caterva_ctx *ctx, caterva_schunk *sc);
@@ -182,5 +208,12 @@ int cat_frame_packed_len(caterva_ctx *ctx, caterva_schunk *sc, int64_t *len);
 /* Release the file resources of sc (map, descriptor); compacts a contiguous file with
  * much dead space first. */
 void cat_file_close(caterva_schunk *sc);
+
+/* ---- txn.c: the open transaction -------------------------------------------------------- */
+
+/* A header (meta_changed) or trailer change inside a transaction: made durable at commit. */
+int cat_txn_note_change(caterva_schunk *sc, bool meta_changed);
+/* A sparse chunk file written inside the transaction (removed if it rolls back). */
+int cat_txn_note_file(caterva_ctx *ctx, caterva_schunk *sc, int64_t num);
 
 #endif /* CAT_FRAME_INTERNAL_H */

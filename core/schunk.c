@@ -54,6 +54,7 @@ static void free_vlmeta_items(cat_vlmeta *v, int n) {
 
 void caterva_schunk_free(caterva_schunk *sc) {
   if (sc == NULL) return;
+  if (sc->txn != NULL) (void)caterva_schunk_rollback(NULL, sc);
   cat_file_close(sc);
   if (!sc->base_mapped) free((void *)sc->base);
   if (sc->data != NULL)
@@ -281,6 +282,20 @@ int cat_sc_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool ca
     *p = buf;
     return CATERVA_OK;
   }
+  if (sc->txn != NULL && sc->entries[i] >= sc->section) {
+    /* written by the open transaction, past the committed section */
+    rc = cat_file_read_pending(ctx, sc, sc->entries[i], &buf, cbytes);
+    if (rc < 0) return rc;
+    if (chunk_cbytes(buf, *cbytes, cbytes) < 0) {
+      free(buf);
+      return cat_error(ctx, CATERVA_E_CORRUPT, "chunk %lld (uncommitted) is malformed",
+                       (long long)i);
+    }
+    if (cache && ensure_data(ctx, sc) == CATERVA_OK) sc->data[i] = buf;
+    else *tmp = buf;
+    *p = buf;
+    return CATERVA_OK;
+  }
   if (sc->base == NULL || sc->entries[i] > sc->section - CATERVA_CHUNK_HEADER_SIZE)
     return cat_error(ctx, CATERVA_E_CORRUPT, "chunk %lld: no bytes behind its index entry",
                      (long long)i);
@@ -446,7 +461,8 @@ typedef struct sc_next {
 
 static int next_arrays(caterva_ctx *ctx, caterva_schunk *sc, const sc_edit *e, sc_next *nx) {
   int64_t n = sc->nchunks;
-  bool want_data = sc->data != NULL || (e->chunk != NULL && sc->store != CATERVA_STORE_CONTIGUOUS);
+  /* memory stores own their chunks; file stores read them back from the file on demand */
+  bool want_data = sc->data != NULL || (e->chunk != NULL && sc->store == CATERVA_STORE_MEMORY);
   nx->n = n + (e->op == EDIT_APPEND || e->op == EDIT_INSERT) - (e->op == EDIT_DELETE);
   if (nx->n > 0) {
     nx->entries = malloc((size_t)nx->n * sizeof *nx->entries);
@@ -497,7 +513,8 @@ static void invalidate_caches(caterva_schunk *sc) {
 /* Compact a contiguous file once its dead bytes outweigh the live ones (amortised). */
 static void maybe_compact(caterva_ctx *ctx, caterva_schunk *sc) {
   char keep[CAT_ERRMSG_SIZE];
-  if (sc->store != CATERVA_STORE_CONTIGUOUS || sc->dead <= (1 << 20) ||
+  if (sc->store != CATERVA_STORE_CONTIGUOUS || sc->txn != NULL || sc->no_autocompact ||
+      sc->dead <= (1 << 20) ||
       sc->dead <= sc->section - sc->dead)
     return;
   snprintf(keep, sizeof keep, "%s", ctx != NULL ? ctx->errmsg : "");
@@ -518,7 +535,9 @@ static void edit_install(caterva_schunk *sc, const sc_edit *e, sc_next *nx, int6
     sc->cbytes += (e->chunk != NULL ? e->cbytes : 0) - nx->removed_cb;
   else
     sc->dead += nx->removed_cb;
-  if (sc->store == CATERVA_STORE_SPARSE && old_entry >= 0) cat_file_unlink_chunk(sc, old_entry);
+  /* A transaction keeps replaced files until it commits (a rollback needs them). */
+  if (sc->store == CATERVA_STORE_SPARSE && old_entry >= 0 && sc->txn == NULL)
+    cat_file_unlink_chunk(sc, old_entry);
   invalidate_caches(sc);
 }
 
@@ -526,6 +545,7 @@ static int apply_edit(caterva_ctx *ctx, caterva_schunk *sc, const sc_edit *e) {
   sc_next nx;
   int64_t old_entry = -1, delta;
   int32_t old_cs = sc->chunksize, old_bs = sc->blocksize;
+  bool put = false;
   int rc;
   memset(&nx, 0, sizeof nx);
   CAT_TRY(fail, check_sizes(ctx, sc, e));
@@ -537,13 +557,19 @@ static int apply_edit(caterva_ctx *ctx, caterva_schunk *sc, const sc_edit *e) {
   if (sc->chunksize == 0) sc->chunksize = e->nb;
   if (sc->blocksize == 0 && e->chunk != NULL) sc->blocksize = cat_le32s(e->chunk + 8);
   delta = (e->chunk != NULL ? e->cbytes : 0) - nx.removed_cb;
-  if (sc->store != CATERVA_STORE_MEMORY)
-    CAT_TRY(fail, cat_file_commit(ctx, sc, nx.entries, nx.n, nx.nbytes, e->chunk, e->cbytes,
-                                  e->pos, delta, false));
+  if (sc->store != CATERVA_STORE_MEMORY && e->chunk != NULL) {
+    CAT_TRY(fail, cat_file_put_chunk(ctx, sc, e->chunk, e->cbytes, &nx.entries[e->pos]));
+    put = true;
+  }
+  /* Inside a transaction the new index stays in memory until caterva_schunk_commit. */
+  if (sc->store != CATERVA_STORE_MEMORY && sc->txn == NULL)
+    CAT_TRY(fail, cat_file_commit(ctx, sc, nx.entries, nx.n, nx.nbytes, sc->cbytes + delta,
+                                  false, true));
   edit_install(sc, e, &nx, old_entry);
   maybe_compact(ctx, sc);
   return CATERVA_OK;
 fail:
+  if (put) cat_file_drop_chunk(sc, nx.entries[e->pos]);
   sc->chunksize = old_cs;
   sc->blocksize = old_bs;
   free(nx.copy);
@@ -626,11 +652,12 @@ int caterva_schunk_delete_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i)
 static int commit_state(caterva_ctx *ctx, caterva_schunk *sc, bool meta_changed) {
   invalidate_caches(sc);
   if (sc->store == CATERVA_STORE_MEMORY) return CATERVA_OK;
+  if (sc->txn != NULL) return cat_txn_note_change(sc, meta_changed);
   if (sc->store == CATERVA_STORE_CONTIGUOUS && meta_changed &&
       (cat_frame_header_len(sc) != sc->header_len || sc->header_len > CAT_ATOMIC_HEADER_MAX))
     return cat_file_rewrite(ctx, sc);
-  return cat_file_commit(ctx, sc, sc->entries, sc->nchunks, sc->nbytes, NULL, 0, 0, 0,
-                         meta_changed);
+  return cat_file_commit(ctx, sc, sc->entries, sc->nchunks, sc->nbytes, sc->cbytes,
+                         meta_changed, true);
 }
 
 static int check_name(caterva_ctx *ctx, const char *name) {

@@ -30,6 +30,127 @@ static char *dup_n(const char *s, size_t n) {
   return d;
 }
 
+/* ---- fill value ----------------------------------------------------------------------- */
+
+#define CAT_FILL_ATTR "_FillValue"
+
+/* Kind of a's items for fill conversions (CATERVA_KIND_*; OPAQUE when unknown). */
+static int fill_kind(const caterva_array *a) {
+  caterva_dtype_info info;
+  if (a->dtype == NULL || caterva_dtype_parse(a->dtype, &info) != CATERVA_OK || info.big_endian ||
+      a->g.itemsize > 8)
+    return CATERVA_KIND_OPAQUE;
+  return info.kind;
+}
+
+/* An integer as an item of kind/itemsize; false when it does not fit. */
+static bool int_to_item(int64_t v, int kind, int itemsize, uint8_t *out) {
+  int bits = itemsize * 8;
+  if (kind == CATERVA_KIND_BOOL && (v < 0 || v > 1)) return false;
+  if (kind == CATERVA_KIND_UINT && (v < 0 || (bits < 64 && v >> bits != 0))) return false;
+  if (kind == CATERVA_KIND_INT && bits < 64 &&
+      (v < -((int64_t)1 << (bits - 1)) || v >= ((int64_t)1 << (bits - 1))))
+    return false;
+  for (int i = 0; i < itemsize; i++) out[i] = (uint8_t)((uint64_t)v >> (8 * i));
+  return true;
+}
+
+/* Parse the `_FillValue` attribute into item; false when absent or unusable for a. */
+static bool parse_fill(const uint8_t *v, int32_t len, const caterva_array *a, uint8_t *item) {
+  cat_rdr r;
+  int64_t i;
+  double d;
+  int kind = fill_kind(a);
+  cat_rdr_init(&r, v, (size_t)len);
+  if (kind == CATERVA_KIND_FLOAT) {
+    if (!cat_mp_number(&r, &d)) return false;
+    if (a->g.itemsize == 4) {
+      float f = (float)d;
+      memcpy(item, &f, 4);
+      return true;
+    }
+    if (a->g.itemsize == 8) {
+      memcpy(item, &d, 8);
+      return true;
+    }
+    return false;
+  }
+  if (kind != CATERVA_KIND_INT && kind != CATERVA_KIND_UINT && kind != CATERVA_KIND_BOOL)
+    return false;
+  return cat_mp_int(&r, &i) && int_to_item(i, kind, a->g.itemsize, item);
+}
+
+static int load_fill(caterva_ctx *ctx, caterva_array *a) {
+  uint8_t *v = NULL, item[CAT_FILL_MAX] = {0};
+  int32_t len = 0;
+  memset(a->fill, 0, sizeof a->fill);
+  a->fill_stored = 0;
+  if (caterva_schunk_vlmeta_get(ctx, a->sc, CAT_FILL_ATTR, &v, &len) < 0) {
+    if (ctx != NULL) ctx->errmsg[0] = '\0';
+    return CATERVA_OK; /* none, or unreadable: the default */
+  }
+  if (parse_fill(v, len, a, item)) {
+    memcpy(a->fill, item, sizeof item);
+    a->fill_stored = 1;
+  }
+  free(v);
+  return CATERVA_OK;
+}
+
+int caterva_array_get_fill(const caterva_array *a, void *item, int cap) {
+  if (a == NULL || item == NULL || cap < a->g.itemsize) return CATERVA_E_INVALID;
+  memset(item, 0, (size_t)a->g.itemsize);
+  memcpy(item, a->fill, a->g.itemsize < CAT_FILL_MAX ? (size_t)a->g.itemsize : CAT_FILL_MAX);
+  return a->fill_stored;
+}
+
+int caterva_array_set_fill(caterva_ctx *ctx, caterva_array *a, const void *item, int persist) {
+  int rc = CATERVA_OK, kind;
+  msgpack_sbuffer sb;
+  msgpack_packer pk;
+  const uint8_t *p = item;
+  int64_t iv = 0;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  CAT_CHECK(leave, a != NULL && item != NULL, CATERVA_E_INVALID, "set_fill: NULL argument");
+  kind = fill_kind(a);
+  CAT_CHECK(leave, a->g.itemsize <= CAT_FILL_MAX, CATERVA_E_UNSUPPORTED,
+            "no fill value for %d-byte items", a->g.itemsize);
+  if (!persist) {
+    memcpy(a->fill, item, (size_t)a->g.itemsize);
+    goto leave;
+  }
+  if (kind == CATERVA_KIND_FLOAT && (a->g.itemsize == 4 || a->g.itemsize == 8)) {
+    double d;
+    float f;
+    if (a->g.itemsize == 4) {
+      memcpy(&f, p, 4);
+      d = f;
+    } else {
+      memcpy(&d, p, 8);
+    }
+    CAT_CHECK(leave, msgpack_pack_double(&pk, d) == 0, CATERVA_E_NOMEM, "out of memory");
+  } else if (kind == CATERVA_KIND_INT || kind == CATERVA_KIND_UINT || kind == CATERVA_KIND_BOOL) {
+    uint64_t u = 0;
+    for (int i = a->g.itemsize - 1; i >= 0; i--) u = u << 8 | p[i];
+    if (kind == CATERVA_KIND_INT && a->g.itemsize < 8 && (u >> (a->g.itemsize * 8 - 1) & 1))
+      u |= ~(uint64_t)0 << (a->g.itemsize * 8); /* sign-extend */
+    CAT_CHECK(leave, kind == CATERVA_KIND_INT || u <= INT64_MAX, CATERVA_E_UNSUPPORTED,
+              "fill values above 2^63 - 1 are not supported");
+    iv = (int64_t)u;
+    CAT_CHECK(leave, msgpack_pack_int64(&pk, iv) == 0, CATERVA_E_NOMEM, "out of memory");
+  } else {
+    CAT_FAIL(leave, CATERVA_E_UNSUPPORTED, "no fill value for dtype %s",
+             a->dtype ? a->dtype : "(none)");
+  }
+  CAT_TRY(leave, caterva_schunk_vlmeta_set(ctx, a->sc, CAT_FILL_ATTR, sb.data, (int32_t)sb.size));
+  memcpy(a->fill, item, (size_t)a->g.itemsize);
+  a->fill_stored = 1;
+leave:
+  msgpack_sbuffer_destroy(&sb);
+  return rc;
+}
+
 /* Box checks shared by get/set_slice: 0 <= start <= stop <= shape; *nbytes = box bytes. */
 static int check_box(caterva_ctx *ctx, const cat_geom *g, const int64_t *start,
                      const int64_t *stop, int64_t *nbytes) {
@@ -50,7 +171,7 @@ leave:
 
 /* Compression parameters for this array's chunks: the frame's, with the array's item size
  * and block size (blocks must be the array's blocks). */
-static caterva_cparams chunk_cparams(const caterva_array *a) {
+caterva_cparams cat_array_chunk_cparams(const caterva_array *a) {
   caterva_cparams cp = *caterva_schunk_cparams(a->sc);
   cp.typesize = a->g.itemsize;
   cp.blocksize = a->g.blocksize;
@@ -105,34 +226,25 @@ static void chunk_region(const cat_geom *g, const int64_t *cc, int64_t *lo, int6
 void caterva_array_free(caterva_array *a) {
   if (a == NULL) return;
   caterva_schunk_free(a->sc);
+  cat_wcache_free(a->wc);
   free(a->dtype);
   free(a);
 }
 
-int caterva_array_from_schunk(caterva_ctx *ctx, caterva_schunk *sc, caterva_array **out) {
+int cat_array_load_meta(caterva_ctx *ctx, caterva_array *a) {
   int rc = CATERVA_OK;
-  caterva_array *a = NULL;
   const uint8_t *content = NULL;
   int32_t len = 0;
   cat_array_meta m;
-  int is_b2nd = 1;
-  *out = NULL;
-  CAT_CHECK(leave, sc != NULL, CATERVA_E_INVALID, "no super-chunk");
-  a = calloc(1, sizeof *a);
-  CAT_CHECK(leave, a != NULL, CATERVA_E_NOMEM, "out of memory");
-  a->sc = sc;
-  sc = NULL; /* owned by a from here on */
   a->has_b2nd = caterva_schunk_meta_get(a->sc, CAT_META_B2ND, &content, &len) >= 0;
   a->has_caterva = caterva_schunk_meta_get(a->sc, CAT_META_CATERVA, &content, &len) >= 0;
   CAT_CHECK(leave, a->has_b2nd || a->has_caterva, CATERVA_E_NOTFOUND,
             "the frame has neither a b2nd nor a caterva metalayer: not an N-d array");
-  if (a->has_b2nd) {
-    CAT_TRY(leave, caterva_schunk_meta_get(a->sc, CAT_META_B2ND, &content, &len));
-  } else {
-    is_b2nd = 0;
-  }
-  CAT_TRY(leave, cat_meta_decode(ctx, content, (size_t)len, is_b2nd, &m));
+  if (a->has_b2nd) CAT_TRY(leave, caterva_schunk_meta_get(a->sc, CAT_META_B2ND, &content, &len));
+  CAT_TRY(leave, cat_meta_decode(ctx, content, (size_t)len, a->has_b2nd, &m));
   CAT_TRY(leave, cat_geom_init(ctx, &a->g, &m, caterva_schunk_typesize(a->sc)));
+  free(a->dtype);
+  a->dtype = NULL;
   if (m.dtype != NULL) {
     caterva_dtype_info info;
     a->dtype = dup_n(m.dtype, m.dtype_len);
@@ -148,6 +260,21 @@ int caterva_array_from_schunk(caterva_ctx *ctx, caterva_schunk *sc, caterva_arra
   CAT_CHECK(leave, a->g.nchunks == 0 || caterva_schunk_chunksize(a->sc) == a->g.chunksize,
             CATERVA_E_CORRUPT, "the frame's chunks hold %d bytes, the array's need %d",
             (int)caterva_schunk_chunksize(a->sc), (int)a->g.chunksize);
+leave:
+  return rc;
+}
+
+int caterva_array_from_schunk(caterva_ctx *ctx, caterva_schunk *sc, caterva_array **out) {
+  int rc = CATERVA_OK;
+  caterva_array *a = NULL;
+  *out = NULL;
+  CAT_CHECK(leave, sc != NULL, CATERVA_E_INVALID, "no super-chunk");
+  a = calloc(1, sizeof *a);
+  CAT_CHECK(leave, a != NULL, CATERVA_E_NOMEM, "out of memory");
+  a->sc = sc;
+  sc = NULL; /* owned by a from here on */
+  CAT_TRY(leave, cat_array_load_meta(ctx, a));
+  CAT_TRY(leave, load_fill(ctx, a));
 leave:
   if (rc < 0) {
     caterva_schunk_free(sc);
@@ -403,7 +530,7 @@ leave:
 /* ---- writing ------------------------------------------------------------------------- */
 
 /* Fill a chunk image with chunk n's current content. */
-static int read_chunk(caterva_ctx *ctx, caterva_array *a, int64_t n, uint8_t *chunkbuf) {
+int cat_array_read_chunk(caterva_ctx *ctx, caterva_array *a, int64_t n, uint8_t *chunkbuf) {
   int rc = CATERVA_OK;
   int special = caterva_schunk_chunk_special(a->sc, n);
   CAT_TRY(leave, special);
@@ -429,7 +556,7 @@ static int write_box(caterva_ctx *ctx, caterva_array *a, const int64_t *start,
   int64_t c0[CATERVA_MAX_DIM], c1[CATERVA_MAX_DIM], cc[CATERVA_MAX_DIM];
   int64_t clo[CATERVA_MAX_DIM], chi[CATERVA_MAX_DIM], lo[CATERVA_MAX_DIM], hi[CATERVA_MAX_DIM];
   int64_t bshape[CATERVA_MAX_DIM], zero[CATERVA_MAX_DIM] = {0};
-  caterva_cparams cp = chunk_cparams(a);
+  caterva_cparams cp = cat_array_chunk_cparams(a);
   int32_t cbytes;
   for (int k = 0; k < g->ndim; k++) {
     if (start[k] >= stop[k]) goto leave; /* empty box */
@@ -454,7 +581,7 @@ static int write_box(caterva_ctx *ctx, caterva_array *a, const int64_t *start,
     if (buf == NULL && caterva_schunk_chunk_special(a->sc, n) == CATERVA_SPECIAL_ZERO)
       goto next;
     if (whole) memset(chunkbuf, 0, (size_t)g->chunksize);
-    else CAT_TRY(leave, read_chunk(ctx, a, n, chunkbuf));
+    else CAT_TRY(leave, cat_array_read_chunk(ctx, a, n, chunkbuf));
     chunk_copy(g, cc, chunkbuf, lo, hi, (uint8_t *)buf, g->ndim ? start : zero, bshape, 1);
     cbytes = caterva_chunk_compress(ctx, &cp, chunkbuf, g->chunksize, cbuf,
                                     g->chunksize + CATERVA_CHUNK_MAX_OVERHEAD);
@@ -515,6 +642,33 @@ leave:
   return rc;
 }
 
+/* The special chunk kind that holds the fill value. */
+static int fill_special(const caterva_array *a) {
+  static const uint8_t nan32[4] = {0x00, 0x00, 0xC0, 0x7F}, nan64[8] = {0, 0, 0, 0, 0, 0, 0xF8, 0x7F};
+  int is = a->g.itemsize, zero = 1;
+  for (int i = 0; i < is && i < CAT_FILL_MAX; i++) zero &= a->fill[i] == 0;
+  if (zero || is > CAT_FILL_MAX) return CATERVA_SPECIAL_ZERO;
+  if ((is == 4 && memcmp(a->fill, nan32, 4) == 0) || (is == 8 && memcmp(a->fill, nan64, 8) == 0))
+    return CATERVA_SPECIAL_NAN;
+  return CATERVA_SPECIAL_VALUE;
+}
+
+/* Write the fill value into the box [lo, hi). */
+static int fill_box(caterva_ctx *ctx, caterva_array *a, const int64_t *lo, const int64_t *hi) {
+  int rc = CATERVA_OK;
+  int64_t n = 1;
+  uint8_t *buf = NULL;
+  if (fill_special(a) == CATERVA_SPECIAL_ZERO) return write_box(ctx, a, lo, hi, NULL);
+  for (int k = 0; k < a->g.ndim; k++) n *= hi[k] - lo[k];
+  buf = malloc((size_t)(n * a->g.itemsize));
+  CAT_CHECK(leave, buf != NULL, CATERVA_E_NOMEM, "out of memory");
+  cat_fill_items(buf, n, a->g.itemsize, CATERVA_SPECIAL_VALUE, a->fill);
+  rc = write_box(ctx, a, lo, hi, buf);
+leave:
+  free(buf);
+  return rc;
+}
+
 /* True when chunk grid coordinates cc lie inside grid. */
 static int in_grid(int ndim, const int64_t *cc, const int64_t *grid) {
   for (int k = 0; k < ndim; k++)
@@ -530,7 +684,7 @@ static int remap_chunks(caterva_ctx *ctx, caterva_array *a, const cat_geom *ng) 
   int rc = CATERVA_OK;
   const cat_geom *og = &a->g;
   int64_t cc[CATERVA_MAX_DIM];
-  uint8_t zchunk[CATERVA_CHUNK_HEADER_SIZE];
+  uint8_t zchunk[CATERVA_CHUNK_HEADER_SIZE + CAT_FILL_MAX];
   int32_t zbytes;
   for (int64_t n = og->nchunks - 1; n >= 0; n--) {
     cat_geom_chunk_coords(og, n, cc);
@@ -538,8 +692,9 @@ static int remap_chunks(caterva_ctx *ctx, caterva_array *a, const cat_geom *ng) 
       CAT_TRY(leave, caterva_schunk_delete_chunk(ctx, a->sc, n));
   }
   if (ng->nchunks == 0) goto leave;
-  zbytes = caterva_chunk_make_special(CATERVA_SPECIAL_ZERO, ng->chunksize, ng->itemsize,
-                                      ng->blocksize, NULL, zchunk, sizeof zchunk);
+  /* new chunks hold the fill value */
+  zbytes = caterva_chunk_make_special(fill_special(a), ng->chunksize, ng->itemsize,
+                                      ng->blocksize, a->fill, zchunk, sizeof zchunk);
   CAT_TRY(leave, zbytes);
   for (int64_t n = 0; n < ng->nchunks; n++) {
     cat_geom_chunk_coords(ng, n, cc);
@@ -575,11 +730,15 @@ static int resize_impl(caterva_ctx *ctx, caterva_array *a, const int64_t *new_sh
   }
   CAT_TRY(leave, cat_geom_init(ctx, &ng, &m, a->g.itemsize));
   had_chunks = a->g.nchunks > 0;
+  /* Cached chunk images survive a change of the first extent only (chunk numbers stay). */
+  for (int k = 1; k < m.ndim; k++)
+    if (new_shape[k] != a->g.shape[k]) CAT_TRY(leave, caterva_array_flush(ctx, a));
   CAT_TRY(leave, remap_chunks(ctx, a, &ng));
   if (a->has_b2nd) CAT_TRY(leave, update_meta_shape(ctx, a, CAT_META_B2ND, 1, ng.shape));
   if (a->has_caterva) CAT_TRY(leave, update_meta_shape(ctx, a, CAT_META_CATERVA, 0, ng.shape));
   a->g = ng;
-  /* Items that were padding of surviving edge chunks become real: make them zero. */
+  cat_wcache_reshaped(a);
+  /* Items that were padding of surviving edge chunks become real: give them the fill. */
   if (had_chunks && clear_new) {
     for (int k = 0; k < ng.ndim; k++) {
       int64_t lo[CATERVA_MAX_DIM], hi[CATERVA_MAX_DIM];
@@ -591,7 +750,7 @@ static int resize_impl(caterva_ctx *ctx, caterva_array *a, const int64_t *new_sh
       lo[k] = old_shape[k];
       hi[k] = old_grid[k] * ng.chunkshape[k] < ng.shape[k] ? old_grid[k] * ng.chunkshape[k]
                                                             : ng.shape[k];
-      if (hi[k] > lo[k]) CAT_TRY(leave, write_box(ctx, a, lo, hi, NULL));
+      if (hi[k] > lo[k]) CAT_TRY(leave, fill_box(ctx, a, lo, hi));
     }
   }
   rc = CATERVA_OK;
@@ -721,8 +880,8 @@ int caterva_array_copy(caterva_ctx *ctx, caterva_array *a, const caterva_array_p
   CAT_TRY(leave, rc = resolve_params(ctx, p, a->g.ndim, a->g.shape, a->g.itemsize, a->dtype, &m,
                                      dtype, sizeof dtype));
   CAT_TRY(leave, new_array(ctx, &m, a->g.itemsize, &p->cparams, p->store, p->path, &b));
-  want = chunk_cparams(b);
-  have = chunk_cparams(a);
+  want = cat_array_chunk_cparams(b);
+  have = cat_array_chunk_cparams(a);
   if (memcmp(a->g.chunkshape, b->g.chunkshape, sizeof a->g.chunkshape) == 0 &&
       memcmp(a->g.blockshape, b->g.blockshape, sizeof a->g.blockshape) == 0 &&
       same_compression(&want, &have))

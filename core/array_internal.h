@@ -114,13 +114,32 @@ void cat_copy_box(const cat_geom *g, uint8_t *block, const int64_t *origin, cons
  * zeros (ZERO, UNINIT), NaN (NAN; itemsize 4 or 8) or value (VALUE). */
 void cat_fill_items(uint8_t *dst, int64_t n, int itemsize, int special, const uint8_t *value);
 
+#define CAT_FILL_MAX 16   /* widest item a fill value is kept for */
+
 /* ---- the array object (array.c) ------------------------------------------------------ */
+
+typedef struct cat_wentry cat_wentry;
+typedef struct cat_wcache cat_wcache;
 
 struct caterva_array {
   caterva_schunk *sc;                 /* owned */
   cat_geom g;
   char *dtype;                        /* b2nd dtype string, or NULL */
   int has_b2nd, has_caterva;          /* which metalayers the frame carries */
+  uint8_t fill[CAT_FILL_MAX];         /* the fill item (first itemsize bytes; wider items: 0) */
+  int fill_stored;                    /* it comes from the `_FillValue` attribute */
+  cat_wcache *wc;                     /* write-back cache of chunk images, or NULL */
+  int64_t wbudget;                    /* its size in bytes (0: default) */
 };
+
+/* Shared by array.c and wcache.c. */
+caterva_cparams cat_array_chunk_cparams(const caterva_array *a);
+/* Fill a chunk image with chunk n's current content. */
+int cat_array_read_chunk(caterva_ctx *ctx, caterva_array *a, int64_t n, uint8_t *chunkbuf);
+/* (Re)derive the geometry and dtype from the frame's metalayers (after a rollback). */
+int cat_array_load_meta(caterva_ctx *ctx, caterva_array *a);
+void cat_wcache_free(cat_wcache *wc);
+/* Keep the cache consistent after a resize along the first axis. */
+void cat_wcache_reshaped(caterva_array *a);
 
 #endif /* CAT_ARRAY_INTERNAL_H */

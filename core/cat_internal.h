@@ -124,6 +124,8 @@ bool cat_mp_map(cat_rdr *r, uint32_t *n);
 bool cat_mp_array(cat_rdr *r, uint32_t *n);
 /* A str of any width; its bytes are borrowed from the cursor's buffer. */
 bool cat_mp_str(cat_rdr *r, const uint8_t **p, uint32_t *n);
+/* Any msgpack float (float32, float64) or integer, as a double. */
+bool cat_mp_number(cat_rdr *r, double *v);
 /* The C6 marker and u32 length of a bin32 (the payload is not consumed). */
 bool cat_mp_bin32_len(cat_rdr *r, uint32_t *n);
 

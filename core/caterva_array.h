@@ -119,7 +119,8 @@ int caterva_array_get_slice(caterva_ctx *ctx, caterva_array *a, const int64_t *s
 /** Write the box [start, stop) from a C-order buffer. */
 int caterva_array_set_slice(caterva_ctx *ctx, caterva_array *a, const int64_t *start,
                             const int64_t *stop, const void *buf, int64_t buflen);
-/** Change the shape (grow: new items are zero; shrink: items outside are dropped). The chunk
+/** Change the shape (grow: new items take the fill value, see caterva_array_get_fill;
+ * shrink: items outside are dropped). The chunk
  * and block shapes stay; chunks are deleted and zero chunks inserted where the chunk grid
  * changes, surviving chunks are not recompressed (except edge chunks whose padding becomes
  * items and is cleared). Both metalayers are rewritten in place. */
@@ -145,6 +146,45 @@ int caterva_array_attr_set(caterva_ctx *ctx, caterva_array *a, const char *name,
 int caterva_array_get_dim_names(caterva_ctx *ctx, caterva_array *a, char ***names);
 int caterva_array_set_dim_names(caterva_ctx *ctx, caterva_array *a, const char *const *names);
 void caterva_array_free_names(char **names, int n);
+
+/* -- fill value, cell writes, transactions -- */
+
+/** The fill item: what caterva_array_resize gives new cells and what a caller resets
+ * deleted cells to. It comes from the `_FillValue` attribute (a msgpack number: float64 for
+ * float32/float64 dtypes, an integer for integer and bool dtypes) when the file has one;
+ * otherwise it is zero until set. Copies itemsize bytes into item (capacity cap).
+ * @return 1 when the value comes from the attribute, 0 when not, CATERVA_E_INVALID. */
+int caterva_array_get_fill(const caterva_array *a, void *item, int cap);
+/** Set the fill item (itemsize bytes, at most 16); with persist, also store it as the
+ * `_FillValue` attribute (float32/float64, integer and bool dtypes only, else
+ * CATERVA_E_UNSUPPORTED; unsigned values above 2^63-1 are refused). */
+int caterva_array_set_fill(caterva_ctx *ctx, caterva_array *a, const void *item, int persist);
+
+/** Write one item at coord (inside the shape, else CATERVA_E_RANGE) through the array's
+ * write-back cache of decompressed chunks. A chunk all of whose items inside the shape have
+ * been written is compressed and stored at once, without reading it (loads in C order
+ * stream); others are completed from the stored chunk when the cache needs room, at
+ * caterva_array_flush, at a savepoint and at commit. Reads (slices, iterators) do not see
+ * items still in the cache: flush first. */
+int caterva_array_set_item(caterva_ctx *ctx, caterva_array *a, const int64_t *coord,
+                           const void *item);
+/** Store every chunk image held by the write-back cache. */
+int caterva_array_flush(caterva_ctx *ctx, caterva_array *a);
+/** 1 when the write-back cache holds images not yet stored. */
+int caterva_array_pending(const caterva_array *a);
+/** Bytes of chunk images the write-back cache may hold (at least one chunk; default
+ * 64 MiB). */
+void caterva_array_set_write_cache(caterva_array *a, int64_t nbytes);
+
+/** Transactions over the array's super-chunk (caterva_schunk_begin and the following): the
+ * shape and both metalayers are part of them (a rollback restores the geometry), and the
+ * write-back cache is flushed before a savepoint and a commit and discarded by rollbacks. */
+int caterva_array_begin(caterva_ctx *ctx, caterva_array *a);
+int caterva_array_savepoint(caterva_ctx *ctx, caterva_array *a, int level);
+int caterva_array_release(caterva_ctx *ctx, caterva_array *a, int level);
+int caterva_array_rollback_to(caterva_ctx *ctx, caterva_array *a, int level);
+int caterva_array_commit(caterva_ctx *ctx, caterva_array *a, int sync);
+int caterva_array_rollback(caterva_ctx *ctx, caterva_array *a);
 
 /* -- block iterator -- */
 

@@ -198,4 +198,28 @@ int caterva_schunk_compact(caterva_ctx *ctx, caterva_schunk *sc, int force);
 void caterva_schunk_set_flags(caterva_schunk *sc, int flags);
 /** @} */
 
+/** @defgroup lock Locking between processes (c-blosc2's `.b2lock` protocol, lock.c)
+ * A sidecar file beside the frame (`<path>.b2lock`, or `<dir>/.b2lock` for a sparse frame)
+ * locked with flock(): exclusive by a writer, shared by a reader re-reading the index, and a
+ * 64-bit little-endian generation counter at byte 8 that every exclusive acquisition
+ * increments. Each caterva_lock has its own open file description, so two handles in one
+ * process exclude each other as two processes do. Nothing here waits.
+ * @{ */
+typedef struct caterva_lock caterva_lock;
+/** Open (creating it if missing) the sidecar of the frame at path. *out is owned by the
+ * caller (caterva_lock_free, which also releases a held lock). CATERVA_E_IO when it cannot
+ * be opened (e.g. a read-only directory without a sidecar). */
+int caterva_lock_open(caterva_ctx *ctx, const char *path, caterva_lock **out);
+/** Take the exclusive lock without waiting and increment the generation counter (its new
+ * value in *gen, may be NULL). CATERVA_E_BUSY when another handle holds the lock. */
+int caterva_lock_exclusive(caterva_ctx *ctx, caterva_lock *lk, uint64_t *gen);
+/** Take the shared lock without waiting; CATERVA_E_BUSY while a writer holds it. */
+int caterva_lock_shared(caterva_ctx *ctx, caterva_lock *lk);
+/** Release whatever lock lk holds (NULL and "not held" accepted). */
+int caterva_lock_release(caterva_lock *lk);
+/** Read the generation counter without locking (0 for a new sidecar). */
+int caterva_lock_generation(caterva_ctx *ctx, caterva_lock *lk, uint64_t *gen);
+void caterva_lock_free(caterva_lock *lk);
+/** @} */
+
 #endif /* CATERVA_FRAME_H */

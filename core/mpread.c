@@ -69,3 +69,27 @@ bool cat_mp_bin32_len(cat_rdr *r, uint32_t *n) {
   *n = (uint32_t)u;
   return true;
 }
+
+bool cat_mp_number(cat_rdr *r, double *v) {
+  uint64_t u;
+  int64_t i;
+  cat_rdr save = *r;
+  uint8_t m;
+  if (!cat_rdr_u8(r, &m)) return false;
+  if (m == 0xca || m == 0xcb) {
+    if (!mp_be(r, m == 0xca ? 4 : 8, &u)) return false;
+    if (m == 0xca) {
+      uint32_t w = (uint32_t)u;
+      float f;
+      memcpy(&f, &w, sizeof f);
+      *v = f;
+    } else {
+      memcpy(v, &u, sizeof *v);
+    }
+    return true;
+  }
+  *r = save;
+  if (!cat_mp_int(r, &i)) return false;
+  *v = (double)i;
+  return true;
+}

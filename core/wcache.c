@@ -1,0 +1,277 @@
+/*
+ * wcache.c -- cell writes through a write-back cache of decompressed chunks, and
+ * transactions on arrays.
+ *
+ * A write of one item goes to the cached image of its chunk. Each image has a bitmap of the
+ * items written: when every item of the chunk that lies inside the shape has been written
+ * (a load in C order, a slab UPDATE), the chunk is compressed at once from the image alone,
+ * without ever reading the stored chunk. Otherwise, when the cache is full (least recently
+ * used image first), at a flush, a savepoint or a commit, the stored chunk is decompressed
+ * and the items not written are taken from it. Chunks are stored with
+ * caterva_schunk_update_chunk, so inside a transaction they go past the committed end of
+ * the file and a cache larger than memory is never needed.
+ *
+ *   image offset of an item = block number in the chunk * items per block
+ *                             + C-order offset inside the block
+ * (chunks hold their blocks in C order over the block grid, spec §5.2).
+ */
+#include "array_internal.h"
+
+#include <stdlib.h>
+
+#define CAT_WCACHE_DEFAULT (64 * 1024 * 1024)
+
+struct cat_wentry {
+  int64_t nchunk;    /* chunk number, -1: free */
+  uint8_t *img;      /* chunksize bytes (padding zero) */
+  uint64_t *bits;    /* one bit per item of the image: written */
+  int64_t nset;      /* items written */
+  int64_t nvalid;    /* items of the chunk inside the shape */
+  uint64_t stamp;    /* last use, for LRU */
+};
+
+struct cat_wcache {
+  cat_wentry *e;
+  int n;             /* entries in use or free */
+  int max;           /* most entries (>= 1) */
+  int last;          /* entry of the last write */
+  uint64_t clock;
+  int64_t budget;    /* bytes */
+};
+
+static int64_t nvalid_of(const cat_geom *g, int64_t nchunk) {
+  int64_t cc[CATERVA_MAX_DIM], n = 1;
+  cat_geom_chunk_coords(g, nchunk, cc);
+  for (int k = 0; k < g->ndim; k++) {
+    int64_t lo = cc[k] * g->chunkshape[k], hi = lo + g->chunkshape[k];
+    n *= (hi < g->shape[k] ? hi : g->shape[k]) - lo;
+  }
+  return n;
+}
+
+static size_t bits_words(const cat_geom *g) {
+  return (size_t)cat_ceil_div64(g->chunksize / g->itemsize, 64);
+}
+
+void cat_wcache_free(cat_wcache *wc) {
+  if (wc == NULL) return;
+  for (int i = 0; i < wc->n; i++) {
+    free(wc->e[i].img);
+    free(wc->e[i].bits);
+  }
+  free(wc->e);
+  free(wc);
+}
+
+void caterva_array_set_write_cache(caterva_array *a, int64_t nbytes) {
+  if (a == NULL) return;
+  a->wbudget = nbytes > 0 ? nbytes : CAT_WCACHE_DEFAULT;
+  if (a->wc != NULL) {
+    int64_t m = a->wbudget / (a->g.chunksize > 0 ? a->g.chunksize : 1);
+    a->wc->max = m < 1 ? 1 : m > 4096 ? 4096 : (int)m;
+  }
+}
+
+static int wcache_get(caterva_ctx *ctx, caterva_array *a) {
+  int64_t budget = a->wbudget > 0 ? a->wbudget : CAT_WCACHE_DEFAULT, m;
+  if (a->wc != NULL) return CATERVA_OK;
+  a->wc = calloc(1, sizeof *a->wc);
+  if (a->wc == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  m = budget / (a->g.chunksize > 0 ? a->g.chunksize : 1);
+  a->wc->max = m < 1 ? 1 : m > 4096 ? 4096 : (int)m;
+  a->wc->last = -1;
+  return CATERVA_OK;
+}
+
+/* Compress the image of e (completed from the stored chunk where items were not written)
+ * and store it; e becomes free. */
+static int store_entry(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
+  const cat_geom *g = &a->g;
+  uint8_t *old = NULL, *cbuf = NULL;
+  size_t is = (size_t)g->itemsize, nw = bits_words(g);
+  caterva_cparams cp = cat_array_chunk_cparams(a);
+  int32_t cbytes;
+  int rc = CATERVA_OK;
+  if (e->nset < e->nvalid) {
+    old = malloc((size_t)g->chunksize);
+    CAT_CHECK(leave, old != NULL, CATERVA_E_NOMEM, "out of memory");
+    CAT_TRY(leave, cat_array_read_chunk(ctx, a, e->nchunk, old));
+    for (size_t w = 0; w < nw; w++) {
+      uint64_t b = e->bits[w];
+      size_t i0 = w * 64, cnt = 64;
+      if (b == UINT64_MAX) continue;
+      if ((i0 + cnt) * is > (size_t)g->chunksize) cnt = (size_t)g->chunksize / is - i0;
+      if (b == 0) {
+        memcpy(e->img + i0 * is, old + i0 * is, cnt * is);
+        continue;
+      }
+      for (size_t j = 0; j < cnt; j++)
+        if (!(b >> j & 1)) memcpy(e->img + (i0 + j) * is, old + (i0 + j) * is, is);
+    }
+  }
+  cbuf = malloc((size_t)g->chunksize + CATERVA_CHUNK_MAX_OVERHEAD);
+  CAT_CHECK(leave, cbuf != NULL, CATERVA_E_NOMEM, "out of memory");
+  cbytes = caterva_chunk_compress(ctx, &cp, e->img, g->chunksize, cbuf,
+                                  g->chunksize + CATERVA_CHUNK_MAX_OVERHEAD);
+  CAT_TRY(leave, cbytes);
+  CAT_TRY(leave, caterva_schunk_update_chunk(ctx, a->sc, e->nchunk, cbuf, cbytes));
+  e->nchunk = -1;
+leave:
+  free(old);
+  free(cbuf);
+  return rc;
+}
+
+/* An entry for chunk n: the cached one, a free one, a new one, or the least recently used
+ * one after storing it. */
+static int claim(caterva_ctx *ctx, caterva_array *a, int64_t n, cat_wentry **out) {
+  cat_wcache *wc = a->wc;
+  const cat_geom *g = &a->g;
+  cat_wentry *e = NULL;
+  int rc = CATERVA_OK;
+  for (int i = 0; i < wc->n; i++)
+    if (wc->e[i].nchunk == n) {
+      *out = &wc->e[i];
+      wc->last = i;
+      return CATERVA_OK;
+    }
+  for (int i = 0; i < wc->n && e == NULL; i++)
+    if (wc->e[i].nchunk < 0) e = &wc->e[i];
+  if (e == NULL && wc->n < wc->max) {
+    cat_wentry *p = realloc(wc->e, (size_t)(wc->n + 1) * sizeof *p);
+    CAT_CHECK(leave, p != NULL, CATERVA_E_NOMEM, "out of memory");
+    wc->e = p;
+    e = &wc->e[wc->n++];
+    memset(e, 0, sizeof *e);
+    e->nchunk = -1;
+  }
+  if (e == NULL) {
+    e = &wc->e[0];
+    for (int i = 1; i < wc->n; i++)
+      if (wc->e[i].stamp < e->stamp) e = &wc->e[i];
+    CAT_TRY(leave, store_entry(ctx, a, e));
+  }
+  if (e->img == NULL) {
+    e->img = malloc((size_t)g->chunksize);
+    e->bits = malloc(bits_words(g) * sizeof *e->bits);
+    CAT_CHECK(leave, e->img != NULL && e->bits != NULL, CATERVA_E_NOMEM, "out of memory");
+  }
+  memset(e->img, 0, (size_t)g->chunksize);
+  memset(e->bits, 0, bits_words(g) * sizeof *e->bits);
+  e->nchunk = n;
+  e->nset = 0;
+  e->nvalid = nvalid_of(g, n);
+  wc->last = (int)(e - wc->e);
+  *out = e;
+leave:
+  return rc;
+}
+
+int caterva_array_set_item(caterva_ctx *ctx, caterva_array *a, const int64_t *coord,
+                           const void *item) {
+  const cat_geom *g;
+  cat_wentry *e = NULL;
+  int64_t n = 0, blk = 0, in = 0;
+  size_t idx;
+  int rc = CATERVA_OK;
+  CAT_CHECK(leave, a != NULL && item != NULL && (coord != NULL || a->g.ndim == 0),
+            CATERVA_E_INVALID, "set_item: NULL argument");
+  g = &a->g;
+  for (int k = 0; k < g->ndim; k++) {
+    int64_t c = coord[k], r;
+    CAT_CHECK(leave, c >= 0 && c < g->shape[k], CATERVA_E_RANGE,
+              "coordinate %lld out of range 0..%lld in dimension %d", (long long)c,
+              (long long)g->shape[k] - 1, k);
+    n = n * g->gridshape[k] + c / g->chunkshape[k];
+    r = c % g->chunkshape[k];
+    blk = blk * g->blockgrid[k] + r / g->blockshape[k];
+    in = in * g->blockshape[k] + r % g->blockshape[k];
+  }
+  CAT_TRY(leave, wcache_get(ctx, a));
+  if (a->wc->last >= 0 && a->wc->e[a->wc->last].nchunk == n) e = &a->wc->e[a->wc->last];
+  else CAT_TRY(leave, claim(ctx, a, n, &e));
+  e->stamp = ++a->wc->clock;
+  idx = (size_t)(blk * g->blockitems + in);
+  memcpy(e->img + idx * (size_t)g->itemsize, item, (size_t)g->itemsize);
+  if (!(e->bits[idx >> 6] >> (idx & 63) & 1)) {
+    e->bits[idx >> 6] |= (uint64_t)1 << (idx & 63);
+    if (++e->nset == e->nvalid) CAT_TRY(leave, store_entry(ctx, a, e));
+  }
+leave:
+  return rc;
+}
+
+int caterva_array_flush(caterva_ctx *ctx, caterva_array *a) {
+  int rc = CATERVA_OK;
+  CAT_CHECK(leave, a != NULL, CATERVA_E_INVALID, "no array");
+  for (int i = 0; a->wc != NULL && i < a->wc->n; i++)
+    if (a->wc->e[i].nchunk >= 0) CAT_TRY(leave, store_entry(ctx, a, &a->wc->e[i]));
+leave:
+  return rc;
+}
+
+int caterva_array_pending(const caterva_array *a) {
+  for (int i = 0; a != NULL && a->wc != NULL && i < a->wc->n; i++)
+    if (a->wc->e[i].nchunk >= 0) return 1;
+  return 0;
+}
+
+/* Forget every cached image (a rollback). */
+static void wcache_discard(caterva_array *a) {
+  for (int i = 0; a->wc != NULL && i < a->wc->n; i++) a->wc->e[i].nchunk = -1;
+  if (a->wc != NULL) a->wc->last = -1;
+}
+
+/* Chunk numbers and valid counts after a resize: images are kept across a resize that does
+ * not renumber chunks (growth or shrinking along the first axis only); others are stored
+ * first by the caller. */
+void cat_wcache_reshaped(caterva_array *a) {
+  for (int i = 0; a->wc != NULL && i < a->wc->n; i++) {
+    cat_wentry *e = &a->wc->e[i];
+    if (e->nchunk < 0) continue;
+    if (e->nchunk >= a->g.nchunks) e->nchunk = -1; /* shrunk away */
+    else e->nvalid = nvalid_of(&a->g, e->nchunk);
+  }
+}
+
+/* ---- transactions ------------------------------------------------------------------------ */
+
+int caterva_array_begin(caterva_ctx *ctx, caterva_array *a) {
+  if (a == NULL) return cat_error(ctx, CATERVA_E_INVALID, "no array");
+  return caterva_schunk_begin(ctx, a->sc);
+}
+
+int caterva_array_savepoint(caterva_ctx *ctx, caterva_array *a, int level) {
+  int rc = caterva_array_flush(ctx, a);
+  if (rc < 0) return rc;
+  return caterva_schunk_savepoint(ctx, a->sc, level);
+}
+
+int caterva_array_release(caterva_ctx *ctx, caterva_array *a, int level) {
+  if (a == NULL) return cat_error(ctx, CATERVA_E_INVALID, "no array");
+  return caterva_schunk_release(ctx, a->sc, level);
+}
+
+int caterva_array_rollback_to(caterva_ctx *ctx, caterva_array *a, int level) {
+  int rc;
+  if (a == NULL) return cat_error(ctx, CATERVA_E_INVALID, "no array");
+  wcache_discard(a);
+  rc = caterva_schunk_rollback_to(ctx, a->sc, level);
+  if (rc >= 0) rc = cat_array_load_meta(ctx, a);
+  return rc;
+}
+
+int caterva_array_commit(caterva_ctx *ctx, caterva_array *a, int sync) {
+  int rc = caterva_array_flush(ctx, a);
+  if (rc < 0) return rc;
+  return caterva_schunk_commit(ctx, a->sc, sync);
+}
+
+int caterva_array_rollback(caterva_ctx *ctx, caterva_array *a) {
+  int rc, rc2;
+  if (a == NULL) return cat_error(ctx, CATERVA_E_INVALID, "no array");
+  wcache_discard(a);
+  rc = caterva_schunk_rollback(ctx, a->sc);
+  rc2 = cat_array_load_meta(ctx, a);
+  return rc < 0 ? rc : rc2;
+}

@@ -442,6 +442,7 @@ int caterva_array_create(caterva_ctx *ctx, const caterva_array_params *p, int fi
   CAT_CHECK(leave, kind != CATERVA_SPECIAL_VALUE || fill_value != NULL, CATERVA_E_INVALID,
             "a fill value is required");
   CAT_TRY(leave, new_array_from_params(ctx, p, &a));
+  if (p->store != CATERVA_STORE_MEMORY) CAT_TRY(leave, caterva_schunk_begin(ctx, a->sc));
   if (kind == CATERVA_SPECIAL_NAN) {
     caterva_dtype_info info;
     caterva_dtype_parse(a->dtype, &info);
@@ -456,6 +457,13 @@ int caterva_array_create(caterva_ctx *ctx, const caterva_array_params *p, int fi
     if (allzero) kind = CATERVA_SPECIAL_ZERO;
   }
   CAT_TRY(leave, append_special(ctx, a, kind, fill_value, a->g.nchunks));
+  /* one commit for all the chunks of a file store */
+  if (p->store != CATERVA_STORE_MEMORY) {
+    CAT_TRY(leave, caterva_schunk_commit(ctx, a->sc, 1));
+    CAT_TRY(leave, caterva_schunk_compact(ctx, a->sc, 1)); /* the first, empty index */
+  }
+  if (kind == CATERVA_SPECIAL_VALUE) memcpy(a->fill, fill_value, (size_t)(a->g.itemsize < CAT_FILL_MAX ? a->g.itemsize : CAT_FILL_MAX));
+  if (kind == CATERVA_SPECIAL_NAN) cat_fill_items(a->fill, 1, a->g.itemsize, kind, NULL);
   rc = CATERVA_OK;
 leave:
   if (rc < 0) caterva_array_free(a);

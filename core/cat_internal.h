@@ -193,6 +193,8 @@ int cat_io_pread(caterva_ctx *ctx, int fd, void *buf, size_t n, int64_t off, con
 int cat_io_fsync(caterva_ctx *ctx, int fd, const char *path);
 int cat_io_truncate(caterva_ctx *ctx, int fd, int64_t len, const char *path);
 int cat_io_rename(caterva_ctx *ctx, const char *from, const char *to);
+/* rename that fails with CATERVA_E_EXISTS instead of replacing an existing file or directory. */
+int cat_io_rename_noreplace(caterva_ctx *ctx, const char *from, const char *to);
 /* fsync the directory holding path (best effort), so a rename or creation in it is durable. */
 void cat_io_sync_parent(const char *path);
 

@@ -184,6 +184,15 @@ int caterva_schunk_commit(caterva_ctx *ctx, caterva_schunk *sc, int sync);
  * file is truncated back; new sparse chunk files are removed). */
 int caterva_schunk_rollback(caterva_ctx *ctx, caterva_schunk *sc);
 
+/** Move the frame's file or directory to path, which must not exist (CATERVA_E_EXISTS; the
+ * move is atomic: creating under a temporary name and renaming publishes a complete frame). */
+int caterva_schunk_rename(caterva_ctx *ctx, caterva_schunk *sc, const char *path);
+
+/** 1 when the frame on disk has changed since this object read or committed it (another
+ * handle committed or compacted it: reopen to see it), 0 when not. Cheap: one header read
+ * (contiguous) or one stat (sparse). */
+int caterva_schunk_stale(caterva_ctx *ctx, caterva_schunk *sc);
+
 /** Bytes inside a contiguous file's chunk section that no index entry refers to. */
 int64_t caterva_schunk_dead_bytes(const caterva_schunk *sc);
 /** Rewrite a contiguous file packed (temporary file + rename: readers holding the old file

@@ -13,6 +13,9 @@
  * from 1 after the hook is armed; call n fails with errno err without touching the file,
  * and with sticky every later call fails too (a disk that stays full).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* renameat2 */
+#endif
 #include "cat_internal.h"
 
 #include <errno.h>
@@ -123,6 +126,12 @@ int cat_io_truncate(caterva_ctx *ctx, int fd, int64_t len, const char *path) {
 
 int cat_io_rename(caterva_ctx *ctx, const char *from, const char *to) {
   if (injected() || rename(from, to) != 0) return cat_io_error(ctx, "cannot rename onto", to);
+  return CATERVA_OK;
+}
+
+int cat_io_rename_noreplace(caterva_ctx *ctx, const char *from, const char *to) {
+  if (injected() || renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) != 0)
+    return cat_io_error(ctx, "cannot rename to", to);
   return CATERVA_OK;
 }
 

@@ -340,6 +340,7 @@ static int remap(caterva_ctx *ctx, caterva_schunk *sc, int fd) {
   sc->base = m;
   sc->base_len = (size_t)st.st_size;
   sc->base_mapped = true;
+  sc->seen_ino = (uint64_t)st.st_ino;
   return CATERVA_OK;
 }
 
@@ -463,6 +464,18 @@ leave:
 
 /* ---- sparse directories ------------------------------------------------------------------- */
 
+/* Remember which chunks.b2frame this object reflects (it is replaced by rename on every
+ * change, so its inode and time tell a newer one). */
+static void note_index_file(caterva_schunk *sc) {
+  struct stat st;
+  char *path = join(sc->path, CAT_SPARSE_INDEX);
+  if (path != NULL && stat(path, &st) == 0) {
+    sc->seen_ino = (uint64_t)st.st_ino;
+    sc->seen_mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  }
+  free(path);
+}
+
 /* Replace chunks.b2frame: header (frame type 1), offsets index, trailer. */
 static int sparse_write_index(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
                               int64_t nbytes, int64_t cbytes) {
@@ -479,6 +492,7 @@ static int sparse_write_index(caterva_ctx *ctx, caterva_schunk *sc, int64_t *ent
   CAT_TRY(leave, write_sparse_index(ctx, path, &pl));
   sc->header_len = pl.header_len;
   sc->frame_len = pl.frame_len;
+  note_index_file(sc);
 leave:
   free(path);
   plan_free(&pl);
@@ -535,6 +549,7 @@ static int sparse_open(caterva_ctx *ctx, caterva_schunk *sc) {
   CAT_TRY(leave, cat_frame_parse_trailer(ctx, sc, frame, sc->header_len, &tstart));
   CAT_TRY(leave, cat_frame_parse_index(ctx, sc, frame, sc->header_len, tstart - sc->header_len));
   rc = CATERVA_OK;
+  note_index_file(sc);
   for (int64_t i = 0; i < sc->nchunks; i++)
     if (sc->entries[i] >= sc->next_file) sc->next_file = sc->entries[i] + 1;
 leave:
@@ -742,9 +757,49 @@ void cat_file_close(caterva_schunk *sc) {
   while (sc->retired != NULL) {
     cat_map *m = sc->retired;
     sc->retired = m->next;
-    munmap(m->p, m->n);
+    if (m->n > 0) munmap(m->p, m->n);
+    else free(m->p);
     free(m);
   }
   if (sc->fd >= 0) close(sc->fd);
   sc->fd = -1;
+}
+
+int cat_file_stale(caterva_ctx *ctx, caterva_schunk *sc) {
+  uint8_t disk[CAT_FH_SIZE], mine[CAT_FH_SIZE];
+  struct stat st;
+  int fd, rc;
+  if (sc->store == CATERVA_STORE_SPARSE) {
+    char *path = join(sc->path, CAT_SPARSE_INDEX);
+    if (path == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+    rc = stat(path, &st);
+    free(path);
+    if (rc != 0) return 1;
+    return (uint64_t)st.st_ino != sc->seen_ino ||
+           (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != sc->seen_mtime;
+  }
+  fd = open(sc->path, O_RDONLY);
+  if (fd < 0) return 1; /* gone or replaced: let the reopen report it */
+  rc = cat_io_pread(ctx, fd, disk, sizeof disk, 0, sc->path);
+  /* a compaction renames a new file over the path */
+  if (rc >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_ino != sc->seen_ino) rc = -1;
+  close(fd);
+  if (rc < 0) return 1;
+  cat_frame_fixed_patch(sc, mine, CAT_FRAME_CONTIGUOUS, sc->header_len, sc->frame_len, sc->nbytes,
+                        sc->cbytes);
+  return memcmp(disk + CAT_FH_COMMIT_START, mine + CAT_FH_COMMIT_START,
+                CAT_FH_COMMIT_END - CAT_FH_COMMIT_START) != 0;
+}
+
+void cat_file_retire_bytes(caterva_schunk *sc, void *p) {
+  cat_map *m;
+  if (p == NULL) return;
+  if (!sc->retain_maps || (m = malloc(sizeof *m)) == NULL) {
+    free(p);
+    return;
+  }
+  m->p = p;
+  m->n = 0;
+  m->next = sc->retired;
+  sc->retired = m;
 }

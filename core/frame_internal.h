@@ -112,7 +112,9 @@ struct caterva_schunk {
   cat_txn *txn;              /* open transaction (txn.c), or NULL */
   bool no_autocompact;       /* never compact on our own (the caller holds the lock) */
   bool retain_maps;          /* keep old maps until freed (CATERVA_SC_RETAIN_MAPS) */
-  cat_map *retired;          /* maps kept alive by retain_maps */
+  cat_map *retired;          /* maps kept alive by retain_maps (n == 0: malloc'ed bytes) */
+  uint64_t seen_ino;         /* inode of the file (contiguous) or chunks.b2frame (sparse) */
+  int64_t seen_mtime;        /* sparse: modification time of chunks.b2frame, ns */
 };
 
 /* ---- frame_format.c: bytes <-> schunk fields ---------------------------------------- */
@@ -197,6 +199,12 @@ int cat_file_rewrite(caterva_ctx *ctx, caterva_schunk *sc);
 /* Read sparse chunk file number num (whole file) into a new malloc'ed buffer. */
 int cat_file_read_chunk(caterva_ctx *ctx, const caterva_schunk *sc, int64_t num, uint8_t **out,
                         int32_t *len);
+/* 1 when the file on disk no longer holds the state sc was read or committed as (another
+ * writer committed, or compacted), 0 when it does. */
+int cat_file_stale(caterva_ctx *ctx, caterva_schunk *sc);
+/* Keep p (malloc'ed chunk bytes replaced by an edit) until sc is freed, when readers may
+ * hold pointers into it (retain_maps); else free it. */
+void cat_file_retire_bytes(caterva_schunk *sc, void *p);
 /* Remove a sparse chunk file that the index no longer references (best effort). */
 void cat_file_unlink_chunk(const caterva_schunk *sc, int64_t num);
 /* Save sc as a new frame at path. */

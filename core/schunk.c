@@ -524,7 +524,8 @@ static void maybe_compact(caterva_ctx *ctx, caterva_schunk *sc) {
 
 /* Install the new arrays after a successful commit. */
 static void edit_install(caterva_schunk *sc, const sc_edit *e, sc_next *nx, int64_t old_entry) {
-  if (sc->data != NULL && (e->op == EDIT_UPDATE || e->op == EDIT_DELETE)) free(sc->data[e->pos]);
+  if (sc->data != NULL && (e->op == EDIT_UPDATE || e->op == EDIT_DELETE))
+    cat_file_retire_bytes(sc, sc->data[e->pos]);
   free(sc->entries);
   free(sc->data);
   sc->entries = nx->entries;

@@ -130,7 +130,7 @@ static int mark_restore(caterva_ctx *ctx, caterva_schunk *sc, cat_mark *m) {
     CAT_TRY(leave, cat_file_truncate_to(ctx, sc, m->wend));
   if (sc->store == CATERVA_STORE_SPARSE) drop_new_files(sc, m->nnew);
   if (sc->data != NULL)
-    for (int64_t i = 0; i < sc->nchunks; i++) free(sc->data[i]);
+    for (int64_t i = 0; i < sc->nchunks; i++) cat_file_retire_bytes(sc, sc->data[i]);
   free(sc->data);
   sc->data = NULL;
   free(sc->entries);
@@ -368,4 +368,26 @@ void caterva_schunk_set_flags(caterva_schunk *sc, int flags) {
   if (sc == NULL) return;
   sc->no_autocompact = (flags & CATERVA_SC_NO_AUTOCOMPACT) != 0;
   sc->retain_maps = (flags & CATERVA_SC_RETAIN_MAPS) != 0;
+}
+
+int caterva_schunk_rename(caterva_ctx *ctx, caterva_schunk *sc, const char *path) {
+  char *copy = NULL;
+  int rc = CATERVA_OK;
+  CAT_CHECK(leave, sc != NULL && path != NULL && sc->path != NULL, CATERVA_E_INVALID,
+            "rename: needs a file store and a path");
+  copy = strdup(path);
+  CAT_CHECK(leave, copy != NULL, CATERVA_E_NOMEM, "out of memory");
+  CAT_TRY(leave, cat_io_rename_noreplace(ctx, sc->path, path));
+  cat_io_sync_parent(path);
+  free(sc->path);
+  sc->path = copy;
+  copy = NULL;
+leave:
+  free(copy);
+  return rc;
+}
+
+int caterva_schunk_stale(caterva_ctx *ctx, caterva_schunk *sc) {
+  if (sc == NULL || sc->store == CATERVA_STORE_MEMORY) return 0;
+  return cat_file_stale(ctx, sc);
 }

@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -344,6 +345,17 @@ static int remap(caterva_ctx *ctx, caterva_schunk *sc, int fd) {
   return CATERVA_OK;
 }
 
+/* Bytes of the chunk section no index entry refers to (for compaction decisions). */
+static void count_dead(caterva_schunk *sc) {
+  int64_t live = 0;
+  for (int64_t i = 0; i < sc->nchunks; i++) {
+    int64_t e = sc->entries[i];
+    if (e >= 0 && e <= sc->section - CATERVA_CHUNK_HEADER_SIZE)
+      live += cat_le32s(sc->base + sc->header_len + e + 12);
+  }
+  sc->dead = live < sc->section ? sc->section - live : 0;
+}
+
 static int contiguous_open(caterva_ctx *ctx, caterva_schunk *sc) {
   int fd = open(sc->path, sc->writable ? O_RDWR : O_RDONLY);
   int rc;
@@ -359,6 +371,7 @@ static int contiguous_open(caterva_ctx *ctx, caterva_schunk *sc) {
   if (sc->writable) sc->fd = fd;
   else close(fd);
   sc->wend = sc->frame_len;
+  if (sc->writable) count_dead(sc);
   return CATERVA_OK;
 fail:
   close(fd);
@@ -511,6 +524,7 @@ static int write_chunk_file(caterva_ctx *ctx, const char *dir, int64_t num, cons
   }
   rc = cat_io_write(ctx, fd, chunk, (size_t)cbytes, path);
   if (rc >= 0) rc = cat_io_fsync(ctx, fd, path);
+  if (rc < 0) (void)unlink(path); /* no partial file left behind (a full disk) */
 leave:
   if (fd >= 0) close(fd);
   free(path);
@@ -536,6 +550,24 @@ void cat_file_unlink_chunk(const caterva_schunk *sc, int64_t num) {
   free(path);
 }
 
+/* A writer never reuses the number of a chunk file still present (a reader holding an
+ * older index may read it): start above the highest one in the directory. Numbers of files
+ * already removed may come back; a reader with an index that old finds its file missing
+ * or, rarely, replaced (see README, "Guarantees"). */
+static void skip_used_numbers(caterva_schunk *sc) {
+  DIR *d = opendir(sc->path);
+  struct dirent *de;
+  if (d == NULL) return;
+  while ((de = readdir(d)) != NULL) {
+    unsigned long long num;
+    char tail[8];
+    if (strlen(de->d_name) == 14 && sscanf(de->d_name, "%8llX.%5s", &num, tail) == 2 &&
+        strcmp(tail, "chunk") == 0 && (int64_t)num >= sc->next_file)
+      sc->next_file = (int64_t)num + 1;
+  }
+  closedir(d);
+}
+
 static int sparse_open(caterva_ctx *ctx, caterva_schunk *sc) {
   char *path = join(sc->path, CAT_SPARSE_INDEX);
   uint8_t *frame = NULL;
@@ -552,6 +584,7 @@ static int sparse_open(caterva_ctx *ctx, caterva_schunk *sc) {
   note_index_file(sc);
   for (int64_t i = 0; i < sc->nchunks; i++)
     if (sc->entries[i] >= sc->next_file) sc->next_file = sc->entries[i] + 1;
+  if (sc->writable) skip_used_numbers(sc);
 leave:
   free(frame);
   free(path);

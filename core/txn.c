@@ -289,7 +289,12 @@ int caterva_schunk_rollback(caterva_ctx *ctx, caterva_schunk *sc) {
   int rc = check_txn(ctx, sc, true);
   if (rc < 0) return rc;
   t = sc->txn;
-  rc = mark_restore(ctx, sc, &t->begin);
+  if (sc->broken) {
+    /* failed after its commit point: the file holds either state; touch nothing */
+    rc = cat_error(ctx, CATERVA_E_IO, "the transaction failed after its commit point");
+  } else {
+    rc = mark_restore(ctx, sc, &t->begin);
+  }
   if (rc < 0) {
     /* The file could not be cut back: what lies past frame_len is ignored by readers and
      * cut by the next writer; this object no longer matches it. */
@@ -359,8 +364,8 @@ int64_t caterva_schunk_dead_bytes(const caterva_schunk *sc) { return sc != NULL 
 int caterva_schunk_compact(caterva_ctx *ctx, caterva_schunk *sc, int force) {
   int rc = check_txn(ctx, sc, false);
   if (rc < 0) return rc;
-  if (sc->store != CATERVA_STORE_CONTIGUOUS || !sc->writable || sc->dead == 0) return CATERVA_OK;
-  if (!force && sc->dead * 4 < sc->frame_len) return CATERVA_OK;
+  if (sc->store != CATERVA_STORE_CONTIGUOUS || !sc->writable) return CATERVA_OK;
+  if (!force && (sc->dead == 0 || sc->dead * 4 < sc->frame_len)) return CATERVA_OK;
   return cat_file_rewrite(ctx, sc);
 }
 

@@ -1,12 +1,18 @@
 /*
  * cvext.h -- internal interface between the files of the caterva SQLite extension.
  *
- *   extension.c  entry point sqlite3_caterva_init; the per-connection state (CvConn)
- *   vtab.c       the `caterva` virtual table module
- *   cache.c      the LRU cache of decompressed blocks shared by the cursors of one table
- *   functions.c  caterva_info(), caterva_slice(), caterva_blocks_read(), caterva_version()
+ *   extension.c      entry point sqlite3_caterva_init; only registers the module and functions
+ *   conn.c           the per-connection state (CvConn) the module and the functions share
+ *   vtab.c           the `caterva` virtual table: module table, create/connect/disconnect
+ *   vtab_config.c    its CREATE VIRTUAL TABLE options, column names, declare_vtab, geometry
+ *   plan.c           its xBestIndex: the plan (idxStr) encoding, costs, bounds on dimensions
+ *   cursor.c         its cursors: xFilter, xNext, xColumn and the three scan strategies
+ *   vtab_internal.h  the structs and functions those four files share (CvVtab, CvCursor)
+ *   item.c           how array items become SQL values
+ *   cache.c          the LRU cache of decompressed blocks shared by the cursors of one table
+ *   functions.c      caterva_info(), caterva_slice(), caterva_blocks_read(), caterva_version()
  *
- * Files other than extension.c include <sqlite3ext.h> and then SQLITE_EXTENSION_INIT3.
+ * Files other than extension.c include this header and then SQLITE_EXTENSION_INIT3.
  * Nothing here parses bytes of the Blosc2 formats: that is the library's job (caterva.h).
  */
 #ifndef CVEXT_H
@@ -19,10 +25,10 @@
 #include "caterva.h"
 
 /*
-** State shared by everything one database connection registers: the library context that
-** decompresses (so caterva_ctx_blocks_decompressed() counts the blocks this connection
-** decompressed) and a reference count, because the module and each SQL function hold it
-** and SQLite calls their destructors one by one.
+** The per-connection state (conn.c), shared by everything one database connection
+** registers: the library context that decompresses (so caterva_ctx_blocks_decompressed()
+** counts the blocks this connection decompressed) and a reference count, because the module
+** and each SQL function hold it and SQLite calls their destructors one by one.
 */
 typedef struct CvConn CvConn;
 struct CvConn {
@@ -30,6 +36,8 @@ struct CvConn {
   int nRef;            /* Registrations still holding this object */
 };
 
+/* A new connection state holding one reference (the caller's); SQLITE_NOMEM on failure. */
+int cvConnNew(CvConn **ppConn);
 /* Take and drop a reference (the last release frees the context). */
 CvConn *cvConnRef(CvConn *p);
 void cvConnUnref(void *p);

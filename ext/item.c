@@ -151,6 +151,91 @@ static void cvResultUcs4(sqlite3_context *pCtx, const CvItemType *pType, const u
   sqlite3_result_text(pCtx, (const char *)z, n, sqlite3_free);
 }
 
+/* The per-kind functions below get the item's bytes in host byte order; an item size their
+** kind does not have (cvItemTypeInit never makes one) comes back as a BLOB of those bytes. */
+
+static void cvResultFloat(sqlite3_context *pCtx, const uint8_t *p, int n) {
+  if (n == 8) {
+    double r;
+    memcpy(&r, p, 8);
+    if (r != r) sqlite3_result_null(pCtx);
+    else sqlite3_result_double(pCtx, r);
+  } else if (n == 4) {
+    float f;
+    memcpy(&f, p, 4);
+    if (f != f) sqlite3_result_null(pCtx);
+    else sqlite3_result_double(pCtx, f);
+  } else if (n == 2) {
+    uint16_t h;
+    double r;
+    memcpy(&h, p, 2);
+    r = cvHalfToDouble(h);
+    if (r != r) sqlite3_result_null(pCtx);
+    else sqlite3_result_double(pCtx, r);
+  } else {
+    sqlite3_result_blob(pCtx, p, n, SQLITE_TRANSIENT);
+  }
+}
+
+static void cvResultInt(sqlite3_context *pCtx, const uint8_t *p, int n) {
+  if (n == 1) {
+    sqlite3_result_int(pCtx, (int8_t)p[0]);
+  } else if (n == 2) {
+    int16_t v;
+    memcpy(&v, p, 2);
+    sqlite3_result_int(pCtx, v);
+  } else if (n == 4) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    sqlite3_result_int(pCtx, v);
+  } else if (n == 8) {
+    int64_t v;
+    memcpy(&v, p, 8);
+    sqlite3_result_int64(pCtx, v);
+  } else {
+    sqlite3_result_blob(pCtx, p, n, SQLITE_TRANSIENT);
+  }
+}
+
+/* A uint64 above INT64_MAX does not fit an SQLite INTEGER: it becomes REAL (rounded). */
+static void cvResultUint(sqlite3_context *pCtx, const uint8_t *p, int n) {
+  if (n == 1) {
+    sqlite3_result_int(pCtx, p[0]);
+  } else if (n == 2) {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    sqlite3_result_int(pCtx, v);
+  } else if (n == 4) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    sqlite3_result_int64(pCtx, v);
+  } else if (n == 8) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    if (v > (uint64_t)INT64_MAX) sqlite3_result_double(pCtx, (double)v);
+    else sqlite3_result_int64(pCtx, (sqlite3_int64)v);
+  } else {
+    sqlite3_result_blob(pCtx, p, n, SQLITE_TRANSIENT);
+  }
+}
+
+static void cvResultBool(sqlite3_context *pCtx, const uint8_t *p, int n) {
+  if (n == 1) sqlite3_result_int(pCtx, p[0] != 0);
+  else sqlite3_result_blob(pCtx, p, n, SQLITE_TRANSIENT);
+}
+
+/* datetime64 and timedelta64: a count of units; NaT (INT64_MIN) is NULL. */
+static void cvResultTime(sqlite3_context *pCtx, const uint8_t *p, int n) {
+  if (n == 8) {
+    int64_t v;
+    memcpy(&v, p, 8);
+    if (v == INT64_MIN) sqlite3_result_null(pCtx);
+    else sqlite3_result_int64(pCtx, v);
+  } else {
+    sqlite3_result_blob(pCtx, p, n, SQLITE_TRANSIENT);
+  }
+}
+
 /* Numbers are read with memcpy (block buffers give no alignment guarantee); items of the
 ** other byte order are first reversed into a local copy. This runs once per row and value,
 ** so the common cases come first. */
@@ -167,81 +252,12 @@ void cvItemResult(sqlite3_context *pCtx, const CvItemType *pType, const uint8_t 
     for (i = 0; i < n; i++) aSwap[i] = p[n - 1 - i];
     p = aSwap;
   }
-  switch (pType->eKind * 16 + n) {
-    case CV_ITEM_FLOAT * 16 + 8: {
-      double r;
-      memcpy(&r, p, 8);
-      if (r != r) sqlite3_result_null(pCtx);
-      else sqlite3_result_double(pCtx, r);
-      return;
-    }
-    case CV_ITEM_FLOAT * 16 + 4: {
-      float f;
-      memcpy(&f, p, 4);
-      if (f != f) sqlite3_result_null(pCtx);
-      else sqlite3_result_double(pCtx, f);
-      return;
-    }
-    case CV_ITEM_FLOAT * 16 + 2: {
-      uint16_t h;
-      double r;
-      memcpy(&h, p, 2);
-      r = cvHalfToDouble(h);
-      if (r != r) sqlite3_result_null(pCtx);
-      else sqlite3_result_double(pCtx, r);
-      return;
-    }
-    case CV_ITEM_INT * 16 + 1: sqlite3_result_int(pCtx, (int8_t)p[0]); return;
-    case CV_ITEM_INT * 16 + 2: {
-      int16_t v;
-      memcpy(&v, p, 2);
-      sqlite3_result_int(pCtx, v);
-      return;
-    }
-    case CV_ITEM_INT * 16 + 4: {
-      int32_t v;
-      memcpy(&v, p, 4);
-      sqlite3_result_int(pCtx, v);
-      return;
-    }
-    case CV_ITEM_INT * 16 + 8: {
-      int64_t v;
-      memcpy(&v, p, 8);
-      sqlite3_result_int64(pCtx, v);
-      return;
-    }
-    case CV_ITEM_UINT * 16 + 1:
-    case CV_ITEM_BOOL * 16 + 1:
-      sqlite3_result_int(pCtx, pType->eKind == CV_ITEM_BOOL ? p[0] != 0 : p[0]);
-      return;
-    case CV_ITEM_UINT * 16 + 2: {
-      uint16_t v;
-      memcpy(&v, p, 2);
-      sqlite3_result_int(pCtx, v);
-      return;
-    }
-    case CV_ITEM_UINT * 16 + 4: {
-      uint32_t v;
-      memcpy(&v, p, 4);
-      sqlite3_result_int64(pCtx, v);
-      return;
-    }
-    case CV_ITEM_UINT * 16 + 8: {
-      uint64_t v;
-      memcpy(&v, p, 8);
-      if (v > (uint64_t)INT64_MAX) sqlite3_result_double(pCtx, (double)v);
-      else sqlite3_result_int64(pCtx, (sqlite3_int64)v);
-      return;
-    }
-    case CV_ITEM_TIME * 16 + 8: {
-      int64_t v;
-      memcpy(&v, p, 8);
-      if (v == INT64_MIN) sqlite3_result_null(pCtx);  /* NaT */
-      else sqlite3_result_int64(pCtx, v);
-      return;
-    }
-    default:
-      sqlite3_result_blob(pCtx, p, n, SQLITE_TRANSIENT);
-      return;
+  switch (pType->eKind) {
+    case CV_ITEM_FLOAT: cvResultFloat(pCtx, p, n); break;
+    case CV_ITEM_INT: cvResultInt(pCtx, p, n); break;
+    case CV_ITEM_UINT: cvResultUint(pCtx, p, n); break;
+    case CV_ITEM_BOOL: cvResultBool(pCtx, p, n); break;
+    case CV_ITEM_TIME: cvResultTime(pCtx, p, n); break;
+    default: sqlite3_result_blob(pCtx, p, n, SQLITE_TRANSIENT); break;
   }
 }

@@ -1,0 +1,248 @@
+/*
+ * vtab_config.c -- configuring a `caterva` table when it is created or connected: the
+ * options of CREATE VIRTUAL TABLE (vtab.c lists them), the column names, the CREATE TABLE
+ * statement given to sqlite3_declare_vtab, the item type and the array's geometry.
+ */
+#include "config.h"
+
+#include "cvext.h"
+SQLITE_EXTENSION_INIT3
+
+#include "vtab_internal.h"
+
+#include <string.h>
+
+#define CV_DEFAULT_CACHE_MB 64
+
+/* ---- options -------------------------------------------------------------------------- */
+
+void cvOptionsFree(CvOptions *p) {
+  sqlite3_free(p->zPath);
+  sqlite3_free(p->zDims);
+  sqlite3_free(p->zValue);
+  sqlite3_free(p->zDtype);
+}
+
+/* A copy of z[0..n) with surrounding blanks removed and, if quoted with ', " or `, the quotes
+** removed and doubled quotes undone. */
+static char *cvDequote(const char *z, int n) {
+  char *zOut;
+  int i, j;
+  while (n > 0 && (z[0] == ' ' || z[0] == '\t' || z[0] == '\n' || z[0] == '\r')) z++, n--;
+  while (n > 0 && (z[n - 1] == ' ' || z[n - 1] == '\t' || z[n - 1] == '\n' || z[n - 1] == '\r'))
+    n--;
+  zOut = sqlite3_malloc(n + 1);
+  if (zOut == 0) return 0;
+  if (n >= 2 && (z[0] == '\'' || z[0] == '"' || z[0] == '`') && z[n - 1] == z[0]) {
+    char q = z[0];
+    for (i = 1, j = 0; i < n - 1; i++) {
+      zOut[j++] = z[i];
+      if (z[i] == q && z[i + 1] == q) i++;
+    }
+    zOut[j] = 0;
+  } else {
+    memcpy(zOut, z, (size_t)n);
+    zOut[n] = 0;
+  }
+  return zOut;
+}
+
+/* Parse a non-negative decimal integer (at most 10^12). Returns non-zero on success. */
+static int cvParseCount(const char *z, int64_t *pN) {
+  int64_t n = 0;
+  if (*z == 0) return 0;
+  for (; *z; z++) {
+    if (*z < '0' || *z > '9' || n > 1000000000000LL / 10) return 0;
+    n = n * 10 + (*z - '0');
+  }
+  *pN = n;
+  return 1;
+}
+
+/* Parse one argument of CREATE VIRTUAL TABLE into p. */
+static int cvParseArg(CvOptions *p, const char *zArg, char **pzErr) {
+  const char *zEq = 0, *z;
+  char *zKey = 0, *zVal = 0, **pzSlot = 0;
+  int rc = SQLITE_OK;
+  for (z = zArg; *z == ' ' || *z == '\t'; z++) {
+  }
+  if (*z != '\'' && *z != '"' && *z != '`') zEq = strchr(z, '=');
+  if (zEq == 0) {
+    zKey = sqlite3_mprintf("path");
+    zVal = cvDequote(z, (int)strlen(z));
+  } else {
+    zKey = cvDequote(z, (int)(zEq - z));
+    zVal = cvDequote(zEq + 1, (int)strlen(zEq + 1));
+  }
+  if (zKey == 0 || zVal == 0) {
+    rc = SQLITE_NOMEM;
+    goto parse_arg_out;
+  }
+  if (sqlite3_stricmp(zKey, "path") == 0) pzSlot = &p->zPath;
+  else if (sqlite3_stricmp(zKey, "dims") == 0) pzSlot = &p->zDims;
+  else if (sqlite3_stricmp(zKey, "value") == 0) pzSlot = &p->zValue;
+  else if (sqlite3_stricmp(zKey, "dtype") == 0) pzSlot = &p->zDtype;
+  else if (sqlite3_stricmp(zKey, "cache_mb") == 0) {
+    if (!cvParseCount(zVal, &p->nCacheMb) || p->nCacheMb > 1048576) {
+      *pzErr = sqlite3_mprintf("caterva: cache_mb must be an integer from 0 to 1048576, not \"%s\"",
+                               zVal);
+      rc = SQLITE_ERROR;
+    }
+    goto parse_arg_out;
+  } else {
+    *pzErr = sqlite3_mprintf("caterva: unknown option \"%s\" (known: path, dims, value, dtype, "
+                             "cache_mb)", zKey);
+    rc = SQLITE_ERROR;
+    goto parse_arg_out;
+  }
+  if (*pzSlot) {
+    *pzErr = sqlite3_mprintf("caterva: option \"%s\" given twice", zKey);
+    rc = SQLITE_ERROR;
+    goto parse_arg_out;
+  }
+  *pzSlot = zVal;
+  zVal = 0;
+parse_arg_out:
+  sqlite3_free(zKey);
+  sqlite3_free(zVal);
+  return rc;
+}
+
+int cvOptionsParse(CvOptions *pOpt, int argc, const char *const *argv, char **pzErr) {
+  int i, rc = SQLITE_OK;
+  memset(pOpt, 0, sizeof(*pOpt));
+  pOpt->nCacheMb = CV_DEFAULT_CACHE_MB;
+  for (i = 3; i < argc && rc == SQLITE_OK; i++) rc = cvParseArg(pOpt, argv[i], pzErr);
+  if (rc != SQLITE_OK) return rc;
+  if (pOpt->zPath == 0 || pOpt->zPath[0] == 0) {
+    *pzErr = sqlite3_mprintf("caterva: no file given: USING caterva('path' [, option=value ...])");
+    return SQLITE_ERROR;
+  }
+  return SQLITE_OK;
+}
+
+/* ---- columns -------------------------------------------------------------------------- */
+
+/* Split dims= into exactly nDim names (each sqlite3_malloc'ed into azName). */
+static int cvSplitDims(const char *zDims, int nDim, char **azName, char **pzErr) {
+  const char *z = zDims;
+  int i = 0;
+  for (;;) {
+    const char *zEnd = strchr(z, ',');
+    int n = zEnd ? (int)(zEnd - z) : (int)strlen(z);
+    if (i < nDim) {
+      azName[i] = cvDequote(z, n);
+      if (azName[i] == 0) return SQLITE_NOMEM;
+    }
+    i++;
+    if (zEnd == 0) break;
+    z = zEnd + 1;
+  }
+  if (i != nDim || (nDim == 0 && zDims[0] != 0)) {
+    *pzErr = sqlite3_mprintf("caterva: dims= gives %d names but the array has %d dimensions", i,
+                             nDim);
+    return SQLITE_ERROR;
+  }
+  return SQLITE_OK;
+}
+
+/* Check that column names are non-empty and distinct (SQLite compares them without case). */
+static int cvCheckNames(char **azName, int nName) {
+  int i, j;
+  for (i = 0; i < nName; i++) {
+    if (azName[i] == 0 || azName[i][0] == 0) return 0;
+    for (j = 0; j < i; j++)
+      if (sqlite3_stricmp(azName[i], azName[j]) == 0) return 0;
+  }
+  return 1;
+}
+
+/*
+** Column names: azName[0..nDim) for the dimensions, azName[nDim] for the value. From the
+** options, else the file's dimension names (ignored unless usable), else d0, d1, ...
+*/
+int cvColumnNames(CvVtab *pTab, const CvOptions *pOpt, char **azName, char **pzErr) {
+  int nDim = pTab->nDim, i, rc = SQLITE_OK;
+  azName[nDim] = sqlite3_mprintf("%s", pOpt->zValue ? pOpt->zValue : "value");
+  if (azName[nDim] == 0) return SQLITE_NOMEM;
+  if (pOpt->zDims) {
+    rc = cvSplitDims(pOpt->zDims, nDim, azName, pzErr);
+    if (rc != SQLITE_OK) return rc;
+  } else {
+    char **azFile = 0;
+    if (caterva_array_get_dim_names(pTab->pConn->pCtx, pTab->pArr, &azFile) == CATERVA_OK) {
+      for (i = 0; i < nDim; i++) azName[i] = sqlite3_mprintf("%s", azFile[i]);
+      caterva_array_free_names(azFile, nDim);
+      for (i = 0; i < nDim; i++)
+        if (azName[i] == 0) return SQLITE_NOMEM;
+    }
+    if (!cvCheckNames(azName, nDim + 1)) {
+      for (i = 0; i < nDim; i++) {
+        sqlite3_free(azName[i]);
+        azName[i] = sqlite3_mprintf("d%d", i);
+        if (azName[i] == 0) return SQLITE_NOMEM;
+      }
+    }
+  }
+  if (!cvCheckNames(azName, nDim + 1)) {
+    *pzErr = sqlite3_mprintf("caterva: column names must be non-empty and distinct "
+                             "(see the dims= and value= options)");
+    return SQLITE_ERROR;
+  }
+  return rc;
+}
+
+int cvDeclare(sqlite3 *db, CvVtab *pTab, char **azName, char **pzErr) {
+  sqlite3_str *pStr = sqlite3_str_new(db);
+  char *zSql;
+  int i, rc;
+  sqlite3_str_appendall(pStr, "CREATE TABLE x(");
+  for (i = 0; i < pTab->nDim; i++) sqlite3_str_appendf(pStr, "\"%w\" INTEGER, ", azName[i]);
+  sqlite3_str_appendf(pStr, "\"%w\" %s)", azName[pTab->nDim], cvItemTypeDecl(&pTab->item));
+  zSql = sqlite3_str_finish(pStr);
+  if (zSql == 0) return SQLITE_NOMEM;
+  rc = sqlite3_declare_vtab(db, zSql);
+  if (rc != SQLITE_OK) *pzErr = sqlite3_mprintf("caterva: %s", sqlite3_errmsg(db));
+  sqlite3_free(zSql);
+  return rc;
+}
+
+/* ---- items and geometry --------------------------------------------------------------- */
+
+int cvInitItems(CvVtab *pTab, const char *zDtype, char **pzErr) {
+  if (zDtype == 0) zDtype = caterva_array_dtype(pTab->pArr);
+  if (cvItemTypeInit(&pTab->item, zDtype, caterva_array_itemsize(pTab->pArr), pzErr)) {
+    char *zMsg = *pzErr;
+    *pzErr = sqlite3_mprintf("caterva: %s", zMsg);
+    sqlite3_free(zMsg);
+    return SQLITE_ERROR;
+  }
+  if (pTab->item.eKind == CV_ITEM_FLOAT && !pTab->item.bSwap) {
+    if (pTab->item.szItem == 8) pTab->eFast = CV_FAST_F8;
+    else if (pTab->item.szItem == 4) pTab->eFast = CV_FAST_F4;
+  }
+  return SQLITE_OK;
+}
+
+void cvInitGeometry(CvVtab *pTab) {
+  const int64_t *aShape = caterva_array_shape(pTab->pArr);
+  const int32_t *aChunk = caterva_array_chunkshape(pTab->pArr);
+  const int32_t *aBlock = caterva_array_blockshape(pTab->pArr);
+  int64_t nBlk = 1, nArr = 1, nChunkGrid = 1, nBlockGrid = 1;
+  int k;
+  pTab->nDim = caterva_array_ndim(pTab->pArr);
+  for (k = pTab->nDim - 1; k >= 0; k--) {
+    pTab->aShape[k] = aShape[k];
+    pTab->aChunk[k] = aChunk[k];
+    pTab->aBlock[k] = aBlock[k];
+    pTab->aBlkStride[k] = nBlk;
+    pTab->aArrStride[k] = nArr;
+    pTab->aChunkStride[k] = nChunkGrid;
+    pTab->aBlockStride[k] = nBlockGrid;
+    nBlk *= aBlock[k];
+    nArr *= aShape[k];
+    if (aChunk[k] > 0) nChunkGrid *= (aShape[k] + aChunk[k] - 1) / aChunk[k];
+    if (aBlock[k] > 0) nBlockGrid *= (aChunk[k] + aBlock[k] - 1) / aBlock[k];
+  }
+  pTab->nBlockItem = nBlk;
+}

@@ -1,0 +1,160 @@
+/*
+ * vtab_internal.h -- what the files of the `caterva` virtual table share.
+ *
+ *   vtab.c         module table, create/connect/disconnect, error helpers
+ *   vtab_config.c  options, column names, declare_vtab, geometry
+ *   plan.c         xBestIndex, and the bounds xBestIndex and xFilter both apply
+ *   cursor.c       xOpen ... xRowid, the scans
+ *
+ * Table-lifetime state lives in CvVtab, per-scan state in CvCursor. Include after cvext.h
+ * and SQLITE_EXTENSION_INIT3.
+ */
+#ifndef VTAB_INTERNAL_H
+#define VTAB_INTERNAL_H
+
+#include "cvext.h"
+
+#define CV_MAX_DIM CATERVA_MAX_DIM
+
+/* An inclusive range of coordinates along one dimension (empty when iLo > iHi). */
+typedef struct CvRange CvRange;
+struct CvRange {
+  int64_t iLo;   /* First coordinate in the range */
+  int64_t iHi;   /* Last coordinate in the range */
+};
+
+/* Item types that xColumn converts itself, without calling cvItemResult (full scans spend
+** a good part of their time per row there). */
+#define CV_FAST_NONE 0
+#define CV_FAST_F8   1   /* float64 in host byte order */
+#define CV_FAST_F4   2   /* float32 in host byte order */
+
+typedef struct CvVtab CvVtab;
+typedef struct CvCursor CvCursor;
+typedef struct CvOptions CvOptions;
+
+/* One open caterva table. */
+struct CvVtab {
+  sqlite3_vtab base;                  /* Base class - must be first */
+  CvConn *pConn;                      /* Connection state: the library context */
+  caterva_array *pArr;                /* The array, opened read-only */
+  int nDim;                           /* Dimensions; the value column is column nDim */
+  int64_t aShape[CV_MAX_DIM];         /* Extent of each dimension */
+  int32_t aChunk[CV_MAX_DIM];         /* Chunk shape */
+  int32_t aBlock[CV_MAX_DIM];         /* Block shape */
+  int64_t aBlkStride[CV_MAX_DIM];     /* Item stride of each dimension inside a block */
+  int64_t aArrStride[CV_MAX_DIM];     /* Item stride in the whole array (for the rowid) */
+  int64_t aChunkStride[CV_MAX_DIM];   /* Chunk number stride of each chunk grid coordinate */
+  int64_t aBlockStride[CV_MAX_DIM];   /* Block number stride inside a chunk */
+  int64_t nBlockItem;                 /* Items per block */
+  CvItemType item;                    /* How items become SQL values */
+  int eFast;                          /* CV_FAST_*: items read inline by xColumn */
+  int64_t szCache;                    /* Bytes the block cache may use */
+  CvCache cache;                      /* Decompressed blocks shared by the cursors */
+};
+
+/*
+** A scan. Each dimension has a sorted list of disjoint ranges ("runs"): one for bounds,
+** several for an IN list (consecutive values merged). The scan visits the boxes of the
+** cartesian product of the runs in lexicographic order, the blocks of each box in the
+** iterator's order, and the cells of each block in C order.
+*/
+struct CvCursor {
+  sqlite3_vtab_cursor base;           /* Base class - must be first */
+  int bEof;                           /* No more rows */
+  int bValue;                         /* The query reads the value column */
+  int bCached;                        /* Blocks come from the table's cache, on demand */
+  int bOrdered;                       /* Cells in C order, without the block iterator */
+  int bLastBox;                       /* The box being iterated is the last one */
+  int64_t nLeft;                      /* Rows still wanted (LIMIT + OFFSET), -1: no limit */
+  CvRange *aRun[CV_MAX_DIM];          /* Runs of each dimension */
+  int nRun[CV_MAX_DIM];               /* Number of runs of each dimension */
+  int iRun[CV_MAX_DIM];               /* Run of each dimension in the current box */
+  CvRange aBound[CV_MAX_DIM];         /* Bounds of each dimension, and its run without IN */
+  int64_t *aList[CV_MAX_DIM];         /* IN values of a dimension (sorted, unique), or NULL */
+  int nList[CV_MAX_DIM];              /* Entries in aList[] */
+  caterva_block_iter *pIter;          /* Iterator over the current box */
+  const caterva_block *pBlk;          /* Current block (owned by pIter) */
+  int64_t iChunk;                     /* Chunk number of the current block */
+  int32_t iBlock;                     /* Block number of the current block in its chunk */
+  int64_t iSegEnd;                    /* Ordered scans: last coordinate along the last
+                                      ** dimension before the block or run ends */
+  const uint8_t *aData;               /* Its decompressed items, or NULL if not fetched */
+  CvCacheEntry *pEntry;               /* Pinned cache entry aData points into, or NULL */
+  uint8_t *aPriv;                     /* Private block buffer when the cache has no room */
+  int64_t iPrivChunk;                 /* Chunk of the block held in aPriv (< 0: none) */
+  int32_t iPrivBlock;                 /* Block number of the block held in aPriv */
+  int64_t aCoord[CV_MAX_DIM];         /* Coordinates of the current row */
+  int64_t iOff;                       /* Item offset of aCoord inside the block */
+};
+
+/* ---- vtab.c ------------------------------------------------------------------------- */
+
+/* Leave a printf-style error message in the table (replacing any earlier one). */
+void cvSetError(CvVtab *pTab, const char *zFmt, ...);
+/* Report a failed library call rc; returns the SQLite error code to give back. */
+int cvLibError(CvVtab *pTab, int rc);
+
+/* ---- vtab_config.c ------------------------------------------------------------------ */
+
+/* Options of CREATE VIRTUAL TABLE, as parsed; strings are sqlite3_malloc'ed. */
+struct CvOptions {
+  char *zPath;       /* path= (or the first argument without a name) */
+  char *zDims;       /* dims=, or NULL */
+  char *zValue;      /* value=, or NULL */
+  char *zDtype;      /* dtype=, or NULL */
+  int64_t nCacheMb;  /* cache_mb= (a default when not given) */
+};
+
+/* Parse argv[3..argc) of xCreate/xConnect into *pOpt (zeroed first); writes *pzErr on error.
+** The caller frees *pOpt with cvOptionsFree in every case. */
+int cvOptionsParse(CvOptions *pOpt, int argc, const char *const *argv, char **pzErr);
+/* Free the strings of *p (not p itself). */
+void cvOptionsFree(CvOptions *p);
+/* Copy the geometry of the open array pTab->pArr into the table. */
+void cvInitGeometry(CvVtab *pTab);
+/* Decide how items become SQL values (pTab->item, pTab->eFast) from the file's dtype or the
+** dtype= override zDtype (may be NULL); writes *pzErr on a mismatch. */
+int cvInitItems(CvVtab *pTab, const char *zDtype, char **pzErr);
+/* Column names into azName[0..nDim] (each sqlite3_malloc'ed; the caller frees them). */
+int cvColumnNames(CvVtab *pTab, const CvOptions *pOpt, char **azName, char **pzErr);
+/* Declare the table's columns (azName[0..nDim]) to SQLite. */
+int cvDeclare(sqlite3 *db, CvVtab *pTab, char **azName, char **pzErr);
+
+/* ---- plan.c ------------------------------------------------------------------------- */
+
+/* Operators of a plan (idxStr), R*Tree style; the encoding is described above cvBestIndex. */
+#define CV_OP_EQ     'A'   /* dim = v  (also dim IS v) */
+#define CV_OP_LE     'B'   /* dim <= v */
+#define CV_OP_LT     'C'   /* dim < v */
+#define CV_OP_GE     'D'   /* dim >= v */
+#define CV_OP_GT     'E'   /* dim > v */
+#define CV_OP_IN     'F'   /* dim IN (...), all values in one xFilter call */
+#define CV_OP_LIMIT  'L'   /* LIMIT v */
+#define CV_OP_OFFSET 'O'   /* OFFSET v */
+#define CV_NO_DIM    '*'   /* the column character of LIMIT and OFFSET */
+
+/* idxNum flags. */
+#define CV_PLAN_VALUE   0x01  /* the value column is read: decompress blocks */
+#define CV_PLAN_ORDERED 0x02  /* walk the cells in C order (an ORDER BY is consumed) */
+
+/* xBestIndex. */
+int cvBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo);
+/* Narrow the range *p by "dim OP v" (op is CV_OP_EQ ... CV_OP_GT), as SQLite would compare. */
+void cvRangeApply(CvRange *p, int op, sqlite3_value *pVal);
+/* Number of blocks the range [iLo, iHi] of one dimension touches (chunk nC, block nB). */
+int64_t cvBlocksAlong(int64_t iLo, int64_t iHi, int64_t nC, int64_t nB);
+
+/* ---- cursor.c ----------------------------------------------------------------------- */
+
+/* xOpen, xClose, xFilter, xNext, xEof, xColumn and xRowid. */
+int cvCursorOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor);
+int cvCursorClose(sqlite3_vtab_cursor *pCursor);
+int cvCursorFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr, int argc,
+                   sqlite3_value **argv);
+int cvCursorNext(sqlite3_vtab_cursor *pCursor);
+int cvCursorEof(sqlite3_vtab_cursor *pCursor);
+int cvCursorColumn(sqlite3_vtab_cursor *pCursor, sqlite3_context *pCtx, int iCol);
+int cvCursorRowid(sqlite3_vtab_cursor *pCursor, sqlite3_int64 *pRowid);
+
+#endif /* VTAB_INTERNAL_H */

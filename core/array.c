@@ -462,8 +462,6 @@ int caterva_array_create(caterva_ctx *ctx, const caterva_array_params *p, int fi
     CAT_TRY(leave, caterva_schunk_commit(ctx, a->sc, 1));
     CAT_TRY(leave, caterva_schunk_compact(ctx, a->sc, 1)); /* the first, empty index */
   }
-  if (kind == CATERVA_SPECIAL_VALUE) memcpy(a->fill, fill_value, (size_t)(a->g.itemsize < CAT_FILL_MAX ? a->g.itemsize : CAT_FILL_MAX));
-  if (kind == CATERVA_SPECIAL_NAN) cat_fill_items(a->fill, 1, a->g.itemsize, kind, NULL);
   rc = CATERVA_OK;
 leave:
   if (rc < 0) caterva_array_free(a);

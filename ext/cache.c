@@ -145,3 +145,11 @@ void cvCacheUnpin(CvCache *p, CvCacheEntry *pE) {
   (void)p;
   if (pE && pE->nPin > 0) pE->nPin--;
 }
+
+void cvCacheInvalidate(CvCache *p) {
+  CvCacheEntry *pE;
+  for (pE = p->pLruFirst; pE; pE = pE->pLruNext) {
+    if (pE->bValid) cvCacheHashRemove(p, pE);
+    pE->bValid = 0;
+  }
+}

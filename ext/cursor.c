@@ -28,8 +28,8 @@ SQLITE_EXTENSION_INIT3
 
 int cvCursorOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor) {
   CvCursor *pCur = sqlite3_malloc(sizeof(*pCur));
-  (void)pVtab;
   if (pCur == 0) return SQLITE_NOMEM;
+  ((CvVtab *)pVtab)->nCursor++;
   memset(pCur, 0, sizeof(*pCur));
   pCur->bEof = 1;
   pCur->iPrivChunk = -1;
@@ -65,9 +65,11 @@ static void cvResetScan(CvCursor *pCur) {
 
 int cvCursorClose(sqlite3_vtab_cursor *pCursor) {
   CvCursor *pCur = (CvCursor *)pCursor;
+  CvVtab *pTab = (CvVtab *)pCursor->pVtab;
   cvResetScan(pCur);
   sqlite3_free(pCur->aPriv);
   sqlite3_free(pCur);
+  if (--pTab->nCursor == 0) cvFreeRetired(pTab);
   return SQLITE_OK;
 }
 
@@ -463,6 +465,9 @@ int cvCursorFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr,
   size_t nPlan = idxStr ? strlen(idxStr) : 0;
 
   cvResetScan(pCur);
+  pCur->iPrivChunk = -1; /* the array may have been written since */
+  rc = cvPrepareRead(pTab);
+  if (rc != SQLITE_OK) return rc;
   pCur->bValue = (idxNum & CV_PLAN_VALUE) != 0;
   pCur->bOrdered = 0;
   pCur->bCached = 0;

@@ -63,6 +63,7 @@ struct CvItemType {
   int szItem;       /* Bytes per item */
   int bBigEndian;   /* Items are stored most significant byte first */
   int bSwap;        /* Their byte order is not the host's */
+  char zName[24];   /* The dtype's text, for messages ("<f4"; "bytes" without one) */
 };
 
 /* Decide how items of dtype zDtype (may be NULL) and szItem bytes are exposed. On a mismatch
@@ -70,6 +71,14 @@ struct CvItemType {
 int cvItemTypeInit(CvItemType *pType, const char *zDtype, int szItem, char **pzErr);
 /* The SQL type name of the value column ("INTEGER", "REAL", "BLOB", "TEXT"). */
 const char *cvItemTypeDecl(const CvItemType *pType);
+/* Convert an SQL value to an item (szItem bytes at aOut) exactly, or return non-zero and
+** write an sqlite3_mprintf'ed message: a value the dtype cannot hold is an error, never a
+** silent conversion (write.c has the table of what each dtype accepts). */
+int cvValueToItem(const CvItemType *pType, sqlite3_value *pVal, uint8_t *aOut, char **pzErr);
+/* The number d as an item; non-zero when the dtype cannot hold it (NaN: floats only). */
+int cvNumberToItem(const CvItemType *pType, double d, uint8_t *aOut);
+/* IEEE 754 binary16 to double. */
+double cvHalfToDouble(uint16_t h);
 /* Return the item at p (szItem bytes) as the result of a function or column. */
 void cvItemResult(sqlite3_context *pCtx, const CvItemType *pType, const uint8_t *p);
 
@@ -116,5 +125,8 @@ CvCacheEntry *cvCacheLookup(CvCache *p, int64_t iChunk, int32_t iBlock);
 CvCacheEntry *cvCacheClaim(CvCache *p, int64_t iChunk, int32_t iBlock);
 void cvCacheCommit(CvCache *p, CvCacheEntry *pEntry);
 void cvCacheUnpin(CvCache *p, CvCacheEntry *pEntry);
+/* Forget every block (the array was written): pinned entries stay with their cursors but are
+** no longer found, and are recycled once unpinned. */
+void cvCacheInvalidate(CvCache *p);
 
 #endif /* CVEXT_H */

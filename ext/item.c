@@ -36,6 +36,7 @@ int cvItemTypeInit(CvItemType *pType, const char *zDtype, int szItem, char **pzE
   memset(pType, 0, sizeof(*pType));
   pType->eKind = CV_ITEM_BLOB;
   pType->szItem = szItem;
+  sqlite3_snprintf((int)sizeof(pType->zName), pType->zName, "%s", zDtype ? zDtype : "bytes");
   if (zDtype == 0) return 0;
   if (caterva_dtype_parse(zDtype, &info) != CATERVA_OK) {
     *pzErr = sqlite3_mprintf("unrecognised dtype \"%s\"", zDtype);
@@ -89,8 +90,7 @@ const char *cvItemTypeDecl(const CvItemType *pType) {
   }
 }
 
-/* IEEE 754 binary16 to double. */
-static double cvHalfToDouble(uint16_t h) {
+double cvHalfToDouble(uint16_t h) {
   int sign = h >> 15, e = (h >> 10) & 0x1f, m = h & 0x3ff;
   double v;
   if (e == 0) v = ldexp((double)m, -24);               /* zero or subnormal */

@@ -37,6 +37,7 @@ SQLITE_EXTENSION_INIT3
 
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void cvSetError(CvVtab *pTab, const char *zFmt, ...) {
   va_list ap;
@@ -57,8 +58,16 @@ int cvLibError(CvVtab *pTab, int rc) {
 
 static void cvVtabFree(CvVtab *pTab) {
   if (pTab == 0) return;
+  if (pTab->bInTxn) (void)cvTxnRollback(&pTab->base);
   cvCacheClear(&pTab->cache);
   caterva_array_free(pTab->pArr);
+  cvFreeRetired(pTab);
+  caterva_lock_free(pTab->pLock);
+  if (pTab->azCol) {
+    for (int i = 0; i <= pTab->nDim; i++) sqlite3_free(pTab->azCol[i]);
+    sqlite3_free(pTab->azCol);
+  }
+  sqlite3_free(pTab->zPath);
   cvConnUnref(pTab->pConn);
   sqlite3_free(pTab->base.zErrMsg);
   sqlite3_free(pTab);
@@ -68,8 +77,40 @@ static void cvVtabFree(CvVtab *pTab) {
 ** xConnect and xCreate: argv[0] is the module name, argv[1] the schema, argv[2] the table
 ** name, argv[3..] the arguments in parentheses.
 */
+/* synchronous= : 1 (fsync at commit; full, normal, on, 1) or 0 (off, 0); -1 if neither. */
+static int cvParseSync(const char *z) {
+  if (z == 0 || sqlite3_stricmp(z, "full") == 0 || sqlite3_stricmp(z, "normal") == 0 ||
+      sqlite3_stricmp(z, "on") == 0 || strcmp(z, "1") == 0)
+    return 1;
+  if (sqlite3_stricmp(z, "off") == 0 || strcmp(z, "0") == 0) return 0;
+  return -1;
+}
+
+/* CREATE VIRTUAL TABLE (bCreate) makes the array when the path does not exist and creation
+** options are given, and refuses them for a path that exists; a later xConnect (the schema
+** read again) opens what is there. */
+static int cvCreateOrCheck(CvConn *pConn, const CvOptions *pOpt, int bCreate, char **pzErr) {
+  struct stat st;
+  int bExists = stat(pOpt->zPath, &st) == 0;
+  if (!bCreate) return SQLITE_OK;
+  if (bExists && cvHasCreateOptions(pOpt)) return cvCreateConflict(pOpt, pzErr);
+  if (!bExists && cvHasCreateOptions(pOpt)) return cvCreateArray(pConn, pOpt, pzErr);
+  return SQLITE_OK;
+}
+
+/* Copy the column names into the table, for messages. */
+static int cvKeepNames(CvVtab *pTab, char **azName) {
+  pTab->azCol = sqlite3_malloc(sizeof(char *) * (size_t)(pTab->nDim + 1));
+  if (pTab->azCol == 0) return SQLITE_NOMEM;
+  for (int i = 0; i <= pTab->nDim; i++) {
+    pTab->azCol[i] = sqlite3_mprintf("%s", azName[i]);
+    if (pTab->azCol[i] == 0) return SQLITE_NOMEM;
+  }
+  return SQLITE_OK;
+}
+
 static int cvConnectImpl(sqlite3 *db, void *pAux, int argc, const char *const *argv,
-                         sqlite3_vtab **ppVtab, char **pzErr) {
+                         sqlite3_vtab **ppVtab, char **pzErr, int bCreate) {
   CvConn *pConn = (CvConn *)pAux;
   CvOptions opt;
   CvVtab *pTab = 0;
@@ -78,6 +119,11 @@ static int cvConnectImpl(sqlite3 *db, void *pAux, int argc, const char *const *a
   memset(azName, 0, sizeof(azName));
   *ppVtab = 0;
   rc = cvOptionsParse(&opt, argc, argv, pzErr);
+  if (rc == SQLITE_OK && cvParseSync(opt.zSync) < 0) {
+    *pzErr = sqlite3_mprintf("caterva: synchronous= must be full, normal or off");
+    rc = SQLITE_ERROR;
+  }
+  if (rc == SQLITE_OK) rc = cvCreateOrCheck(pConn, &opt, bCreate, pzErr);
   if (rc != SQLITE_OK) goto connect_out;
   pTab = sqlite3_malloc(sizeof(*pTab));
   if (pTab == 0) {
@@ -94,12 +140,23 @@ static int cvConnectImpl(sqlite3 *db, void *pAux, int argc, const char *const *a
     rc = iErr == CATERVA_E_NOMEM ? SQLITE_NOMEM : SQLITE_ERROR;
     goto connect_out;
   }
+  pTab->db = db;
+  pTab->bSync = cvParseSync(opt.zSync);
+  pTab->zPath = sqlite3_mprintf("%s", opt.zPath);
+  if (pTab->zPath == 0) {
+    rc = SQLITE_NOMEM;
+    goto connect_out;
+  }
+  /* No sidecar (a read-only place): reading works, writing will say why not. */
+  if (caterva_lock_open(pConn->pCtx, opt.zPath, &pTab->pLock) < 0) pTab->pLock = 0;
+  if (pTab->pLock) (void)caterva_lock_generation(0, pTab->pLock, &pTab->iGen);
   cvInitGeometry(pTab);
   rc = cvInitItems(pTab, opt.zDtype, pzErr);
   if (rc != SQLITE_OK) goto connect_out;
   pTab->szCache = opt.nCacheMb * 1024 * 1024;
   cvCacheInit(&pTab->cache, pTab->nBlockItem * pTab->item.szItem, pTab->szCache);
   rc = cvColumnNames(pTab, &opt, azName, pzErr);
+  if (rc == SQLITE_OK) rc = cvKeepNames(pTab, azName);
   if (rc == SQLITE_OK) rc = cvDeclare(db, pTab, azName, pzErr);
   if (rc == SQLITE_OK) rc = sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
 connect_out:
@@ -119,12 +176,12 @@ connect_out:
 ** nothing. */
 static int catervaCreate(sqlite3 *db, void *pAux, int argc, const char *const *argv,
                          sqlite3_vtab **ppVtab, char **pzErr) {
-  return cvConnectImpl(db, pAux, argc, argv, ppVtab, pzErr);
+  return cvConnectImpl(db, pAux, argc, argv, ppVtab, pzErr, 1);
 }
 
 static int catervaConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
                           sqlite3_vtab **ppVtab, char **pzErr) {
-  return cvConnectImpl(db, pAux, argc, argv, ppVtab, pzErr);
+  return cvConnectImpl(db, pAux, argc, argv, ppVtab, pzErr, 0);
 }
 
 static int catervaDisconnect(sqlite3_vtab *pVtab) {
@@ -148,7 +205,7 @@ static int catervaRename(sqlite3_vtab *pVtab, const char *zNew) {
 /* ---- the module ----------------------------------------------------------------------- */
 
 static sqlite3_module catervaModule = {
-  /* iVersion      */ 2,
+  /* iVersion      */ 2,  /* xSavepoint, xRelease, xRollbackTo */
   /* xCreate       */ catervaCreate,
   /* xConnect      */ catervaConnect,
   /* xBestIndex    */ cvBestIndex,      /* plan.c */
@@ -161,16 +218,16 @@ static sqlite3_module catervaModule = {
   /* xEof          */ cvCursorEof,
   /* xColumn       */ cvCursorColumn,
   /* xRowid        */ cvCursorRowid,
-  /* xUpdate       */ 0,  /* read-only */
-  /* xBegin        */ 0,
-  /* xSync         */ 0,
-  /* xCommit       */ 0,
-  /* xRollback     */ 0,
+  /* xUpdate       */ cvUpdate,         /* write.c */
+  /* xBegin        */ cvTxnBegin,       /* vtab_txn.c, as are the transaction slots */
+  /* xSync         */ cvTxnSync,
+  /* xCommit       */ cvTxnCommit,
+  /* xRollback     */ cvTxnRollback,
   /* xFindFunction */ 0,
   /* xRename       */ catervaRename,
-  /* xSavepoint    */ 0,
-  /* xRelease      */ 0,
-  /* xRollbackTo   */ 0,
+  /* xSavepoint    */ cvTxnSavepoint,
+  /* xRelease      */ cvTxnRelease,
+  /* xRollbackTo   */ cvTxnRollbackTo,
   /* xShadowName   */ 0,
 };
 

@@ -21,6 +21,15 @@ void cvOptionsFree(CvOptions *p) {
   sqlite3_free(p->zDims);
   sqlite3_free(p->zValue);
   sqlite3_free(p->zDtype);
+  sqlite3_free(p->zShape);
+  sqlite3_free(p->zChunks);
+  sqlite3_free(p->zBlocks);
+  sqlite3_free(p->zCodec);
+  sqlite3_free(p->zClevel);
+  sqlite3_free(p->zFilters);
+  sqlite3_free(p->zFill);
+  sqlite3_free(p->zSparse);
+  sqlite3_free(p->zSync);
 }
 
 /* A copy of z[0..n) with surrounding blanks removed and, if quoted with ', " or `, the quotes
@@ -82,6 +91,15 @@ static int cvParseArg(CvOptions *p, const char *zArg, char **pzErr) {
   else if (sqlite3_stricmp(zKey, "dims") == 0) pzSlot = &p->zDims;
   else if (sqlite3_stricmp(zKey, "value") == 0) pzSlot = &p->zValue;
   else if (sqlite3_stricmp(zKey, "dtype") == 0) pzSlot = &p->zDtype;
+  else if (sqlite3_stricmp(zKey, "shape") == 0) pzSlot = &p->zShape;
+  else if (sqlite3_stricmp(zKey, "chunks") == 0) pzSlot = &p->zChunks;
+  else if (sqlite3_stricmp(zKey, "blocks") == 0) pzSlot = &p->zBlocks;
+  else if (sqlite3_stricmp(zKey, "codec") == 0) pzSlot = &p->zCodec;
+  else if (sqlite3_stricmp(zKey, "clevel") == 0) pzSlot = &p->zClevel;
+  else if (sqlite3_stricmp(zKey, "filters") == 0) pzSlot = &p->zFilters;
+  else if (sqlite3_stricmp(zKey, "fill") == 0) pzSlot = &p->zFill;
+  else if (sqlite3_stricmp(zKey, "sparse") == 0) pzSlot = &p->zSparse;
+  else if (sqlite3_stricmp(zKey, "synchronous") == 0) pzSlot = &p->zSync;
   else if (sqlite3_stricmp(zKey, "cache_mb") == 0) {
     if (!cvParseCount(zVal, &p->nCacheMb) || p->nCacheMb > 1048576) {
       *pzErr = sqlite3_mprintf("caterva: cache_mb must be an integer from 0 to 1048576, not \"%s\"",
@@ -91,7 +109,8 @@ static int cvParseArg(CvOptions *p, const char *zArg, char **pzErr) {
     goto parse_arg_out;
   } else {
     *pzErr = sqlite3_mprintf("caterva: unknown option \"%s\" (known: path, dims, value, dtype, "
-                             "cache_mb)", zKey);
+                             "cache_mb, synchronous; to create: shape, chunks, blocks, codec, "
+                             "clevel, filters, fill, sparse)", zKey);
     rc = SQLITE_ERROR;
     goto parse_arg_out;
   }
@@ -123,8 +142,7 @@ int cvOptionsParse(CvOptions *pOpt, int argc, const char *const *argv, char **pz
 
 /* ---- columns -------------------------------------------------------------------------- */
 
-/* Split dims= into exactly nDim names (each sqlite3_malloc'ed into azName). */
-static int cvSplitDims(const char *zDims, int nDim, char **azName, char **pzErr) {
+int cvSplitDims(const char *zDims, int nDim, char **azName, char **pzErr) {
   const char *z = zDims;
   int i = 0;
   for (;;) {

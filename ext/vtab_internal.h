@@ -30,6 +30,13 @@ struct CvRange {
 #define CV_FAST_F4   2   /* float32 in host byte order */
 
 typedef struct CvVtab CvVtab;
+typedef struct CvRetired CvRetired;
+
+/* An array replaced while cursors may still read it (vtab_txn.c). */
+struct CvRetired {
+  caterva_array *pArr;                /* Freed when the table has no open cursor */
+  CvRetired *pNext;
+};
 typedef struct CvCursor CvCursor;
 typedef struct CvOptions CvOptions;
 
@@ -37,7 +44,21 @@ typedef struct CvOptions CvOptions;
 struct CvVtab {
   sqlite3_vtab base;                  /* Base class - must be first */
   CvConn *pConn;                      /* Connection state: the library context */
-  caterva_array *pArr;                /* The array, opened read-only */
+  sqlite3 *db;                        /* The connection (its busy timeout) */
+  char *zPath;                        /* The array's file or directory */
+  char **azCol;                       /* Column names, nDim + 1 */
+  caterva_array *pArr;                /* The array: read-only, or writable once written */
+  CvRetired *pRetired;                /* Arrays replaced while cursors were open */
+  caterva_lock *pLock;                /* The .b2lock sidecar, or NULL when it cannot exist */
+  uint64_t iGen;                      /* Generation counter the array reflects */
+  uint64_t iGenLocked;                /* The counter after our last exclusive lock */
+  int bWritable;                      /* pArr was opened for writing */
+  int bInTxn;                         /* A write transaction is open (we hold LOCK_EX) */
+  int bCommitted;                     /* xSync has committed it; xCommit releases */
+  int bDirty;                         /* Cells written since the block cache was cleared */
+  int bSync;                          /* synchronous: fsync at commit */
+  int nCursor;                        /* Open cursors */
+  uint8_t aFill[16];                  /* The item DELETE writes (zeros for wider items) */
   int nDim;                           /* Dimensions; the value column is column nDim */
   int64_t aShape[CV_MAX_DIM];         /* Extent of each dimension */
   int32_t aChunk[CV_MAX_DIM];         /* Chunk shape */
@@ -104,6 +125,15 @@ struct CvOptions {
   char *zValue;      /* value=, or NULL */
   char *zDtype;      /* dtype=, or NULL */
   int64_t nCacheMb;  /* cache_mb= (a default when not given) */
+  char *zShape;      /* creation options (create.c), or NULL */
+  char *zChunks;
+  char *zBlocks;
+  char *zCodec;
+  char *zClevel;
+  char *zFilters;
+  char *zFill;
+  char *zSparse;
+  char *zSync;       /* synchronous= full | normal | off */
 };
 
 /* Parse argv[3..argc) of xCreate/xConnect into *pOpt (zeroed first); writes *pzErr on error.
@@ -118,6 +148,8 @@ void cvInitGeometry(CvVtab *pTab);
 int cvInitItems(CvVtab *pTab, const char *zDtype, char **pzErr);
 /* Column names into azName[0..nDim] (each sqlite3_malloc'ed; the caller frees them). */
 int cvColumnNames(CvVtab *pTab, const CvOptions *pOpt, char **azName, char **pzErr);
+/* Split dims= into exactly nDim names (each sqlite3_malloc'ed into azName). */
+int cvSplitDims(const char *zDims, int nDim, char **azName, char **pzErr);
 /* Declare the table's columns (azName[0..nDim]) to SQLite. */
 int cvDeclare(sqlite3 *db, CvVtab *pTab, char **azName, char **pzErr);
 
@@ -156,5 +188,38 @@ int cvCursorNext(sqlite3_vtab_cursor *pCursor);
 int cvCursorEof(sqlite3_vtab_cursor *pCursor);
 int cvCursorColumn(sqlite3_vtab_cursor *pCursor, sqlite3_context *pCtx, int iCol);
 int cvCursorRowid(sqlite3_vtab_cursor *pCursor, sqlite3_int64 *pRowid);
+
+/* ---- create.c ------------------------------------------------------------------------ */
+
+/* Whether any creation option (shape=, chunks=, ...) was given. */
+int cvHasCreateOptions(const CvOptions *p);
+/* The error for creation options on a path that exists (writes *pzErr). */
+int cvCreateConflict(const CvOptions *p, char **pzErr);
+/* Create the array p->zPath from the creation options, atomically (writes *pzErr). */
+int cvCreateArray(CvConn *pConn, const CvOptions *p, char **pzErr);
+
+/* ---- vtab_txn.c ---------------------------------------------------------------------- */
+
+/* xBegin, xSync, xCommit, xRollback, xSavepoint, xRelease, xRollbackTo. */
+int cvTxnBegin(sqlite3_vtab *pVtab);
+int cvTxnSync(sqlite3_vtab *pVtab);
+int cvTxnCommit(sqlite3_vtab *pVtab);
+int cvTxnRollback(sqlite3_vtab *pVtab);
+int cvTxnSavepoint(sqlite3_vtab *pVtab, int iSavepoint);
+int cvTxnRelease(sqlite3_vtab *pVtab, int iSavepoint);
+int cvTxnRollbackTo(sqlite3_vtab *pVtab, int iSavepoint);
+/* At the start of a scan: flush our own writes, or reload the array if another handle
+** committed (see the notes in vtab_txn.c). */
+int cvPrepareRead(CvVtab *pTab);
+/* Free the retired arrays (no cursor is open). */
+void cvFreeRetired(CvVtab *pTab);
+/* The fill item of pArr for DELETE and growth: its `_FillValue`, else NaN for floats and
+** zero otherwise; given to the array (in memory) and kept in pTab->aFill. */
+void cvFillInit(CvVtab *pTab, caterva_array *pArr);
+
+/* ---- write.c ------------------------------------------------------------------------- */
+
+/* xUpdate. */
+int cvUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 *pRowid);
 
 #endif /* VTAB_INTERNAL_H */

@@ -1,0 +1,295 @@
+/*
+ * vtab_txn.c -- transactions of the `caterva` table, and what a statement sees.
+ *
+ * Notes on transactions
+ * ---------------------
+ * SQLite drives a virtual table's transaction with xBegin (before the first xUpdate of a
+ * write transaction), xSync (phase one of the commit), xCommit, xRollback, and xSavepoint,
+ * xRelease, xRollbackTo for SAVEPOINTs and for the statement savepoints it opens so that a
+ * failing statement inside BEGIN ... COMMIT is undone alone. This file maps them onto the
+ * library's array transactions (core/txn.c, core/wcache.c):
+ *
+ *   xBegin       take the array's lock (the `.b2lock` sidecar, c-blosc2's protocol: flock
+ *                LOCK_EX, generation counter + 1), waiting up to the connection's busy
+ *                timeout, else SQLITE_BUSY; make sure the handle is current and writable;
+ *                caterva_array_begin. Nothing on disk changes.
+ *   xUpdate      (write.c) cells go to the write-back cache; full chunks and evicted ones
+ *                are written past the committed end of the file (never over a committed
+ *                byte).
+ *   xSavepoint   flush the cache, remember the state (a mark).
+ *   xRollbackTo  back to a mark: the file is truncated to where it was then.
+ *   xSync        all fallible work of the commit: flush, write index, trailer and header at
+ *                one commit point (fsync unless synchronous=off). If it fails, SQLite calls
+ *                xRollback and the file is as before xBegin.
+ *   xCommit      cannot fail: compact when dead space is large (under the lock; a failure
+ *                only leaves a larger file), release the lock.
+ *   xRollback    truncate back, restore the shape, release the lock: the file is
+ *                byte-identical to what it was at xBegin.
+ *
+ * What a statement reads: at xFilter, when no other cursor of the table is open, the table
+ * checks whether the file changed since it was loaded (another handle committed: the
+ * generation counter or the header's commit bytes differ; caterva_schunk_stale) and, if
+ * so, reopens it -- under a brief LOCK_SH when that can be had at once, else without it,
+ * since our writers never change committed bytes in place. Cursors opened before keep the
+ * array they started with (it stays alive until they close). Inside a write transaction
+ * the connection reads its own writes: xFilter flushes the cache first.
+ *
+ * Between the database and the array file there is no two-phase commit: an array commit
+ * (xSync) that succeeds is durable even if SQLite's own commit of ordinary tables then
+ * fails, and vice versa a crash between the two leaves one committed and not the other.
+ */
+#include "config.h"
+
+#include "cvext.h"
+SQLITE_EXTENSION_INIT3
+
+#include "vtab_internal.h"
+
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+/* The connection's busy timeout in ms (PRAGMA busy_timeout), 0 if none or unknown. */
+static int cvBusyTimeout(sqlite3 *db) {
+  sqlite3_stmt *pStmt = 0;
+  int ms = 0;
+  if (sqlite3_prepare_v2(db, "PRAGMA busy_timeout", -1, &pStmt, 0) == SQLITE_OK &&
+      sqlite3_step(pStmt) == SQLITE_ROW)
+    ms = sqlite3_column_int(pStmt, 0);
+  sqlite3_finalize(pStmt);
+  return ms > 0 ? ms : 0;
+}
+
+static void cvSleepMs(int ms) {
+  struct timespec ts;
+  ts.tv_sec = ms / 1000;
+  ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+  nanosleep(&ts, 0);
+}
+
+/* Keep an array that cursors may still read until none is open. */
+static int cvRetire(CvVtab *pTab, caterva_array *pArr) {
+  CvRetired *p;
+  if (pArr == 0) return SQLITE_OK;
+  if (pTab->nCursor == 0) {
+    caterva_array_free(pArr);
+    return SQLITE_OK;
+  }
+  p = sqlite3_malloc(sizeof(*p));
+  if (p == 0) return SQLITE_NOMEM;
+  p->pArr = pArr;
+  p->pNext = pTab->pRetired;
+  pTab->pRetired = p;
+  return SQLITE_OK;
+}
+
+void cvFreeRetired(CvVtab *pTab) {
+  while (pTab->pRetired) {
+    CvRetired *p = pTab->pRetired;
+    pTab->pRetired = p->pNext;
+    caterva_array_free(p->pArr);
+    sqlite3_free(p);
+  }
+}
+
+void cvFillInit(CvVtab *pTab, caterva_array *pArr) {
+  uint8_t a[16];
+  int n = pTab->item.szItem;
+  memset(pTab->aFill, 0, sizeof(pTab->aFill));
+  if (n > 16) return;
+  if (caterva_array_get_fill(pArr, a, (int)sizeof(a)) <= 0 && pTab->item.eKind == CV_ITEM_FLOAT)
+    (void)cvNumberToItem(&pTab->item, NAN, a);
+  memcpy(pTab->aFill, a, (size_t)n);
+  (void)caterva_array_set_fill(pTab->pConn->pCtx, pArr, a, 0);
+}
+
+/* Make pArr the table's array: geometry, item fill, cache. */
+static void cvInstall(CvVtab *pTab, caterva_array *pArr) {
+  pTab->pArr = pArr;
+  cvInitGeometry(pTab);
+  cvCacheInvalidate(&pTab->cache);
+}
+
+/* Open the array again (mode CATERVA_OPEN_READ or _WRITE) and install it. */
+static int cvReopen(CvVtab *pTab, int mode) {
+  caterva_ctx *pCtx = pTab->pConn->pCtx;
+  caterva_array *pNew = 0;
+  int rc = caterva_array_open(pCtx, pTab->zPath, mode, &pNew);
+  if (rc < 0) return cvLibError(pTab, rc);
+  if (caterva_array_ndim(pNew) != pTab->nDim ||
+      caterva_array_itemsize(pNew) != pTab->item.szItem) {
+    caterva_array_free(pNew);
+    cvSetError(pTab, "caterva: '%s' was replaced by an array of another kind; "
+                     "drop the table and create it again", pTab->zPath);
+    return SQLITE_ERROR;
+  }
+  if (mode == CATERVA_OPEN_WRITE) {
+    caterva_schunk_set_flags(caterva_array_schunk(pNew),
+                             CATERVA_SC_NO_AUTOCOMPACT | CATERVA_SC_RETAIN_MAPS);
+    caterva_array_set_write_cache(pNew, pTab->szCache);
+    cvFillInit(pTab, pNew);
+  }
+  rc = cvRetire(pTab, pTab->pArr);
+  cvInstall(pTab, pNew);
+  pTab->bWritable = mode == CATERVA_OPEN_WRITE;
+  return rc;
+}
+
+/* The generation counter of the sidecar (0 without one). */
+static uint64_t cvGeneration(CvVtab *pTab) {
+  uint64_t g = 0;
+  if (pTab->pLock) (void)caterva_lock_generation(0, pTab->pLock, &g);
+  return g;
+}
+
+int cvPrepareRead(CvVtab *pTab) {
+  caterva_ctx *pCtx = pTab->pConn->pCtx;
+  int rc = SQLITE_OK, bLocked = 0;
+  if (pTab->bInTxn) {
+    /* our own writes become visible to this statement */
+    if (caterva_array_pending(pTab->pArr)) {
+      int r = caterva_array_flush(pCtx, pTab->pArr);
+      if (r < 0) return cvLibError(pTab, r);
+    }
+    if (pTab->bDirty) {
+      cvCacheInvalidate(&pTab->cache);
+      pTab->bDirty = 0;
+    }
+    return SQLITE_OK;
+  }
+  if (pTab->nCursor > 1) return SQLITE_OK; /* other scans of this statement: same array */
+  if (cvGeneration(pTab) == pTab->iGen && caterva_schunk_stale(pCtx, caterva_array_schunk(pTab->pArr)) == 0)
+    return SQLITE_OK;
+  if (pTab->pLock && caterva_lock_shared(pCtx, pTab->pLock) == CATERVA_OK) bLocked = 1;
+  pTab->iGen = cvGeneration(pTab);
+  rc = cvReopen(pTab, CATERVA_OPEN_READ);
+  if (bLocked) caterva_lock_release(pTab->pLock);
+  return rc;
+}
+
+/* Take the exclusive lock, waiting up to the busy timeout. */
+static int cvLockWrite(CvVtab *pTab) {
+  caterva_ctx *pCtx = pTab->pConn->pCtx;
+  int rc, waited = 0, timeout = -1, step = 1;
+  if (pTab->pLock == 0) {
+    cvSetError(pTab, "caterva: cannot write '%s': its lock file '%s.b2lock' cannot be created",
+               pTab->zPath, pTab->zPath);
+    return SQLITE_READONLY;
+  }
+  for (;;) {
+    uint64_t g;
+    rc = caterva_lock_exclusive(pCtx, pTab->pLock, &g);
+    if (rc == CATERVA_OK) {
+      pTab->iGenLocked = g;
+      return SQLITE_OK;
+    }
+    if (rc != CATERVA_E_BUSY) return cvLibError(pTab, rc);
+    if (timeout < 0) timeout = cvBusyTimeout(pTab->db);
+    if (waited >= timeout) break;
+    cvSleepMs(step);
+    waited += step;
+    if (step < 50) step *= 2;
+  }
+  cvSetError(pTab, "caterva: '%s' is locked by another writer", pTab->zPath);
+  return SQLITE_BUSY;
+}
+
+/* xBegin. */
+int cvTxnBegin(sqlite3_vtab *pVtab) {
+  CvVtab *pTab = (CvVtab *)pVtab;
+  caterva_ctx *pCtx = pTab->pConn->pCtx;
+  int rc, r;
+  if (pTab->bInTxn) return SQLITE_OK;
+  rc = cvLockWrite(pTab);
+  if (rc != SQLITE_OK) return rc;
+  /* Someone else wrote since we last did (the counter moved by more than our own lock) or
+  ** our handle is read-only: open it again, under the lock. */
+  if (!pTab->bWritable || pTab->iGenLocked != pTab->iGen + 1 ||
+      caterva_schunk_stale(pCtx, caterva_array_schunk(pTab->pArr)) != 0)
+    rc = cvReopen(pTab, CATERVA_OPEN_WRITE);
+  if (rc == SQLITE_OK && (r = caterva_array_begin(pCtx, pTab->pArr)) < 0) rc = cvLibError(pTab, r);
+  if (rc != SQLITE_OK) {
+    caterva_lock_release(pTab->pLock);
+    return rc;
+  }
+  pTab->iGen = pTab->iGenLocked;
+  pTab->bInTxn = 1;
+  return SQLITE_OK;
+}
+
+/* End of a transaction either way: the lock goes. */
+static void cvTxnEnd(CvVtab *pTab) {
+  pTab->bInTxn = 0;
+  pTab->bDirty = 0;
+  caterva_lock_release(pTab->pLock);
+}
+
+/* xSync: the commit itself (see the notes at the top). */
+int cvTxnSync(sqlite3_vtab *pVtab) {
+  CvVtab *pTab = (CvVtab *)pVtab;
+  int r;
+  if (!pTab->bInTxn) return SQLITE_OK;
+  r = caterva_array_commit(pTab->pConn->pCtx, pTab->pArr, pTab->bSync);
+  if (r < 0) return cvLibError(pTab, r);
+  pTab->bCommitted = 1;
+  return SQLITE_OK;
+}
+
+/* xCommit. */
+int cvTxnCommit(sqlite3_vtab *pVtab) {
+  CvVtab *pTab = (CvVtab *)pVtab;
+  caterva_schunk *sc;
+  if (!pTab->bInTxn) return SQLITE_OK;
+  if (!pTab->bCommitted) (void)cvTxnSync(pVtab);
+  pTab->bCommitted = 0;
+  sc = caterva_array_schunk(pTab->pArr);
+  /* Compaction renames a new file over the path: readers keep their old one. */
+  if (caterva_schunk_dead_bytes(sc) > 0 && pTab->nCursor == 0 &&
+      caterva_schunk_compact(pTab->pConn->pCtx, sc, 0) == CATERVA_OK)
+    cvCacheInvalidate(&pTab->cache);
+  cvTxnEnd(pTab);
+  return SQLITE_OK;
+}
+
+/* xRollback. */
+int cvTxnRollback(sqlite3_vtab *pVtab) {
+  CvVtab *pTab = (CvVtab *)pVtab;
+  int r;
+  if (!pTab->bInTxn) return SQLITE_OK;
+  pTab->bCommitted = 0;
+  r = caterva_array_rollback(pTab->pConn->pCtx, pTab->pArr);
+  cvInitGeometry(pTab);
+  cvCacheInvalidate(&pTab->cache);
+  if (r < 0) {
+    /* the handle no longer matches the file: read it again next time */
+    pTab->bWritable = 0;
+    pTab->iGen = 0;
+  }
+  cvTxnEnd(pTab);
+  return SQLITE_OK;
+}
+
+int cvTxnSavepoint(sqlite3_vtab *pVtab, int iSavepoint) {
+  CvVtab *pTab = (CvVtab *)pVtab;
+  int r;
+  if (!pTab->bInTxn) return SQLITE_OK;
+  r = caterva_array_savepoint(pTab->pConn->pCtx, pTab->pArr, iSavepoint);
+  return r < 0 ? cvLibError(pTab, r) : SQLITE_OK;
+}
+
+int cvTxnRelease(sqlite3_vtab *pVtab, int iSavepoint) {
+  CvVtab *pTab = (CvVtab *)pVtab;
+  if (!pTab->bInTxn) return SQLITE_OK;
+  (void)caterva_array_release(pTab->pConn->pCtx, pTab->pArr, iSavepoint);
+  return SQLITE_OK;
+}
+
+int cvTxnRollbackTo(sqlite3_vtab *pVtab, int iSavepoint) {
+  CvVtab *pTab = (CvVtab *)pVtab;
+  int r;
+  if (!pTab->bInTxn) return SQLITE_OK;
+  r = caterva_array_rollback_to(pTab->pConn->pCtx, pTab->pArr, iSavepoint);
+  cvInitGeometry(pTab);
+  cvCacheInvalidate(&pTab->cache);
+  return r < 0 ? cvLibError(pTab, r) : SQLITE_OK;
+}

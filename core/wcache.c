@@ -30,7 +30,21 @@ struct cat_wentry {
   uint64_t stamp;    /* last use, for LRU */
 };
 
+/* A savepoint's copy of the images pending then (they are not flushed: a statement
+ * savepoint per row of a multi-row load inside BEGIN would otherwise recompress the chunk
+ * being filled once per row). */
+typedef struct cat_wmark {
+  int level;
+  int n;
+  cat_wentry *e;     /* copies; img and bits owned */
+} cat_wmark;
+
+/* Pending images larger than this are flushed at a savepoint instead of copied. */
+#define CAT_WMARK_COPY_MAX (16 * 1024 * 1024)
+
 struct cat_wcache {
+  cat_wmark *marks;  /* savepoints, oldest first */
+  int nmarks, capmarks;
   cat_wentry *e;
   int n;             /* entries in use or free */
   int max;           /* most entries (>= 1) */
@@ -53,13 +67,27 @@ static size_t bits_words(const cat_geom *g) {
   return (size_t)cat_ceil_div64(g->chunksize / g->itemsize, 64);
 }
 
+static void entries_free(cat_wentry *e, int n) {
+  for (int i = 0; i < n; i++) {
+    free(e[i].img);
+    free(e[i].bits);
+  }
+  free(e);
+}
+
+/* Forget the marks at or above level. */
+static void drop_wmarks(cat_wcache *wc, int level) {
+  while (wc != NULL && wc->nmarks > 0 && wc->marks[wc->nmarks - 1].level >= level) {
+    cat_wmark *m = &wc->marks[--wc->nmarks];
+    entries_free(m->e, m->n);
+  }
+}
+
 void cat_wcache_free(cat_wcache *wc) {
   if (wc == NULL) return;
-  for (int i = 0; i < wc->n; i++) {
-    free(wc->e[i].img);
-    free(wc->e[i].bits);
-  }
-  free(wc->e);
+  drop_wmarks(wc, -1);
+  free(wc->marks);
+  entries_free(wc->e, wc->n);
   free(wc);
 }
 
@@ -236,40 +264,117 @@ void cat_wcache_reshaped(caterva_array *a) {
 
 /* ---- transactions ------------------------------------------------------------------------ */
 
+static void wcache_discard(caterva_array *a);
+
+/* Copies of the n pending entries of src into a new array *out (n may be 0). */
+static int copy_pending(caterva_ctx *ctx, const caterva_array *a, cat_wentry **out, int *n) {
+  const cat_wcache *wc = a->wc;
+  size_t nb = bits_words(&a->g) * sizeof(uint64_t);
+  int k = 0;
+  *out = NULL;
+  *n = 0;
+  for (int i = 0; wc != NULL && i < wc->n; i++) k += wc->e[i].nchunk >= 0;
+  if (k == 0) return CATERVA_OK;
+  *out = calloc((size_t)k, sizeof **out);
+  if (*out == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  for (int i = 0, j = 0; i < wc->n; i++) {
+    const cat_wentry *e = &wc->e[i];
+    cat_wentry *c;
+    if (e->nchunk < 0) continue;
+    c = &(*out)[j++];
+    *c = *e;
+    c->img = malloc((size_t)a->g.chunksize);
+    c->bits = malloc(nb);
+    *n = j;
+    if (c->img == NULL || c->bits == NULL) {
+      entries_free(*out, j);
+      *out = NULL;
+      *n = 0;
+      return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+    }
+    memcpy(c->img, e->img, (size_t)a->g.chunksize);
+    memcpy(c->bits, e->bits, nb);
+  }
+  return CATERVA_OK;
+}
+
+/* Make the cache hold exactly the images of mark m (copied again: the mark stays). */
+static int restore_pending(caterva_ctx *ctx, caterva_array *a, const cat_wmark *m) {
+  size_t nb = bits_words(&a->g) * sizeof(uint64_t);
+  int rc = CATERVA_OK;
+  wcache_discard(a);
+  for (int i = 0; m != NULL && i < m->n; i++) {
+    cat_wentry *e;
+    CAT_TRY(leave, claim(ctx, a, m->e[i].nchunk, &e));
+    memcpy(e->img, m->e[i].img, (size_t)a->g.chunksize);
+    memcpy(e->bits, m->e[i].bits, nb);
+    e->nset = m->e[i].nset;
+  }
+leave:
+  return rc;
+}
+
 int caterva_array_begin(caterva_ctx *ctx, caterva_array *a) {
-  if (a == NULL) return cat_error(ctx, CATERVA_E_INVALID, "no array");
+  int rc = caterva_array_flush(ctx, a); /* what came before is not part of it */
+  if (rc < 0) return rc;
   return caterva_schunk_begin(ctx, a->sc);
 }
 
 int caterva_array_savepoint(caterva_ctx *ctx, caterva_array *a, int level) {
-  int rc = caterva_array_flush(ctx, a);
-  if (rc < 0) return rc;
-  return caterva_schunk_savepoint(ctx, a->sc, level);
+  cat_wcache *wc;
+  int rc = CATERVA_OK, k = 0;
+  CAT_CHECK(leave, a != NULL, CATERVA_E_INVALID, "no array");
+  CAT_TRY(leave, wcache_get(ctx, a));
+  wc = a->wc;
+  drop_wmarks(wc, level);
+  for (int i = 0; i < wc->n; i++) k += wc->e[i].nchunk >= 0;
+  if ((int64_t)k * a->g.chunksize > CAT_WMARK_COPY_MAX) CAT_TRY(leave, caterva_array_flush(ctx, a));
+  if (wc->nmarks == wc->capmarks) {
+    int cap = wc->capmarks ? 2 * wc->capmarks : 8;
+    cat_wmark *p = realloc(wc->marks, (size_t)cap * sizeof *p);
+    CAT_CHECK(leave, p != NULL, CATERVA_E_NOMEM, "out of memory");
+    wc->marks = p;
+    wc->capmarks = cap;
+  }
+  wc->marks[wc->nmarks].level = level;
+  CAT_TRY(leave, copy_pending(ctx, a, &wc->marks[wc->nmarks].e, &wc->marks[wc->nmarks].n));
+  rc = caterva_schunk_savepoint(ctx, a->sc, level);
+  if (rc >= 0) wc->nmarks++;
+  else entries_free(wc->marks[wc->nmarks].e, wc->marks[wc->nmarks].n);
+leave:
+  return rc;
 }
 
 int caterva_array_release(caterva_ctx *ctx, caterva_array *a, int level) {
   if (a == NULL) return cat_error(ctx, CATERVA_E_INVALID, "no array");
+  drop_wmarks(a->wc, level);
   return caterva_schunk_release(ctx, a->sc, level);
 }
 
 int caterva_array_rollback_to(caterva_ctx *ctx, caterva_array *a, int level) {
+  const cat_wmark *m = NULL;
   int rc;
   if (a == NULL) return cat_error(ctx, CATERVA_E_INVALID, "no array");
-  wcache_discard(a);
+  drop_wmarks(a->wc, level + 1);
   rc = caterva_schunk_rollback_to(ctx, a->sc, level);
   if (rc >= 0) rc = cat_array_load_meta(ctx, a);
+  if (a->wc != NULL && a->wc->nmarks > 0) m = &a->wc->marks[a->wc->nmarks - 1];
+  if (rc >= 0) rc = restore_pending(ctx, a, m);
+  else wcache_discard(a);
   return rc;
 }
 
 int caterva_array_commit(caterva_ctx *ctx, caterva_array *a, int sync) {
   int rc = caterva_array_flush(ctx, a);
   if (rc < 0) return rc;
+  drop_wmarks(a->wc, -1);
   return caterva_schunk_commit(ctx, a->sc, sync);
 }
 
 int caterva_array_rollback(caterva_ctx *ctx, caterva_array *a) {
   int rc, rc2;
   if (a == NULL) return cat_error(ctx, CATERVA_E_INVALID, "no array");
+  drop_wmarks(a->wc, -1);
   wcache_discard(a);
   rc = caterva_schunk_rollback(ctx, a->sc);
   rc2 = cat_array_load_meta(ctx, a);

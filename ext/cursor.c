@@ -69,7 +69,13 @@ int cvCursorClose(sqlite3_vtab_cursor *pCursor) {
   cvResetScan(pCur);
   sqlite3_free(pCur->aPriv);
   sqlite3_free(pCur);
-  if (--pTab->nCursor == 0) cvFreeRetired(pTab);
+  if (--pTab->nCursor == 0) {
+    cvFreeRetired(pTab);
+    if (pTab->bReadLocked) {
+      caterva_lock_release(pTab->pLock);
+      pTab->bReadLocked = 0;
+    }
+  }
   return SQLITE_OK;
 }
 

@@ -123,6 +123,11 @@ static int cvConnectImpl(sqlite3 *db, void *pAux, int argc, const char *const *a
     *pzErr = sqlite3_mprintf("caterva: synchronous= must be full, normal or off");
     rc = SQLITE_ERROR;
   }
+  if (rc == SQLITE_OK && opt.zLockReads && strcmp(opt.zLockReads, "0") != 0 &&
+      strcmp(opt.zLockReads, "1") != 0) {
+    *pzErr = sqlite3_mprintf("caterva: lock_reads= must be 0 or 1");
+    rc = SQLITE_ERROR;
+  }
   if (rc == SQLITE_OK) rc = cvCreateOrCheck(pConn, &opt, bCreate, pzErr);
   if (rc != SQLITE_OK) goto connect_out;
   pTab = sqlite3_malloc(sizeof(*pTab));
@@ -142,6 +147,7 @@ static int cvConnectImpl(sqlite3 *db, void *pAux, int argc, const char *const *a
   }
   pTab->db = db;
   pTab->bSync = cvParseSync(opt.zSync);
+  pTab->bLockReads = opt.zLockReads && strcmp(opt.zLockReads, "1") == 0;
   pTab->zPath = sqlite3_mprintf("%s", opt.zPath);
   if (pTab->zPath == 0) {
     rc = SQLITE_NOMEM;

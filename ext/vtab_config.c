@@ -30,6 +30,7 @@ void cvOptionsFree(CvOptions *p) {
   sqlite3_free(p->zFill);
   sqlite3_free(p->zSparse);
   sqlite3_free(p->zSync);
+  sqlite3_free(p->zLockReads);
 }
 
 /* A copy of z[0..n) with surrounding blanks removed and, if quoted with ', " or `, the quotes
@@ -100,6 +101,7 @@ static int cvParseArg(CvOptions *p, const char *zArg, char **pzErr) {
   else if (sqlite3_stricmp(zKey, "fill") == 0) pzSlot = &p->zFill;
   else if (sqlite3_stricmp(zKey, "sparse") == 0) pzSlot = &p->zSparse;
   else if (sqlite3_stricmp(zKey, "synchronous") == 0) pzSlot = &p->zSync;
+  else if (sqlite3_stricmp(zKey, "lock_reads") == 0) pzSlot = &p->zLockReads;
   else if (sqlite3_stricmp(zKey, "cache_mb") == 0) {
     if (!cvParseCount(zVal, &p->nCacheMb) || p->nCacheMb > 1048576) {
       *pzErr = sqlite3_mprintf("caterva: cache_mb must be an integer from 0 to 1048576, not \"%s\"",
@@ -109,7 +111,7 @@ static int cvParseArg(CvOptions *p, const char *zArg, char **pzErr) {
     goto parse_arg_out;
   } else {
     *pzErr = sqlite3_mprintf("caterva: unknown option \"%s\" (known: path, dims, value, dtype, "
-                             "cache_mb, synchronous; to create: shape, chunks, blocks, codec, "
+                             "cache_mb, synchronous, lock_reads; to create: shape, chunks, blocks, codec, "
                              "clevel, filters, fill, sparse)", zKey);
     rc = SQLITE_ERROR;
     goto parse_arg_out;

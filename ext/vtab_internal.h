@@ -57,6 +57,8 @@ struct CvVtab {
   int bCommitted;                     /* xSync has committed it; xCommit releases */
   int bDirty;                         /* Cells written since the block cache was cleared */
   int bSync;                          /* synchronous: fsync at commit */
+  int bLockReads;                     /* lock_reads=1: LOCK_SH while cursors are open */
+  int bReadLocked;                    /* ... and it is held now */
   int nCursor;                        /* Open cursors */
   uint8_t aFill[16];                  /* The item DELETE writes (zeros for wider items) */
   int nDim;                           /* Dimensions; the value column is column nDim */
@@ -134,6 +136,7 @@ struct CvOptions {
   char *zFill;
   char *zSparse;
   char *zSync;       /* synchronous= full | normal | off */
+  char *zLockReads;  /* lock_reads= 0 | 1 */
 };
 
 /* Parse argv[3..argc) of xCreate/xConnect into *pOpt (zeroed first); writes *pzErr on error.

@@ -142,6 +142,8 @@ static uint64_t cvGeneration(CvVtab *pTab) {
   return g;
 }
 
+static int cvLockWait(CvVtab *pTab, int bWrite);
+
 int cvPrepareRead(CvVtab *pTab) {
   caterva_ctx *pCtx = pTab->pConn->pCtx;
   int rc = SQLITE_OK, bLocked = 0;
@@ -158,29 +160,38 @@ int cvPrepareRead(CvVtab *pTab) {
     return SQLITE_OK;
   }
   if (pTab->nCursor > 1) return SQLITE_OK; /* other scans of this statement: same array */
-  if (cvGeneration(pTab) == pTab->iGen && caterva_schunk_stale(pCtx, caterva_array_schunk(pTab->pArr)) == 0)
+  if (pTab->bLockReads && !pTab->bReadLocked) {
+    /* lock_reads=1: no writer (ours or a foreign one) may change the file while the
+    ** statement's cursors are open; released when the last one closes */
+    rc = cvLockWait(pTab, 0);
+    if (rc != SQLITE_OK) return rc;
+    pTab->bReadLocked = bLocked = 1;
+  }
+  if (cvGeneration(pTab) == pTab->iGen &&
+      caterva_schunk_stale(pCtx, caterva_array_schunk(pTab->pArr)) == 0)
     return SQLITE_OK;
-  if (pTab->pLock && caterva_lock_shared(pCtx, pTab->pLock) == CATERVA_OK) bLocked = 1;
+  if (!bLocked && pTab->pLock && caterva_lock_shared(pCtx, pTab->pLock) == CATERVA_OK) bLocked = 2;
   pTab->iGen = cvGeneration(pTab);
   rc = cvReopen(pTab, CATERVA_OPEN_READ);
-  if (bLocked) caterva_lock_release(pTab->pLock);
+  if (bLocked == 2) caterva_lock_release(pTab->pLock);
   return rc;
 }
 
-/* Take the exclusive lock, waiting up to the busy timeout. */
-static int cvLockWrite(CvVtab *pTab) {
+/* Take the exclusive (bWrite) or shared lock, waiting up to the busy timeout. */
+static int cvLockWait(CvVtab *pTab, int bWrite) {
   caterva_ctx *pCtx = pTab->pConn->pCtx;
   int rc, waited = 0, timeout = -1, step = 1;
   if (pTab->pLock == 0) {
-    cvSetError(pTab, "caterva: cannot write '%s': its lock file '%s.b2lock' cannot be created",
+    cvSetError(pTab, "caterva: cannot lock '%s': its lock file '%s.b2lock' cannot be created",
                pTab->zPath, pTab->zPath);
     return SQLITE_READONLY;
   }
   for (;;) {
-    uint64_t g;
-    rc = caterva_lock_exclusive(pCtx, pTab->pLock, &g);
+    uint64_t g = 0;
+    rc = bWrite ? caterva_lock_exclusive(pCtx, pTab->pLock, &g)
+                : caterva_lock_shared(pCtx, pTab->pLock);
     if (rc == CATERVA_OK) {
-      pTab->iGenLocked = g;
+      if (bWrite) pTab->iGenLocked = g;
       return SQLITE_OK;
     }
     if (rc != CATERVA_E_BUSY) return cvLibError(pTab, rc);
@@ -200,7 +211,11 @@ int cvTxnBegin(sqlite3_vtab *pVtab) {
   caterva_ctx *pCtx = pTab->pConn->pCtx;
   int rc, r;
   if (pTab->bInTxn) return SQLITE_OK;
-  rc = cvLockWrite(pTab);
+  if (pTab->bReadLocked) { /* lock_reads: our own shared lock would block us */
+    caterva_lock_release(pTab->pLock);
+    pTab->bReadLocked = 0;
+  }
+  rc = cvLockWait(pTab, 1);
   if (rc != SQLITE_OK) return rc;
   /* Someone else wrote since we last did (the counter moved by more than our own lock) or
   ** our handle is read-only: open it again, under the lock. */

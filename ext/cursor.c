@@ -27,7 +27,10 @@ SQLITE_EXTENSION_INIT3
 /* ---- opening and closing -------------------------------------------------------------- */
 
 int cvCursorOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor) {
-  CvCursor *pCur = sqlite3_malloc(sizeof(*pCur));
+  CvCursor *pCur;
+  int rc = cvStatementStart((CvVtab *)pVtab);
+  if (rc != SQLITE_OK) return rc;
+  pCur = sqlite3_malloc(sizeof(*pCur));
   if (pCur == 0) return SQLITE_NOMEM;
   ((CvVtab *)pVtab)->nCursor++;
   memset(pCur, 0, sizeof(*pCur));

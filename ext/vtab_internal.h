@@ -211,8 +211,11 @@ int cvTxnRollback(sqlite3_vtab *pVtab);
 int cvTxnSavepoint(sqlite3_vtab *pVtab, int iSavepoint);
 int cvTxnRelease(sqlite3_vtab *pVtab, int iSavepoint);
 int cvTxnRollbackTo(sqlite3_vtab *pVtab, int iSavepoint);
-/* At the start of a scan: flush our own writes, or reload the array if another handle
-** committed (see the notes in vtab_txn.c). */
+/* At the first cursor of a statement (xOpen): reload the array if another handle committed,
+** take the shared lock with lock_reads=1 (see the notes in vtab_txn.c). */
+int cvStatementStart(CvVtab *pTab);
+/* At the start of a scan (xFilter) inside a write transaction: flush our own writes so
+** the scan sees them. */
 int cvPrepareRead(CvVtab *pTab);
 /* Free the retired arrays (no cursor is open). */
 void cvFreeRetired(CvVtab *pTab);

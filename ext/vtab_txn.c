@@ -26,8 +26,9 @@
  *   xRollback    truncate back, restore the shape, release the lock: the file is
  *                byte-identical to what it was at xBegin.
  *
- * What a statement reads: at xFilter, when no other cursor of the table is open, the table
- * checks whether the file changed since it was loaded (another handle committed: the
+ * What a statement reads: when a statement opens its first cursor on the table (xOpen;
+ * a join then calls xFilter once per outer row on that cursor), the table checks whether
+ * the file changed since it was loaded (another handle committed: the
  * generation counter or the header's commit bytes differ; caterva_schunk_stale) and, if
  * so, reopens it -- under a brief LOCK_SH when that can be had at once, else without it,
  * since our writers never change committed bytes in place. Cursors opened before keep the
@@ -146,20 +147,23 @@ static int cvLockWait(CvVtab *pTab, int bWrite);
 
 int cvPrepareRead(CvVtab *pTab) {
   caterva_ctx *pCtx = pTab->pConn->pCtx;
-  int rc = SQLITE_OK, bLocked = 0;
-  if (pTab->bInTxn) {
-    /* our own writes become visible to this statement */
-    if (caterva_array_pending(pTab->pArr)) {
-      int r = caterva_array_flush(pCtx, pTab->pArr);
-      if (r < 0) return cvLibError(pTab, r);
-    }
-    if (pTab->bDirty) {
-      cvCacheInvalidate(&pTab->cache);
-      pTab->bDirty = 0;
-    }
-    return SQLITE_OK;
+  if (!pTab->bInTxn) return SQLITE_OK;
+  /* our own writes become visible to this scan */
+  if (caterva_array_pending(pTab->pArr)) {
+    int r = caterva_array_flush(pCtx, pTab->pArr);
+    if (r < 0) return cvLibError(pTab, r);
   }
-  if (pTab->nCursor > 1) return SQLITE_OK; /* other scans of this statement: same array */
+  if (pTab->bDirty) {
+    cvCacheInvalidate(&pTab->cache);
+    pTab->bDirty = 0;
+  }
+  return SQLITE_OK;
+}
+
+int cvStatementStart(CvVtab *pTab) {
+  caterva_ctx *pCtx = pTab->pConn->pCtx;
+  int rc = SQLITE_OK, bLocked = 0;
+  if (pTab->bInTxn || pTab->nCursor > 0) return SQLITE_OK;
   if (pTab->bLockReads && !pTab->bReadLocked) {
     /* lock_reads=1: no writer (ours or a foreign one) may change the file while the
     ** statement's cursors are open; released when the last one closes */

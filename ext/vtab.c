@@ -59,6 +59,7 @@ int cvLibError(CvVtab *pTab, int rc) {
 static void cvVtabFree(CvVtab *pTab) {
   if (pTab == 0) return;
   if (pTab->bInTxn) (void)cvTxnRollback(&pTab->base);
+  cvCompactOnClose(pTab);
   cvCacheClear(&pTab->cache);
   caterva_array_free(pTab->pArr);
   cvFreeRetired(pTab);

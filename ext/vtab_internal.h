@@ -217,6 +217,8 @@ int cvStatementStart(CvVtab *pTab);
 /* At the start of a scan (xFilter) inside a write transaction: flush our own writes so
 ** the scan sees them. */
 int cvPrepareRead(CvVtab *pTab);
+/* xDisconnect: compact a file we wrote when its dead space is large (under the lock). */
+void cvCompactOnClose(CvVtab *pTab);
 /* Free the retired arrays (no cursor is open). */
 void cvFreeRetired(CvVtab *pTab);
 /* The fill item of pArr for DELETE and growth: its `_FillValue`, else NaN for floats and

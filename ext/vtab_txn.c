@@ -270,6 +270,20 @@ int cvTxnCommit(sqlite3_vtab *pVtab) {
   return SQLITE_OK;
 }
 
+void cvCompactOnClose(CvVtab *pTab) {
+  caterva_ctx *pCtx = pTab->pConn->pCtx;
+  caterva_schunk *sc;
+  uint64_t g;
+  if (!pTab->bWritable || pTab->bInTxn || pTab->pLock == 0 || pTab->pArr == 0) return;
+  sc = caterva_array_schunk(pTab->pArr);
+  if (caterva_schunk_dead_bytes(sc) == 0) return;
+  /* only under the lock, and only if nobody committed since our handle saw the file */
+  if (caterva_lock_exclusive(pCtx, pTab->pLock, &g) != CATERVA_OK) return;
+  if (g == pTab->iGen + 1 && caterva_schunk_stale(pCtx, sc) == 0)
+    (void)caterva_schunk_compact(pCtx, sc, 0);
+  caterva_lock_release(pTab->pLock);
+}
+
 /* xRollback. */
 int cvTxnRollback(sqlite3_vtab *pVtab) {
   CvVtab *pTab = (CvVtab *)pVtab;

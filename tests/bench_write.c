@@ -1,0 +1,808 @@
+/*
+ * bench_write.c -- writing through the caterva virtual table against a plain SQLite table.
+ *
+ *   bench_write [-e EXT] [-t DIR] [-n NTIME] [-r RUNS] [-c COMMITS] [-k] [-l]
+ *
+ *   -e  the built extension (default: ../.libs/caterva.so next to this program)
+ *   -t  scratch directory (default $TMPDIR, else /tmp); a directory bench_write.XXXXXX is made
+ *       in it and removed at the end
+ *   -n  extent of the first dimension (default 365: the demo's 365 x 180 x 360)
+ *   -r  runs of each UPDATE (default 5; the median is reported)
+ *   -c  commits timed in each commit measurement (default 21; the median is reported)
+ *   -k  keep the scratch files
+ *   -l  the load only (section 1 and the sizes; for profiling)
+ *
+ * All figures come from this run on this machine:
+ *
+ *   1. Load. The same rows, generated in C order by a counting virtual table (bench_grid,
+ *      like generate_series but yielding the three coordinates), with a value computed in
+ *      SQL from the coordinates, go by one `INSERT INTO ... SELECT` into
+ *        (a) a caterva table created here: float32, shape NTIME x 180 x 360, chunks 30x90x90,
+ *            blocks 10x15x30, zstd clevel 5 + shuffle (the demo array's layout), and
+ *        (b) CREATE TABLE p(time INTEGER, lat INTEGER, lon INTEGER, value REAL,
+ *                           PRIMARY KEY(time, lat, lon)) WITHOUT ROWID
+ *            in a database file with SQLite's defaults (rollback journal, its default
+ *            synchronous, its default page cache).
+ *      Where a caterva row's time goes, by difference of rows loaded the same way: the source
+ *      alone (the SELECT folded into sum(), without and with the value expression), an
+ *      INSERT into bench_sink (a virtual table whose xUpdate does nothing: SQLite's own cost
+ *      of writing to a virtual table), a caterva table with clevel=0 (the extension without
+ *      compression), and a caterva table loaded with noisy values (compression of data with
+ *      the entropy of measurements). Wall time and the process's CPU time are both printed:
+ *      on a busy machine the wall time is inflated and only CPU time is comparable.
+ *   2. UPDATE t SET value = value + 1 WHERE time = 100 (a time step), and WHERE lat = 90
+ *      (a latitude circle), each run in its own autocommit transaction.
+ *   3. Commits: BEGIN; COMMIT with nothing written; BEGIN; a write statement that changes no
+ *      cell; COMMIT; and BEGIN; one cell updated; COMMIT -- for the caterva table with
+ *      synchronous=full (fsync) and synchronous=off, and for the plain table with its default
+ *      synchronous and with synchronous=OFF.
+ *   4. File sizes.
+ *
+ * The values are integers times a power of two (VALUE_EXPR, NOISY_EXPR below): exactly
+ * representable in float32, so the float32 array and the REAL column hold the same numbers
+ * and every sum below is exact.
+ * Checks (exit status 1 when one fails): after the load, count(*) and sum(value) of both
+ * tables equal the source's; after the UPDATEs and after the commits, the sums of both
+ * tables equal the expected ones and a few cells agree.
+ *
+ * The caterva table lives in a connection of its own (an in-memory main database, so that
+ * its transactions write nothing but the array), the plain table in another.
+ */
+#include <sqlite3.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/vfs.h>
+#endif
+
+#define NLAT 180
+#define NLON 360
+#define MAXRUNS 101
+
+/* The value of cell (time, lat, lon): smooth (a parabola in latitude, ramps in time and
+ * longitude), an integer below 2^14 times 1/128, so exact in float32: the float32 array and
+ * the REAL column hold the same numbers and all sums below are exact. */
+static const char *const VALUE_EXPR = "(lat*(179 - lat) + time*4 + lon) * 0.0078125";
+
+/* A coarser smooth field (below 2^8) with 16 low bits of noise: a hash of the C-order index
+ * (bench_grid's rowid), times 2^-16. Exact in float32 and in sums like the above, but with
+ * most of the mantissa random, as in measured data (the demo array, mkdemo's field,
+ * compresses to ~70% of the raw bytes): the cost of compressing such data. */
+static const char *const NOISY_EXPR =
+    "((lat*(179 - lat)/80 + time/4 + lon/8)*65536"
+    " + ((rowid % 65521)*(rowid % 65519)*40503/256) % 65536) * 0.0000152587890625";
+
+static int failures = 0;
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* CPU time of the process, all threads (the codec's worker threads included), in ms. */
+static double cpu_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "bench_write: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  exit(1);
+}
+
+/* A failed check: reported, and the exit status becomes 1. */
+static void check(int ok, const char *fmt, ...) {
+  va_list ap;
+  if (ok) return;
+  failures++;
+  va_start(ap, fmt);
+  fprintf(stderr, "bench_write: CHECK FAILED: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+}
+
+static void exec_sql(sqlite3 *db, const char *sql) {
+  char *err = NULL;
+  if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) die("%s: %s", sql, err);
+}
+
+/* The first two columns of the first row of sql, as doubles (count(*) and sums of values
+ * on a 1/128 grid are exact in a double). */
+static void query2(sqlite3 *db, const char *sql, double *a, double *b) {
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+    die("%s: %s", sql, sqlite3_errmsg(db));
+  if (sqlite3_step(st) != SQLITE_ROW) die("%s: %s", sql, sqlite3_errmsg(db));
+  *a = sqlite3_column_double(st, 0);
+  *b = sqlite3_column_count(st) > 1 ? sqlite3_column_double(st, 1) : 0.0;
+  sqlite3_finalize(st);
+}
+
+static long long file_size(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+static const char *fs_name(const char *dir) {
+#ifdef __linux__
+  struct statfs s;
+  if (statfs(dir, &s) != 0) return "unknown";
+  switch ((unsigned long)s.f_type) {
+    case 0xEF53UL: return "ext2/3/4";
+    case 0x58465342UL: return "xfs";
+    case 0x9123683EUL: return "btrfs";
+    case 0x01021994UL: return "tmpfs (fsync costs nothing)";
+    case 0x794C7630UL: return "overlayfs";
+    default: return "other";
+  }
+#else
+  (void)dir;
+  return "unknown";
+#endif
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+typedef struct {
+  double med, min, max;  /* wall time */
+  double cpu;            /* median CPU time */
+} Stat;
+
+static double median(double *t, int n) {
+  qsort(t, (size_t)n, sizeof(double), cmp_double);
+  return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2.0;
+}
+
+/* Median, min and max of n wall times, median of the n CPU times (both arrays sorted). */
+static Stat stat_of(double *wall, double *cpu, int n) {
+  Stat s;
+  s.med = median(wall, n);
+  s.min = wall[0];
+  s.max = wall[n - 1];
+  s.cpu = median(cpu, n);
+  return s;
+}
+
+/* ---- the source: bench_grid(n0, n1, n2) yields (time, lat, lon) in C order ------------- */
+
+typedef struct {
+  sqlite3_vtab_cursor base;
+  sqlite3_int64 c[3], n[3], row;
+} GridCursor;
+
+static int gridConnect(sqlite3 *db, void *aux, int argc, const char *const *argv,
+                       sqlite3_vtab **pp, char **err) {
+  sqlite3_vtab *v;
+  int rc;
+  (void)aux, (void)argc, (void)argv, (void)err;
+  rc = sqlite3_declare_vtab(db, "CREATE TABLE x(time INTEGER, lat INTEGER, lon INTEGER, "
+                                "n0 HIDDEN, n1 HIDDEN, n2 HIDDEN)");
+  if (rc != SQLITE_OK) return rc;
+  v = sqlite3_malloc(sizeof(*v));
+  if (v == NULL) return SQLITE_NOMEM;
+  memset(v, 0, sizeof(*v));
+  *pp = v;
+  return SQLITE_OK;
+}
+
+static int gridDisconnect(sqlite3_vtab *v) {
+  sqlite3_free(v);
+  return SQLITE_OK;
+}
+
+/* The three extents are required (equality constraints on n0, n1, n2). */
+static int gridBestIndex(sqlite3_vtab *v, sqlite3_index_info *info) {
+  int i, seen = 0;
+  (void)v;
+  for (i = 0; i < info->nConstraint; i++) {
+    int col = info->aConstraint[i].iColumn;
+    if (col >= 3 && col <= 5 && info->aConstraint[i].op == SQLITE_INDEX_CONSTRAINT_EQ) {
+      if (!info->aConstraint[i].usable) return SQLITE_CONSTRAINT;
+      info->aConstraintUsage[i].argvIndex = col - 2;
+      info->aConstraintUsage[i].omit = 1;
+      seen |= 1 << (col - 3);
+    }
+  }
+  if (seen != 7) return SQLITE_CONSTRAINT;
+  info->estimatedCost = 1e6;
+  info->estimatedRows = 1000000;
+  return SQLITE_OK;
+}
+
+static int gridOpen(sqlite3_vtab *v, sqlite3_vtab_cursor **pp) {
+  GridCursor *c = sqlite3_malloc(sizeof(*c));
+  (void)v;
+  if (c == NULL) return SQLITE_NOMEM;
+  memset(c, 0, sizeof(*c));
+  *pp = &c->base;
+  return SQLITE_OK;
+}
+
+static int gridClose(sqlite3_vtab_cursor *c) {
+  sqlite3_free(c);
+  return SQLITE_OK;
+}
+
+static int gridFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc,
+                      sqlite3_value **argv) {
+  GridCursor *c = (GridCursor *)cur;
+  int k;
+  (void)idxNum, (void)idxStr;
+  for (k = 0; k < 3; k++) {
+    c->n[k] = k < argc ? sqlite3_value_int64(argv[k]) : 0;
+    c->c[k] = 0;
+  }
+  c->row = 0;
+  if (c->n[1] <= 0 || c->n[2] <= 0) c->n[0] = 0;  /* empty */
+  return SQLITE_OK;
+}
+
+static int gridNext(sqlite3_vtab_cursor *cur) {
+  GridCursor *c = (GridCursor *)cur;
+  c->row++;
+  if (++c->c[2] == c->n[2]) {
+    c->c[2] = 0;
+    if (++c->c[1] == c->n[1]) {
+      c->c[1] = 0;
+      c->c[0]++;
+    }
+  }
+  return SQLITE_OK;
+}
+
+static int gridEof(sqlite3_vtab_cursor *cur) {
+  GridCursor *c = (GridCursor *)cur;
+  return c->c[0] >= c->n[0];
+}
+
+static int gridColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
+  GridCursor *c = (GridCursor *)cur;
+  sqlite3_result_int64(ctx, col < 3 ? c->c[col] : c->n[col - 3]);
+  return SQLITE_OK;
+}
+
+static int gridRowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
+  *rowid = ((GridCursor *)cur)->row;
+  return SQLITE_OK;
+}
+
+static sqlite3_module gridModule = {
+    0, 0, gridConnect, gridBestIndex, gridDisconnect, 0, gridOpen, gridClose,
+    gridFilter, gridNext, gridEof, gridColumn, gridRowid, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
+
+/* ---- bench_sink: a virtual table whose xUpdate does nothing ------------------------------
+ * INSERT INTO sink SELECT ... costs what SQLite spends on the source and on handing each row
+ * to a virtual table's xUpdate (OP_VUpdate): the rest of a caterva INSERT is the extension's. */
+
+static int sinkConnect(sqlite3 *db, void *aux, int argc, const char *const *argv,
+                       sqlite3_vtab **pp, char **err) {
+  sqlite3_vtab *v;
+  int rc;
+  (void)aux, (void)argc, (void)argv, (void)err;
+  rc = sqlite3_declare_vtab(db, "CREATE TABLE x(time INTEGER, lat INTEGER, lon INTEGER, "
+                                "value REAL)");
+  if (rc != SQLITE_OK) return rc;
+  v = sqlite3_malloc(sizeof(*v));
+  if (v == NULL) return SQLITE_NOMEM;
+  memset(v, 0, sizeof(*v));
+  *pp = v;
+  return SQLITE_OK;
+}
+
+static int sinkBestIndex(sqlite3_vtab *v, sqlite3_index_info *info) {
+  (void)v;
+  info->estimatedCost = 1.0;
+  info->estimatedRows = 1;
+  return SQLITE_OK;
+}
+
+static int sinkFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc,
+                      sqlite3_value **argv) {
+  (void)cur, (void)idxNum, (void)idxStr, (void)argc, (void)argv;
+  return SQLITE_OK;
+}
+
+static int sinkEof(sqlite3_vtab_cursor *cur) {
+  (void)cur;
+  return 1;  /* always empty */
+}
+
+static int sinkUpdate(sqlite3_vtab *v, int argc, sqlite3_value **argv, sqlite3_int64 *rowid) {
+  (void)v, (void)argc, (void)argv;
+  *rowid = 0;
+  return SQLITE_OK;
+}
+
+static sqlite3_module sinkModule = {
+    0, sinkConnect, sinkConnect, sinkBestIndex, gridDisconnect, gridDisconnect, gridOpen,
+    gridClose, sinkFilter, gridNext, sinkEof, gridColumn, gridRowid, sinkUpdate,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
+
+/* ---- the benchmark ------------------------------------------------------------------------ */
+
+typedef struct {
+  sqlite3 *dbc, *dbp;      /* caterva connection, plain table connection */
+  char dir[2048], arr[2200], arr0[2200], arrn[2200], plain[2200];
+  long long size_c0, size_cn;  /* the files of the clevel=0 and the noisy loads */
+  int ntime, runs, commits;
+  long long ncells;
+  double sum_c, sum_p;     /* expected sum(value) of each table */
+} Bench;
+
+static void check_sums(Bench *b, const char *when) {
+  double nc, sc, np, sp;
+  query2(b->dbc, "SELECT count(*), sum(value) FROM t", &nc, &sc);
+  query2(b->dbp, "SELECT count(*), sum(value) FROM p", &np, &sp);
+  check(nc == (double)b->ncells, "%s: caterva count(*) = %.0f, expected %lld", when, nc,
+        b->ncells);
+  check(np == (double)b->ncells, "%s: plain count(*) = %.0f, expected %lld", when, np,
+        b->ncells);
+  check(sc == b->sum_c, "%s: caterva sum(value) = %.17g, expected %.17g", when, sc, b->sum_c);
+  check(sp == b->sum_p, "%s: plain sum(value) = %.17g, expected %.17g", when, sp, b->sum_p);
+  check(sc == sp, "%s: sums differ: caterva %.17g, plain %.17g", when, sc, sp);
+}
+
+/* A few cells, the same in both tables. */
+static void check_cells(Bench *b, const char *when) {
+  static const int cells[][3] = {{0, 0, 0}, {100, 90, 0}, {100, 17, 359}, {5, 90, 200},
+                                 {364, 179, 359}, {200, 45, 123}};
+  size_t i;
+  for (i = 0; i < sizeof(cells) / sizeof(cells[0]); i++) {
+    char sql[256];
+    double vc, vp, dummy;
+    if (cells[i][0] >= b->ntime) continue;
+    snprintf(sql, sizeof(sql), "SELECT value FROM t WHERE time = %d AND lat = %d AND lon = %d",
+             cells[i][0], cells[i][1], cells[i][2]);
+    query2(b->dbc, sql, &vc, &dummy);
+    snprintf(sql, sizeof(sql), "SELECT value FROM p WHERE time = %d AND lat = %d AND lon = %d",
+             cells[i][0], cells[i][1], cells[i][2]);
+    query2(b->dbp, sql, &vp, &dummy);
+    check(vc == vp, "%s: cell (%d, %d, %d): caterva %.9g, plain %.9g", when, cells[i][0],
+          cells[i][1], cells[i][2], vc, vp);
+  }
+}
+
+static void open_caterva(Bench *b, const char *sync) {
+  char sql[2600];
+  snprintf(sql, sizeof(sql),
+           "CREATE VIRTUAL TABLE t USING caterva('%s', dims='time,lat,lon', synchronous=%s)",
+           b->arr, sync);
+  exec_sql(b->dbc, "DROP TABLE IF EXISTS t");
+  exec_sql(b->dbc, sql);
+}
+
+/* One timed statement: wall and process CPU time, ms. */
+typedef struct {
+  double wall, cpu;
+} Timing;
+
+static Timing timed_sql(sqlite3 *db, const char *sql) {
+  Timing t;
+  double c0 = cpu_ms(), w0 = now_ms();
+  exec_sql(db, sql);
+  t.wall = now_ms() - w0;
+  t.cpu = cpu_ms() - c0;
+  return t;
+}
+
+/* Timed SELECT count(*), sum(...): the two results in *n, *s. */
+static Timing timed_query(sqlite3 *db, const char *sql, double *n, double *s) {
+  Timing t;
+  double c0 = cpu_ms(), w0 = now_ms();
+  query2(db, sql, n, s);
+  t.wall = now_ms() - w0;
+  t.cpu = cpu_ms() - c0;
+  return t;
+}
+
+static void load_row(const Bench *b, const char *label, Timing t) {
+  printf("| %s | %.2f | %.2f | %.2f | %.0f |\n", label, t.wall / 1e3, t.cpu / 1e3,
+         b->ncells / t.wall / 1e3, t.wall * 1e6 / b->ncells);
+}
+
+/* CREATE VIRTUAL TABLE name USING caterva(path, the demo's layout, clevel); then the load
+ * from the source with value expression expr, timed; checked against the source's count and
+ * sum (n, s). */
+static Timing load_caterva(Bench *b, const char *name, const char *path, int clevel,
+                           const char *expr, double n, double s, double *create_ms) {
+  char sql[3000], what[64];
+  double nc, sc;
+  Timing t;
+  snprintf(sql, sizeof(sql),
+           "CREATE VIRTUAL TABLE %s USING caterva('%s', shape='%d,%d,%d', dtype='float32', "
+           "chunks='30,90,90', blocks='10,15,30', codec='zstd', clevel=%d, filters='shuffle', "
+           "dims='time,lat,lon')",
+           name, path, b->ntime, NLAT, NLON, clevel);
+  t = timed_sql(b->dbc, sql);
+  if (create_ms) *create_ms = t.wall;
+  snprintf(sql, sizeof(sql),
+           "INSERT INTO %s(time, lat, lon, value) SELECT time, lat, lon, %s "
+           "FROM bench_grid(%d, %d, %d)",
+           name, expr, b->ntime, NLAT, NLON);
+  t = timed_sql(b->dbc, sql);
+  snprintf(sql, sizeof(sql), "SELECT count(*), sum(value) FROM %s", name);
+  query2(b->dbc, sql, &nc, &sc);
+  snprintf(what, sizeof(what), "caterva table %s", name);
+  check(nc == n && sc == s, "%s after the load: count %.0f, sum %.17g; the source: %.0f, %.17g",
+        what, nc, sc, n, s);
+  return t;
+}
+
+/* 1. The load, and where its time goes. */
+static void bench_load(Bench *b) {
+  char sql[2600];
+  Timing floor0, floor1, floor2, sink, cat, cat0, noisy, plain;
+  double n, s, n2, s2, dummy, t_create, per[5], cpu[5];
+  double rate_c, rate_p;
+  int k;
+  static const char *const part[5] = {
+      "bench_grid's rows (xColumn, xNext) and the VM loop",
+      "the value expression",
+      "SQLite handing the rows to a virtual table (OP_VUpdate: copies, xUpdate call)",
+      "the extension without compression (clevel=0): xUpdate, set_item, storing chunks",
+      "compression, zstd 5 + shuffle (part of it in the codec's worker thread)",
+  };
+
+  /* The source alone: the rows, then the rows with the value expression. */
+  snprintf(sql, sizeof(sql), "SELECT count(*), sum(lon) FROM bench_grid(%d, %d, %d)", b->ntime,
+           NLAT, NLON);
+  floor0 = timed_query(b->dbc, sql, &n, &dummy);
+  snprintf(sql, sizeof(sql), "SELECT count(*), sum(%s) FROM bench_grid(%d, %d, %d)",
+           VALUE_EXPR, b->ntime, NLAT, NLON);
+  floor1 = timed_query(b->dbc, sql, &n, &s);
+  check(n == (double)b->ncells, "source: %.0f rows, expected %lld", n, b->ncells);
+  b->sum_c = b->sum_p = s;
+  snprintf(sql, sizeof(sql), "SELECT count(*), sum(%s) FROM bench_grid(%d, %d, %d)",
+           NOISY_EXPR, b->ntime, NLAT, NLON);
+  floor2 = timed_query(b->dbc, sql, &n2, &s2);
+
+  /* The same rows into a virtual table that does nothing with them. */
+  exec_sql(b->dbc, "CREATE VIRTUAL TABLE temp.sink USING bench_sink");
+  snprintf(sql, sizeof(sql),
+           "INSERT INTO sink(time, lat, lon, value) SELECT time, lat, lon, %s "
+           "FROM bench_grid(%d, %d, %d)",
+           VALUE_EXPR, b->ntime, NLAT, NLON);
+  sink = timed_sql(b->dbc, sql);
+  check(sqlite3_changes(b->dbc) == b->ncells, "bench_sink took %d rows", sqlite3_changes(b->dbc));
+  exec_sql(b->dbc, "DROP TABLE temp.sink");
+
+  /* (a) the caterva table; then the same without compression, and noisy values. */
+  cat = load_caterva(b, "t", b->arr, 5, VALUE_EXPR, n, s, &t_create);
+  cat0 = load_caterva(b, "t0", b->arr0, 0, VALUE_EXPR, n, s, NULL);
+  b->size_c0 = file_size(b->arr0);
+  exec_sql(b->dbc, "DROP TABLE t0");
+  noisy = load_caterva(b, "tn", b->arrn, 5, NOISY_EXPR, n2, s2, NULL);
+  b->size_cn = file_size(b->arrn);
+  exec_sql(b->dbc, "DROP TABLE tn");
+
+  /* (b) the plain table */
+  exec_sql(b->dbp, "CREATE TABLE p(time INTEGER, lat INTEGER, lon INTEGER, value REAL, "
+                   "PRIMARY KEY(time, lat, lon)) WITHOUT ROWID");
+  snprintf(sql, sizeof(sql),
+           "INSERT INTO p(time, lat, lon, value) SELECT time, lat, lon, %s "
+           "FROM bench_grid(%d, %d, %d)",
+           VALUE_EXPR, b->ntime, NLAT, NLON);
+  plain = timed_sql(b->dbp, sql);
+
+  check_sums(b, "after the load");
+  check_cells(b, "after the load");
+
+  rate_c = b->ncells / cat.wall / 1e3;
+  rate_p = b->ncells / plain.wall / 1e3;
+  printf("\n### 1. Load: %lld cells (%d x %d x %d), one INSERT INTO ... SELECT, rows in C "
+         "order\n\n", b->ncells, b->ntime, NLAT, NLON);
+  printf("Source: `SELECT time, lat, lon, %s FROM bench_grid(%d, %d, %d)`.\n\n", VALUE_EXPR,
+         b->ntime, NLAT, NLON);
+  printf("| target | s | CPU s | M rows/s | ns/row |\n");
+  printf("|---|---:|---:|---:|---:|\n");
+  load_row(b, "**caterva table** (float32, chunks 30x90x90, blocks 10x15x30, zstd 5 + shuffle)",
+           cat);
+  load_row(b, "**plain table** (WITHOUT ROWID, file database, SQLite's defaults)", plain);
+  load_row(b, "source only: `SELECT count(*), sum(lon) FROM bench_grid(...)`", floor0);
+  load_row(b, "source with the value expression: `SELECT count(*), sum(<value>) ...`", floor1);
+  load_row(b, "`INSERT INTO` bench_sink (a virtual table whose xUpdate does nothing)", sink);
+  load_row(b, "caterva table, clevel=0 (no compression; the shuffle kept)", cat0);
+  load_row(b, "source with the noisy value expression (below)", floor2);
+  load_row(b, "caterva table, noisy values (zstd 5 + shuffle)", noisy);
+  printf("\nCPU s: the process's CPU time (all threads) during the statement; rows/s and ns/row "
+         "are from the wall time (s). CREATE VIRTUAL TABLE of the empty array: %.1f ms, not "
+         "included. Noisy values: `%s` (the low 16 of 24 mantissa bits hashed; the file "
+         "compresses to %.0f%% of the raw bytes, the smooth one to %.1f%%).\n",
+         t_create, NOISY_EXPR, 100.0 * b->size_cn / (b->ncells * 4.0),
+         100.0 * file_size(b->arr) / (b->ncells * 4.0));
+
+  per[0] = floor0.wall, cpu[0] = floor0.cpu;
+  per[1] = floor1.wall - floor0.wall, cpu[1] = floor1.cpu - floor0.cpu;
+  per[2] = sink.wall - floor1.wall, cpu[2] = sink.cpu - floor1.cpu;
+  per[3] = cat0.wall - sink.wall, cpu[3] = cat0.cpu - sink.cpu;
+  per[4] = cat.wall - cat0.wall, cpu[4] = cat.cpu - cat0.cpu;
+  printf("\nWhere a caterva row's time goes: differences of the rows above, in ns per row, of "
+         "the wall time and of the CPU time (which other processes do not inflate; it counts "
+         "the codec's worker thread too):\n\n");
+  printf("| part | wall ns/row | share | CPU ns/row | share |\n");
+  printf("|---|---:|---:|---:|---:|\n");
+  for (k = 0; k < 5; k++)
+    printf("| %s | %.0f | %.0f%% | %.0f | %.0f%% |\n", part[k], per[k] * 1e6 / b->ncells,
+           100.0 * per[k] / cat.wall, cpu[k] * 1e6 / b->ncells, 100.0 * cpu[k] / cat.cpu);
+  printf("| total | %.0f | | %.0f | |\n", cat.wall * 1e6 / b->ncells, cat.cpu * 1e6 / b->ncells);
+  printf("| with noisy values instead: compression | %.0f | | %.0f | |\n",
+         (noisy.wall - floor2.wall - (cat0.wall - floor1.wall)) * 1e6 / b->ncells,
+         (noisy.cpu - floor2.cpu - (cat0.cpu - floor1.cpu)) * 1e6 / b->ncells);
+
+  printf("\ncaterva / plain: %.2fx the rows/s. Goals: caterva >= 5x the plain table's rows/s: "
+         "%s (%.2fx); caterva >= 3 M rows/s: %s (%.2f M rows/s).\n",
+         rate_c / rate_p, rate_c >= 5.0 * rate_p ? "met" : "NOT met", rate_c / rate_p,
+         rate_c >= 3.0 ? "met" : "NOT met", rate_c);
+  printf("Ceiling for this source: bench_sink, which stores nothing, reaches %.2fx the plain "
+         "table's rows/s (wall; %.2fx in CPU time); caterva reaches %.2fx in CPU time.\n",
+         plain.wall / sink.wall, plain.cpu / sink.cpu, plain.cpu / cat.cpu);
+  fflush(stdout);
+}
+
+/* 2. UPDATEs of a time step and of a latitude circle, each run its own transaction. */
+static void bench_update(Bench *b) {
+  static const struct {
+    const char *label, *where;
+    long long cells_per_time;  /* cells changed, times ntime when per_time */
+    int per_time;
+  } u[] = {
+      {"time step: WHERE time = 100", "time = 100", (long long)NLAT * NLON, 0},
+      {"latitude circle: WHERE lat = 90", "lat = 90", NLON, 1},
+  };
+  size_t i;
+  int r;
+  printf("\n### 2. UPDATE t SET value = value + 1 WHERE ... (%d runs each, own autocommit "
+         "transaction; ms)\n\n", b->runs);
+  printf("| update | table | cells | median | min | max | CPU median | plain / caterva |\n");
+  printf("|---|---|---:|---:|---:|---:|---:|---:|\n");
+  for (i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
+    double wc[MAXRUNS], cc[MAXRUNS], wp[MAXRUNS], cp[MAXRUNS];
+    char sc[256], sp[256];
+    long long cells = u[i].cells_per_time * (u[i].per_time ? b->ntime : 1);
+    Stat c, p;
+    Timing t;
+    if (!u[i].per_time && b->ntime <= 100) continue;
+    snprintf(sc, sizeof(sc), "UPDATE t SET value = value + 1 WHERE %s", u[i].where);
+    snprintf(sp, sizeof(sp), "UPDATE p SET value = value + 1 WHERE %s", u[i].where);
+    for (r = 0; r < b->runs; r++) {
+      t = timed_sql(b->dbc, sc);
+      wc[r] = t.wall, cc[r] = t.cpu;
+      check(sqlite3_changes(b->dbc) == cells, "%s: caterva changed %d cells, expected %lld",
+            sc, sqlite3_changes(b->dbc), cells);
+      t = timed_sql(b->dbp, sp);
+      wp[r] = t.wall, cp[r] = t.cpu;
+      check(sqlite3_changes(b->dbp) == cells, "%s: plain changed %d cells, expected %lld", sp,
+            sqlite3_changes(b->dbp), cells);
+    }
+    b->sum_c += (double)cells * b->runs;
+    b->sum_p += (double)cells * b->runs;
+    c = stat_of(wc, cc, b->runs);
+    p = stat_of(wp, cp, b->runs);
+    printf("| %s | caterva | %lld | %.1f | %.1f | %.1f | %.1f | |\n", u[i].label, cells, c.med,
+           c.min, c.max, c.cpu);
+    printf("| | plain | %lld | %.1f | %.1f | %.1f | %.1f | %.2fx (CPU %.2fx) |\n", cells, p.med,
+           p.min, p.max, p.cpu, p.med / c.med, p.cpu / c.cpu);
+    fflush(stdout);
+  }
+  check_sums(b, "after the updates");
+  check_cells(b, "after the updates");
+}
+
+/* b->commits runs of: BEGIN; body (none when body_fmt is NULL); COMMIT, timed from BEGIN to
+ * the end of COMMIT. body_fmt takes a cell (time, lat, lon), different in each run; the cells
+ * changed are added to *changed. */
+static Stat time_commits(Bench *b, sqlite3 *db, const char *body_fmt, long long *changed) {
+  double w[MAXRUNS], c[MAXRUNS];
+  int k;
+  for (k = 0; k < b->commits; k++) {
+    char body[512];
+    double w0, c0;
+    int kk = k * 37 + 11;
+    if (body_fmt)
+      snprintf(body, sizeof(body), body_fmt, kk % b->ntime, kk * 7 % NLAT, kk * 13 % NLON);
+    c0 = cpu_ms();
+    w0 = now_ms();
+    exec_sql(db, "BEGIN");
+    if (body_fmt) {
+      exec_sql(db, body);
+      *changed += sqlite3_changes(db);
+    }
+    exec_sql(db, "COMMIT");
+    w[k] = now_ms() - w0;
+    c[k] = cpu_ms() - c0;
+  }
+  return stat_of(w, c, b->commits);
+}
+
+static void row_commit(const char *label, Stat s) {
+  printf("| %s | %.3f | %.3f | %.3f | %.3f |\n", label, s.med, s.min, s.max, s.cpu);
+}
+
+/* 3. Commits. */
+static void bench_commit(Bench *b) {
+  static const char *one_c =
+      "UPDATE t SET value = value + 1 WHERE time = %d AND lat = %d AND lon = %d";
+  static const char *one_p =
+      "UPDATE p SET value = value + 1 WHERE time = %d AND lat = %d AND lon = %d";
+  static const char *none_c =
+      "UPDATE t SET value = value + 1 WHERE time = %d AND lat = %d AND lon = %d + 1000";
+  static const char *none_p =
+      "UPDATE p SET value = value + 1 WHERE time = %d AND lat = %d AND lon = %d + 1000";
+  static const char *modes[2] = {"full", "off"};
+  long long cc = 0, cp = 0, zero = 0;
+  char syncmode[16], label[256];
+  double sy, dummy;
+  int m;
+  query2(b->dbp, "PRAGMA synchronous", &sy, &dummy);
+  snprintf(syncmode, sizeof(syncmode), "%s",
+           sy == 0 ? "OFF" : sy == 1 ? "NORMAL" : sy == 2 ? "FULL" : "EXTRA");
+
+  printf("\n### 3. Commit latency (%d transactions each, BEGIN to the end of COMMIT)\n\n",
+         b->commits);
+  printf("| transaction | median ms | min | max | CPU median |\n");
+  printf("|---|---:|---:|---:|---:|\n");
+  for (m = 0; m < 2; m++) {
+    open_caterva(b, modes[m]);
+    snprintf(label, sizeof(label), "caterva, synchronous=%s: BEGIN; COMMIT (nothing written)",
+             modes[m]);
+    row_commit(label, time_commits(b, b->dbc, NULL, &zero));
+    snprintf(label, sizeof(label),
+             "caterva, synchronous=%s: BEGIN; UPDATE matching no cell; COMMIT", modes[m]);
+    row_commit(label, time_commits(b, b->dbc, none_c, &zero));
+    snprintf(label, sizeof(label), "caterva, synchronous=%s: BEGIN; UPDATE of one cell; COMMIT",
+             modes[m]);
+    row_commit(label, time_commits(b, b->dbc, one_c, &cc));
+    fflush(stdout);
+  }
+  snprintf(label, sizeof(label), "plain, synchronous=%s (default): BEGIN; COMMIT (nothing written)",
+           syncmode);
+  row_commit(label, time_commits(b, b->dbp, NULL, &zero));
+  snprintf(label, sizeof(label),
+           "plain, synchronous=%s (default): BEGIN; UPDATE matching no row; COMMIT", syncmode);
+  row_commit(label, time_commits(b, b->dbp, none_p, &zero));
+  snprintf(label, sizeof(label), "plain, synchronous=%s (default): BEGIN; UPDATE of one row; COMMIT",
+           syncmode);
+  row_commit(label, time_commits(b, b->dbp, one_p, &cp));
+  exec_sql(b->dbp, "PRAGMA synchronous=OFF");
+  row_commit("plain, synchronous=OFF: BEGIN; UPDATE of one row; COMMIT",
+             time_commits(b, b->dbp, one_p, &cp));
+  fflush(stdout);
+  check(zero == 0, "commits: the writes of no cell changed %lld cells", zero);
+  check(cc == 2LL * b->commits, "commits: caterva one-cell updates changed %lld cells, expected %d",
+        cc, 2 * b->commits);
+  check(cp == 2LL * b->commits, "commits: plain one-cell updates changed %lld rows, expected %d",
+        cp, 2 * b->commits);
+  b->sum_c += (double)cc;
+  b->sum_p += (double)cp;
+  check_sums(b, "after the commits");
+  check_cells(b, "after the commits");
+}
+
+int main(int argc, char **argv) {
+  char ext[4096], self[2048], tmpdir[1024];
+  const char *env = getenv("TMPDIR");
+  char *err = NULL, *slash;
+  Bench b;
+  int opt, keep = 0, load_only = 0;
+  long long size_c_load, size_p_load;
+
+  memset(&b, 0, sizeof(b));
+  b.ntime = 365;
+  b.runs = 5;
+  b.commits = 21;
+  snprintf(self, sizeof(self), "%s", argv[0]);
+  slash = strrchr(self, '/');
+  if (slash) *slash = 0;
+  else snprintf(self, sizeof(self), ".");
+  snprintf(ext, sizeof(ext), "%s/../.libs/caterva.so", self);
+  snprintf(tmpdir, sizeof(tmpdir), "%s", env && *env ? env : "/tmp");
+  while ((opt = getopt(argc, argv, "e:t:n:r:c:kl")) != -1) {
+    switch (opt) {
+      case 'e': snprintf(ext, sizeof(ext), "%s", optarg); break;
+      case 't': snprintf(tmpdir, sizeof(tmpdir), "%s", optarg); break;
+      case 'n': b.ntime = atoi(optarg); break;
+      case 'r': b.runs = atoi(optarg); break;
+      case 'c': b.commits = atoi(optarg); break;
+      case 'k': keep = 1; break;
+      case 'l': load_only = 1; break;
+      default:
+        fprintf(stderr, "usage: bench_write [-e ext.so] [-t dir] [-n ntime] [-r runs] "
+                        "[-c commits] [-k] [-l]\n");
+        return 2;
+    }
+  }
+  if (b.ntime < 1 || b.ntime > 100000) die("-n must be from 1 to 100000");
+  if (b.runs < 1 || b.runs > MAXRUNS) die("-r must be from 1 to %d", MAXRUNS);
+  if (b.commits < 1 || b.commits > MAXRUNS) die("-c must be from 1 to %d", MAXRUNS);
+  b.ncells = (long long)b.ntime * NLAT * NLON;
+  snprintf(b.dir, sizeof(b.dir), "%s/bench_write.XXXXXX", tmpdir);
+  if (mkdtemp(b.dir) == NULL) die("mkdtemp %s: %s", b.dir, strerror(errno));
+  snprintf(b.arr, sizeof(b.arr), "%s/t.b2nd", b.dir);
+  snprintf(b.arr0, sizeof(b.arr0), "%s/t0.b2nd", b.dir);
+  snprintf(b.arrn, sizeof(b.arrn), "%s/tn.b2nd", b.dir);
+  snprintf(b.plain, sizeof(b.plain), "%s/plain.db", b.dir);
+
+  if (sqlite3_open(":memory:", &b.dbc) != SQLITE_OK) die("sqlite3_open :memory:");
+  sqlite3_enable_load_extension(b.dbc, 1);
+  if (sqlite3_load_extension(b.dbc, ext, NULL, &err) != SQLITE_OK) die("loading %s: %s", ext, err);
+  if (sqlite3_open(b.plain, &b.dbp) != SQLITE_OK) die("%s: %s", b.plain, sqlite3_errmsg(b.dbp));
+  if (sqlite3_create_module(b.dbc, "bench_grid", &gridModule, NULL) != SQLITE_OK ||
+      sqlite3_create_module(b.dbp, "bench_grid", &gridModule, NULL) != SQLITE_OK ||
+      sqlite3_create_module(b.dbc, "bench_sink", &sinkModule, NULL) != SQLITE_OK)
+    die("bench_grid: %s", sqlite3_errmsg(b.dbc));
+
+  printf("SQLite %s, caterva extension %s\n", sqlite3_libversion(), ext);
+  printf("Scratch directory %s (file system: %s)\n", b.dir, fs_name(b.dir));
+  {
+    double la[3];
+    if (getloadavg(la, 3) == 3)
+      printf("Load average at the start: %.2f %.2f %.2f (%ld CPUs online)\n", la[0], la[1],
+             la[2], sysconf(_SC_NPROCESSORS_ONLN));
+  }
+
+  bench_load(&b);
+  size_c_load = file_size(b.arr);
+  size_p_load = file_size(b.plain);
+  if (!load_only) {
+    bench_update(&b);
+    bench_commit(&b);
+  }
+
+  printf("\n### 4. File sizes\n\n");
+  printf("| | after the load, MB | %% of raw | after the updates and commits, MB |\n");
+  printf("|---|---:|---:|---:|\n");
+  printf("| raw float32 values (%lld x 4 bytes) | %.1f | 100%% | |\n", b.ncells,
+         b.ncells * 4 / 1e6);
+  printf("| caterva file (zstd 5 + shuffle) | %.1f | %.1f%% | %.1f |\n", size_c_load / 1e6,
+         100.0 * size_c_load / (b.ncells * 4.0), file_size(b.arr) / 1e6);
+  printf("| caterva file, clevel=0 | %.1f | %.1f%% | |\n", b.size_c0 / 1e6,
+         100.0 * b.size_c0 / (b.ncells * 4.0));
+  printf("| caterva file, noisy values (zstd 5 + shuffle) | %.1f | %.1f%% | |\n",
+         b.size_cn / 1e6, 100.0 * b.size_cn / (b.ncells * 4.0));
+  printf("| plain table database | %.1f | %.1f%% | %.1f |\n", size_p_load / 1e6,
+         100.0 * size_p_load / (b.ncells * 4.0), file_size(b.plain) / 1e6);
+  printf("\nAfter the load the plain database is %.1fx the caterva file.\n",
+         (double)size_p_load / (double)size_c_load);
+  {
+    double la[3];
+    if (getloadavg(la, 3) == 3) printf("\nLoad average at the end: %.2f %.2f %.2f.\n", la[0], la[1], la[2]);
+  }
+
+  exec_sql(b.dbc, "DROP TABLE IF EXISTS t");
+  sqlite3_close(b.dbc);
+  sqlite3_close(b.dbp);
+  if (!keep) {
+    char cmd[4200];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", b.dir);
+    if (system(cmd) != 0) fprintf(stderr, "bench_write: could not remove %s\n", b.dir);
+  } else {
+    fprintf(stderr, "bench_write: kept %s\n", b.dir);
+  }
+  if (failures) {
+    printf("\n%d CHECK(S) FAILED\n", failures);
+    return 1;
+  }
+  printf("\nAll checks passed.\n");
+  return 0;
+}

@@ -25,6 +25,10 @@ int cat_error(caterva_ctx *ctx, int rc, const char *fmt, ...)
 #endif
     ;
 
+/* Record "what: <the callee's message>" in ctx (the code's text when there is none) and
+ * return rc. */
+int cat_wrap_error(caterva_ctx *ctx, int rc, const char *what);
+
 /* Jump to the function's exit label with rc set and a message recorded. */
 #define CAT_FAIL(label, code, ...)                                                     \
   do {                                                                                 \

@@ -1,5 +1,6 @@
 /*
- * error.c -- error texts, contexts and their scratch memory.
+ * error.c -- error texts and messages (cat_error, cat_wrap_error), contexts and their
+ * scratch memory.
  */
 #include "cat_internal.h"
 
@@ -36,6 +37,13 @@ int cat_error(caterva_ctx *ctx, int rc, const char *fmt, ...) {
   vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
   va_end(ap);
   return rc;
+}
+
+int cat_wrap_error(caterva_ctx *ctx, int rc, const char *what) {
+  char msg[CAT_ERRMSG_SIZE];
+  snprintf(msg, sizeof msg, "%s", ctx != NULL ? ctx->errmsg : "");
+  if (msg[0] == '\0') snprintf(msg, sizeof msg, "%s", caterva_strerror(rc));
+  return cat_error(ctx, rc, "%s: %s", what, msg);
 }
 
 void caterva_cparams_init(caterva_cparams *cp) {

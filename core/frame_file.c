@@ -1,5 +1,8 @@
 /*
- * frame_file.c -- frames on disk: contiguous frame files and sparse frame directories.
+ * frame_file.c -- frames on disk: contiguous frame files and sparse frame directories, and
+ * where a stored chunk's bytes are (owned, in the image, in a sparse chunk file, or written
+ * past the committed section by an open transaction). Uses frame_format.c for the bytes of
+ * headers, trailers and indices; never calls into schunk.c.
  *
  * Crash safety (what a process dying at any instant leaves behind):
  *
@@ -206,7 +209,7 @@ static int plan_build(caterva_ctx *ctx, caterva_schunk *sc, int frame_type, plan
       pl->entries[i] = sc->entries[i];
       continue;
     }
-    rc = cat_sc_stored_chunk(ctx, sc, i, false, &p, &cb, &tmp);
+    rc = cat_file_stored_chunk(ctx, sc, i, false, &p, &cb, &tmp);
     free(tmp);
     if (rc < 0) return rc;
     pl->entries[i] = frame_type == CAT_FRAME_CONTIGUOUS ? off : files++;
@@ -227,7 +230,7 @@ static int each_stored(caterva_ctx *ctx, caterva_schunk *sc, chunk_fn fn, void *
     int32_t cb;
     int rc;
     if (sc->entries[i] < 0) continue;
-    rc = cat_sc_stored_chunk(ctx, sc, i, false, &p, &cb, &tmp);
+    rc = cat_file_stored_chunk(ctx, sc, i, false, &p, &cb, &tmp);
     if (rc >= 0) rc = fn(ctx, arg, k++, p, cb);
     free(tmp);
     if (rc < 0) return rc;
@@ -362,7 +365,7 @@ static int contiguous_open(caterva_ctx *ctx, caterva_schunk *sc) {
   if (fd < 0) return io_fail(ctx, "cannot open", sc->path);
   sc->store = CATERVA_STORE_CONTIGUOUS;
   CAT_TRY(fail, remap(ctx, sc, fd));
-  CAT_TRY(fail, cat_sc_parse_contiguous(ctx, sc, sc->base, sc->base_len));
+  CAT_TRY(fail, cat_frame_parse_contiguous(ctx, sc, sc->base, sc->base_len));
   if (sc->writable && (int64_t)sc->base_len > sc->frame_len) {
     /* leftovers of an interrupted commit */
     CAT_TRY(fail, cat_io_truncate(ctx, fd, sc->frame_len, sc->path));
@@ -606,6 +609,93 @@ static int sparse_put(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *chunk
   sc->next_file = num + 1;
 leave:
   return rc;
+}
+
+/* ---- stored chunk bytes ------------------------------------------------------------------ */
+
+/* Where chunk i's bytes are: owned in sc->data (memory store, cached chunk file), a sparse
+ * chunk file, a chunk written past the committed section by the open transaction, or the
+ * image (the owned copy or the file's map). */
+
+/* cbytes of a chunk header at p with avail bytes behind it. A chunk that uses a feature we
+ * lack still has its size fields; decompressing it reports the feature. */
+static int chunk_cbytes(const uint8_t *p, int64_t avail, int32_t *cbytes) {
+  caterva_chunk_info ci;
+  int rc = caterva_chunk_info_get(p, (size_t)avail, &ci);
+  if (rc == CATERVA_E_UNSUPPORTED && avail >= CATERVA_CHUNK_HEADER_SIZE) {
+    int32_t cb = cat_le32s(p + 12);
+    if (cb < CATERVA_CHUNK_HEADER_SIZE || cb > avail) return CATERVA_E_CORRUPT;
+    *cbytes = cb;
+    return CATERVA_OK;
+  }
+  if (rc < 0) return rc;
+  *cbytes = ci.cbytes;
+  return CATERVA_OK;
+}
+
+static int ensure_data(caterva_ctx *ctx, caterva_schunk *sc) {
+  if (sc->data != NULL || sc->nchunks == 0) return CATERVA_OK;
+  sc->data = calloc((size_t)sc->nchunks, sizeof *sc->data);
+  if (sc->data == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  return CATERVA_OK;
+}
+
+/* A sparse chunk file, read and validated. */
+static int load_chunk_file(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, uint8_t **buf,
+                           int32_t *cbytes) {
+  int32_t len = 0;
+  int rc = cat_file_read_chunk(ctx, sc, sc->entries[i], buf, &len);
+  if (rc < 0) return rc;
+  if (chunk_cbytes(*buf, len, cbytes) < 0) {
+    free(*buf);
+    *buf = NULL;
+    return cat_error(ctx, CATERVA_E_CORRUPT, "chunk %lld (file %08llX.chunk) is malformed",
+                     (long long)i, (unsigned long long)sc->entries[i]);
+  }
+  return CATERVA_OK;
+}
+
+int cat_file_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool cache,
+                          const uint8_t **p, int32_t *cbytes, uint8_t **tmp) {
+  uint8_t *buf = NULL;
+  int rc;
+  *tmp = NULL;
+  if (sc->data != NULL && sc->data[i] != NULL) {
+    *p = sc->data[i];
+    *cbytes = cat_le32s(sc->data[i] + 12); /* validated when stored */
+    return CATERVA_OK;
+  }
+  if (sc->store == CATERVA_STORE_SPARSE) {
+    rc = load_chunk_file(ctx, sc, i, &buf, cbytes);
+    if (rc < 0) return rc;
+    if (cache && ensure_data(ctx, sc) == CATERVA_OK) sc->data[i] = buf;
+    else *tmp = buf;
+    *p = buf;
+    return CATERVA_OK;
+  }
+  if (sc->txn != NULL && sc->entries[i] >= sc->section) {
+    /* written by the open transaction, past the committed section */
+    rc = cat_file_read_pending(ctx, sc, sc->entries[i], &buf, cbytes);
+    if (rc < 0) return rc;
+    if (chunk_cbytes(buf, *cbytes, cbytes) < 0) {
+      free(buf);
+      return cat_error(ctx, CATERVA_E_CORRUPT, "chunk %lld (uncommitted) is malformed",
+                       (long long)i);
+    }
+    if (cache && ensure_data(ctx, sc) == CATERVA_OK) sc->data[i] = buf;
+    else *tmp = buf;
+    *p = buf;
+    return CATERVA_OK;
+  }
+  if (sc->base == NULL || sc->entries[i] > sc->section - CATERVA_CHUNK_HEADER_SIZE)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "chunk %lld: no bytes behind its index entry",
+                     (long long)i);
+  *p = sc->base + sc->header_len + sc->entries[i];
+  if (chunk_cbytes(*p, sc->section - sc->entries[i], cbytes) < 0)
+    return cat_error(ctx, CATERVA_E_CORRUPT,
+                     "chunk %lld at offset %lld is malformed or overruns the chunk section",
+                     (long long)i, (long long)sc->entries[i]);
+  return CATERVA_OK;
 }
 
 /* ---- entry points ------------------------------------------------------------------------ */

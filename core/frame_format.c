@@ -1,7 +1,8 @@
 /*
  * frame_format.c -- the bytes of Blosc2 frames: the header (fixed part and metalayers), the
- * trailer (vlmetalayers) and the offsets index chunk, read from untrusted images and built
- * for writing. No file I/O here.
+ * trailer (vlmetalayers) and the offsets index chunk, read from untrusted images (one part
+ * at a time, or a whole contiguous frame) and built for writing. No file I/O here, and no
+ * calls into frame_file.c or schunk.c.
  *
  * Reading goes through a bounds-checked cursor and a small msgpack reader that accepts every
  * integer width (other writers may choose shorter encodings than the reference). msgpack-c's
@@ -327,7 +328,7 @@ int cat_frame_parse_index(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *f
   sc->entries = malloc((size_t)need);
   if (sc->entries == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
   rc = caterva_chunk_decompress(ctx, frame + pos, (size_t)ci.cbytes, sc->entries, (int32_t)need);
-  if (rc < 0) return cat_sc_wrap_error(ctx, rc, "offsets index");
+  if (rc < 0) return cat_wrap_error(ctx, rc, "offsets index");
   for (int64_t i = 0; i < sc->nchunks; i++) {
     uint8_t le[8];
     memcpy(le, &sc->entries[i], 8);
@@ -336,6 +337,25 @@ int cat_frame_parse_index(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *f
     if (rc < 0) return rc;
   }
   return ci.cbytes;
+}
+
+/* ---- the whole contiguous frame ------------------------------------------------------ */
+
+/* Header, then the trailer (after the chunk section), then the offsets index between them. */
+int cat_frame_parse_contiguous(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
+                               size_t len) {
+  int64_t idx, tstart = 0;
+  int rc = cat_frame_parse_header(ctx, sc, frame, len, CAT_FRAME_CONTIGUOUS);
+  if (rc < 0) return rc;
+  if (sc->cbytes > sc->frame_len - sc->header_len - CAT_TRAILER_MIN)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame: chunk section of %lld bytes exceeds the frame",
+                     (long long)sc->cbytes);
+  sc->section = sc->cbytes;
+  idx = sc->header_len + sc->cbytes;
+  rc = cat_frame_parse_trailer(ctx, sc, frame, idx, &tstart);
+  if (rc < 0) return rc;
+  rc = cat_frame_parse_index(ctx, sc, frame, idx, tstart - idx);
+  return rc < 0 ? rc : CATERVA_OK;
 }
 
 /* ---- building ------------------------------------------------------------------------- */

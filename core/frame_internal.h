@@ -1,7 +1,11 @@
 /*
  * frame_internal.h -- internals of the super-chunk and frame layer, shared by
- * frame_format.c (bytes of headers, trailers and indices), frame_file.c (files and
- * directories) and schunk.c (the caterva_schunk object). Not installed.
+ * frame_format.c (bytes of headers, trailers and indices, and of a whole contiguous frame),
+ * frame_file.c (files and directories, and where a stored chunk's bytes are), schunk.c (the
+ * caterva_schunk object) and txn.c (the open transaction). schunk.c and txn.c use the frame
+ * files, frame_file.c uses frame_format.c, and neither frame file calls into schunk.c
+ * (frame_file.c only tells txn.c about the sparse chunk files a transaction writes).
+ * Not installed.
  */
 #ifndef CAT_FRAME_INTERNAL_H
 #define CAT_FRAME_INTERNAL_H
@@ -155,21 +159,23 @@ int cat_frame_build_index(caterva_ctx *ctx, const int64_t *entries, int64_t n, u
 /* Compress a vlmetalayer payload into a new malloc'ed chunk. */
 int cat_frame_vlmeta_compress(caterva_ctx *ctx, const void *content, int32_t len, uint8_t **out,
                               int32_t *cbytes);
+/* Parse a whole contiguous frame image (header, trailer, index) into sc; sets sc->section. */
+int cat_frame_parse_contiguous(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
+                               size_t len);
 
-/* ---- schunk.c: helpers used by the file code ------------------------------------------ */
+/* ---- schunk.c: the caterva_schunk object ------------------------------------------------ */
 
-/* Borrow the bytes of stored (non-special) chunk i. When the chunk must be read from a file
- * and cache is false, the bytes are returned in *tmp (caller frees), else cached in sc. */
-int cat_sc_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool cache,
-                        const uint8_t **p, int32_t *cbytes, uint8_t **tmp);
+/* A new, empty schunk of the given store (no file, no chunks). */
 caterva_schunk *cat_sc_alloc(int store);
-/* Parse a whole contiguous frame image (header, trailer, index) into sc. */
-int cat_sc_parse_contiguous(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
-                            size_t len);
-/* Record "what: <the callee's message>" in ctx and return rc. */
-int cat_sc_wrap_error(caterva_ctx *ctx, int rc, const char *what);
 
 /* ---- frame_file.c: files and directories -------------------------------------------- */
+
+/* Borrow the bytes of stored (non-special) chunk i: from sc->data, the image, a sparse chunk
+ * file or (contiguous, inside a transaction) past the committed section. When the chunk must
+ * be read from a file and cache is false, the bytes are returned in *tmp (caller frees),
+ * else cached in sc->data. */
+int cat_file_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool cache,
+                          const uint8_t **p, int32_t *cbytes, uint8_t **tmp);
 
 /* Open the frame file or directory at path into sc (store, entries, metas, image). */
 int cat_file_open(caterva_ctx *ctx, caterva_schunk *sc, const char *path, int mode);

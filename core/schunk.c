@@ -1,7 +1,8 @@
 /*
  * schunk.c -- the super-chunk object: construction, properties, chunk access, chunk edits
- * and (vl)metalayers. Store-specific durability lives in frame_file.c; frame bytes in
- * frame_format.c.
+ * and (vl)metalayers. Store-specific durability and the reading of stored chunk bytes
+ * (cat_file_stored_chunk) live in frame_file.c; frame bytes, including the parsing of a whole
+ * contiguous image, in frame_format.c. Neither of those calls back into this file.
  *
  * In memory a super-chunk is its index (one int64 entry per chunk, exactly as in the frame:
  * an offset into the image's chunk section, a sparse chunk file number, or a special code)
@@ -28,13 +29,6 @@ typedef struct sc_edit {
   int64_t special;       /* the new special entry, or 0 */
   int32_t nb;            /* uncompressed size of the new chunk */
 } sc_edit;
-
-int cat_sc_wrap_error(caterva_ctx *ctx, int rc, const char *what) {
-  char msg[CAT_ERRMSG_SIZE];
-  snprintf(msg, sizeof msg, "%s", ctx != NULL ? ctx->errmsg : "");
-  if (msg[0] == '\0') snprintf(msg, sizeof msg, "%s", caterva_strerror(rc));
-  return cat_error(ctx, rc, "%s: %s", what, msg);
-}
 
 caterva_schunk *cat_sc_alloc(int store) {
   caterva_schunk *sc = calloc(1, sizeof *sc);
@@ -114,22 +108,6 @@ fail:
   return rc;
 }
 
-int cat_sc_parse_contiguous(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
-                            size_t len) {
-  int64_t idx, tstart = 0;
-  int rc = cat_frame_parse_header(ctx, sc, frame, len, CAT_FRAME_CONTIGUOUS);
-  if (rc < 0) return rc;
-  if (sc->cbytes > sc->frame_len - sc->header_len - CAT_TRAILER_MIN)
-    return cat_error(ctx, CATERVA_E_CORRUPT, "frame: chunk section of %lld bytes exceeds the frame",
-                     (long long)sc->cbytes);
-  sc->section = sc->cbytes;
-  idx = sc->header_len + sc->cbytes;
-  rc = cat_frame_parse_trailer(ctx, sc, frame, idx, &tstart);
-  if (rc < 0) return rc;
-  rc = cat_frame_parse_index(ctx, sc, frame, idx, tstart - idx);
-  return rc < 0 ? rc : CATERVA_OK;
-}
-
 int caterva_schunk_open(caterva_ctx *ctx, const char *path, int mode, caterva_schunk **out) {
   caterva_schunk *sc = NULL;
   int rc;
@@ -163,7 +141,7 @@ int caterva_schunk_open_buffer(caterva_ctx *ctx, const void *frame, size_t len,
   if (len) memcpy(copy, frame, len);
   sc->base = copy;
   sc->base_len = len;
-  CAT_TRY(fail, cat_sc_parse_contiguous(ctx, sc, copy, len));
+  CAT_TRY(fail, cat_frame_parse_contiguous(ctx, sc, copy, len));
   sc->writable = true;
   sc->frame_len = -1; /* a memory store's frame is what to_buffer would produce */
   *out = sc;
@@ -226,87 +204,6 @@ static int check_index(caterva_ctx *ctx, const caterva_schunk *sc, int64_t i, in
   return CATERVA_OK;
 }
 
-/* cbytes of a chunk header at p with avail bytes behind it. A chunk that uses a feature we
- * lack still has its size fields; decompressing it reports the feature. */
-static int chunk_cbytes(const uint8_t *p, int64_t avail, int32_t *cbytes) {
-  caterva_chunk_info ci;
-  int rc = caterva_chunk_info_get(p, (size_t)avail, &ci);
-  if (rc == CATERVA_E_UNSUPPORTED && avail >= CATERVA_CHUNK_HEADER_SIZE) {
-    int32_t cb = cat_le32s(p + 12);
-    if (cb < CATERVA_CHUNK_HEADER_SIZE || cb > avail) return CATERVA_E_CORRUPT;
-    *cbytes = cb;
-    return CATERVA_OK;
-  }
-  if (rc < 0) return rc;
-  *cbytes = ci.cbytes;
-  return CATERVA_OK;
-}
-
-static int ensure_data(caterva_ctx *ctx, caterva_schunk *sc) {
-  if (sc->data != NULL || sc->nchunks == 0) return CATERVA_OK;
-  sc->data = calloc((size_t)sc->nchunks, sizeof *sc->data);
-  if (sc->data == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
-  return CATERVA_OK;
-}
-
-/* A sparse chunk file, read and validated. */
-static int load_chunk_file(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, uint8_t **buf,
-                           int32_t *cbytes) {
-  int32_t len = 0;
-  int rc = cat_file_read_chunk(ctx, sc, sc->entries[i], buf, &len);
-  if (rc < 0) return rc;
-  if (chunk_cbytes(*buf, len, cbytes) < 0) {
-    free(*buf);
-    *buf = NULL;
-    return cat_error(ctx, CATERVA_E_CORRUPT, "chunk %lld (file %08llX.chunk) is malformed",
-                     (long long)i, (unsigned long long)sc->entries[i]);
-  }
-  return CATERVA_OK;
-}
-
-int cat_sc_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool cache,
-                        const uint8_t **p, int32_t *cbytes, uint8_t **tmp) {
-  uint8_t *buf = NULL;
-  int rc;
-  *tmp = NULL;
-  if (sc->data != NULL && sc->data[i] != NULL) {
-    *p = sc->data[i];
-    *cbytes = cat_le32s(sc->data[i] + 12); /* validated when stored */
-    return CATERVA_OK;
-  }
-  if (sc->store == CATERVA_STORE_SPARSE) {
-    rc = load_chunk_file(ctx, sc, i, &buf, cbytes);
-    if (rc < 0) return rc;
-    if (cache && ensure_data(ctx, sc) == CATERVA_OK) sc->data[i] = buf;
-    else *tmp = buf;
-    *p = buf;
-    return CATERVA_OK;
-  }
-  if (sc->txn != NULL && sc->entries[i] >= sc->section) {
-    /* written by the open transaction, past the committed section */
-    rc = cat_file_read_pending(ctx, sc, sc->entries[i], &buf, cbytes);
-    if (rc < 0) return rc;
-    if (chunk_cbytes(buf, *cbytes, cbytes) < 0) {
-      free(buf);
-      return cat_error(ctx, CATERVA_E_CORRUPT, "chunk %lld (uncommitted) is malformed",
-                       (long long)i);
-    }
-    if (cache && ensure_data(ctx, sc) == CATERVA_OK) sc->data[i] = buf;
-    else *tmp = buf;
-    *p = buf;
-    return CATERVA_OK;
-  }
-  if (sc->base == NULL || sc->entries[i] > sc->section - CATERVA_CHUNK_HEADER_SIZE)
-    return cat_error(ctx, CATERVA_E_CORRUPT, "chunk %lld: no bytes behind its index entry",
-                     (long long)i);
-  *p = sc->base + sc->header_len + sc->entries[i];
-  if (chunk_cbytes(*p, sc->section - sc->entries[i], cbytes) < 0)
-    return cat_error(ctx, CATERVA_E_CORRUPT,
-                     "chunk %lld at offset %lld is malformed or overruns the chunk section",
-                     (long long)i, (long long)sc->entries[i]);
-  return CATERVA_OK;
-}
-
 static int special_slot(int kind) { return kind == CATERVA_SPECIAL_ZERO ? 0 : kind == CATERVA_SPECIAL_NAN ? 1 : 2; }
 
 /* A header-only chunk for a special index entry, made once per kind and size. */
@@ -353,7 +250,7 @@ int caterva_schunk_get_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i,
   if (sc->entries[i] < 0) {
     CAT_TRY(fail, special_chunk(ctx, sc, i, &p, &cb));
   } else {
-    CAT_TRY(fail, cat_sc_stored_chunk(ctx, sc, i, true, &p, &cb, &tmp));
+    CAT_TRY(fail, cat_file_stored_chunk(ctx, sc, i, true, &p, &cb, &tmp));
     nb = cat_le32s(p + 4);
     CAT_CHECK(fail, nb == chunk_nbytes(sc, i), CATERVA_E_CORRUPT,
               "chunk %lld holds %d bytes, the frame says %lld", (long long)i, (int)nb,
@@ -499,7 +396,7 @@ static int64_t removed_cbytes(caterva_ctx *ctx, caterva_schunk *sc, const sc_edi
   if (e->op != EDIT_UPDATE && e->op != EDIT_DELETE) return 0;
   if (sc->entries[e->pos] < 0) return 0;
   snprintf(keep, sizeof keep, "%s", ctx != NULL ? ctx->errmsg : "");
-  if (cat_sc_stored_chunk(ctx, sc, e->pos, false, &p, &cb, &tmp) < 0) cb = 0;
+  if (cat_file_stored_chunk(ctx, sc, e->pos, false, &p, &cb, &tmp) < 0) cb = 0;
   free(tmp);
   if (ctx != NULL) snprintf(ctx->errmsg, sizeof ctx->errmsg, "%s", keep);
   return cb;
@@ -782,7 +679,7 @@ int caterva_schunk_vlmeta_get(caterva_ctx *ctx, caterva_schunk *sc, const char *
   CAT_CHECK(fail, buf != NULL, CATERVA_E_NOMEM, "out of memory");
   rc = caterva_chunk_decompress(ctx, v->chunk, (size_t)v->cbytes, buf, ci.nbytes);
   if (rc < 0) {
-    rc = cat_sc_wrap_error(ctx, rc, "vlmetalayer");
+    rc = cat_wrap_error(ctx, rc, "vlmetalayer");
     goto fail;
   }
   *content = buf;

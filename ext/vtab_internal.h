@@ -56,6 +56,7 @@ struct CvVtab {
   int bInTxn;                         /* A write transaction is open (we hold LOCK_EX) */
   int bCommitted;                     /* xSync has committed it; xCommit releases */
   int bDirty;                         /* Cells written since the block cache was cleared */
+  int bWrote;                         /* Cells written in this transaction */
   int bSync;                          /* synchronous: fsync at commit */
   int bLockReads;                     /* lock_reads=1: LOCK_SH while cursors are open */
   int bReadLocked;                    /* ... and it is held now */

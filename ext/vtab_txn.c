@@ -239,7 +239,10 @@ int cvTxnBegin(sqlite3_vtab *pVtab) {
 /* End of a transaction either way: the lock goes. */
 static void cvTxnEnd(CvVtab *pTab) {
   pTab->bInTxn = 0;
+  /* blocks cached by the scans of this transaction may predate its writes */
+  if (pTab->bDirty) cvCacheInvalidate(&pTab->cache);
   pTab->bDirty = 0;
+  pTab->bWrote = 0;
   caterva_lock_release(pTab->pLock);
 }
 
@@ -248,7 +251,9 @@ int cvTxnSync(sqlite3_vtab *pVtab) {
   CvVtab *pTab = (CvVtab *)pVtab;
   int r;
   if (!pTab->bInTxn) return SQLITE_OK;
-  r = caterva_array_commit(pTab->pConn->pCtx, pTab->pArr, pTab->bSync);
+  /* nothing was written (an UPDATE that matched no cell): no commit, no fsync */
+  r = pTab->bWrote ? caterva_array_commit(pTab->pConn->pCtx, pTab->pArr, pTab->bSync)
+                   : caterva_array_rollback(pTab->pConn->pCtx, pTab->pArr);
   if (r < 0) return cvLibError(pTab, r);
   pTab->bCommitted = 1;
   return SQLITE_OK;

@@ -46,6 +46,17 @@ SQLITE_EXTENSION_INIT3
 /* Write the n low bytes of v in the item's byte order. */
 static void cvPutInt(const CvItemType *pType, uint64_t v, uint8_t *aOut) {
   int n = pType->szItem;
+  if (!pType->bSwap && !pType->bBigEndian) { /* little-endian host, little-endian item */
+    if (n == 4) {
+      uint32_t w = (uint32_t)v;
+      memcpy(aOut, &w, 4);
+      return;
+    }
+    if (n == 8) {
+      memcpy(aOut, &v, 8);
+      return;
+    }
+  }
   for (int i = 0; i < n; i++) {
     uint8_t b = (uint8_t)(v >> (8 * i));
     aOut[pType->bBigEndian ? n - 1 - i : i] = b;
@@ -56,11 +67,12 @@ static void cvPutInt(const CvItemType *pType, uint64_t v, uint8_t *aOut) {
 ** int64 can represent. Returns 0 on success. */
 static int cvExactInt(sqlite3_value *pVal, int64_t *piOut) {
   double r;
-  if (sqlite3_value_type(pVal) == SQLITE_INTEGER) {
+  int eType = sqlite3_value_type(pVal);
+  if (eType == SQLITE_INTEGER) {
     *piOut = sqlite3_value_int64(pVal);
     return 0;
   }
-  if (sqlite3_value_type(pVal) != SQLITE_FLOAT) return 1;
+  if (eType != SQLITE_FLOAT) return 1;
   r = sqlite3_value_double(pVal);
   if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0) || r != floor(r)) return 1;
   *piOut = (int64_t)r;
@@ -159,7 +171,7 @@ int cvNumberToItem(const CvItemType *pType, double d, uint8_t *aOut) {
 /* A float item from NULL (NaN), an INTEGER the float holds exactly, or a REAL. */
 static int cvFloatToItem(const CvItemType *pType, sqlite3_value *pVal, uint8_t *aOut) {
   int eType = sqlite3_value_type(pVal);
-  int64_t i = sqlite3_value_int64(pVal);
+  int64_t i = eType == SQLITE_INTEGER ? sqlite3_value_int64(pVal) : 0;
   double d = eType == SQLITE_NULL ? NAN : sqlite3_value_double(pVal);
   if (eType == SQLITE_TEXT || eType == SQLITE_BLOB) return 1;
   /* 2^63 rounds up out of int64: compare in double first, then exactly */
@@ -208,9 +220,11 @@ int cvValueToItem(const CvItemType *pType, sqlite3_value *pVal, uint8_t *aOut, c
     char *zV = eType == SQLITE_BLOB ? sqlite3_mprintf("of %d bytes", sqlite3_value_bytes(pVal))
              : eType == SQLITE_NULL ? sqlite3_mprintf("")
                                     : sqlite3_mprintf("%s", sqlite3_value_text(pVal));
-    *pzErr = sqlite3_mprintf("%s value %s%s%s does not fit the column's dtype %s", zT,
-                             eType == SQLITE_NULL ? "" : "'", zV ? zV : "",
-                             eType == SQLITE_NULL ? "" : "'", pType->zName);
+    *pzErr = eType == SQLITE_NULL || eType == SQLITE_BLOB
+                 ? sqlite3_mprintf("%s value%s%s does not fit the column's dtype %s", zT,
+                                   eType == SQLITE_BLOB ? " " : "", zV ? zV : "", pType->zName)
+                 : sqlite3_mprintf("%s value '%s' does not fit the column's dtype %s", zT,
+                                   zV ? zV : "", pType->zName);
     sqlite3_free(zV);
   }
   return bBad;
@@ -345,6 +359,6 @@ int cvUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 
   if (rc != SQLITE_OK) return rc;
   r = caterva_array_set_item(pTab->pConn->pCtx, pTab->pArr, aCoord, pItem);
   if (r < 0) return cvLibError(pTab, r);
-  pTab->bDirty = 1;
+  pTab->bDirty = pTab->bWrote = 1;
   return SQLITE_OK;
 }

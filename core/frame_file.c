@@ -432,8 +432,8 @@ static int contiguous_put(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *c
 static int contiguous_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
                              int64_t nbytes, bool full_header, bool sync) {
   plan pl;
-  uint8_t fixed[CAT_FH_SIZE];
-  int64_t f0 = sc->frame_len, off = sc->wend, section = off - sc->header_len;
+  uint8_t fixed[CAT_FH_SIZE], old[CAT_ATOMIC_HEADER_MAX];
+  int64_t f0 = sc->frame_len, off = sc->wend, section = off - sc->header_len, hlen;
   int rc;
   memset(&pl, 0, sizeof pl);
   pl.entries = entries;
@@ -450,6 +450,10 @@ static int contiguous_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entr
   CAT_TRY(undo, cat_io_pwrite(ctx, sc->fd, pl.trailer, (size_t)pl.trailer_len, off, sc->path));
   off += pl.trailer_len;
   if (sync) CAT_TRY(undo, cat_io_fsync(ctx, sc->fd, sc->path));
+  /* the header as it is, to put back if the commit cannot be made durable */
+  hlen = full_header ? pl.header_len : CAT_FH_COMMIT_END;
+  CAT_CHECK(undo, hlen <= (int64_t)sizeof old, CATERVA_E_INVALID, "internal: header too long");
+  CAT_TRY(undo, cat_io_pread(ctx, sc->fd, old, (size_t)hlen, 0, sc->path));
   /* commit point */
   if (full_header) {
     rc = cat_io_pwrite(ctx, sc->fd, pl.header, (size_t)pl.header_len, 0, sc->path);
@@ -460,7 +464,20 @@ static int contiguous_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entr
   }
   /* A failed header write changed nothing (pwrite of one sector); keep the undo path. */
   CAT_TRY(undo, rc);
-  if (sync) rc = cat_io_fsync(ctx, sc->fd, sc->path);
+  if (sync && (rc = cat_io_fsync(ctx, sc->fd, sc->path)) < 0) {
+    /* Not durable: put the old header back, so that the failure leaves the old state, as a
+     * failure before the commit point does. If even that fails, the file holds either. */
+    char keep[CAT_ERRMSG_SIZE];
+    snprintf(keep, sizeof keep, "%s", ctx != NULL ? ctx->errmsg : "");
+    if (cat_io_pwrite(ctx, sc->fd, old, (size_t)hlen, 0, sc->path) >= 0 &&
+        cat_io_truncate(ctx, sc->fd, f0, sc->path) >= 0 &&
+        cat_io_fsync(ctx, sc->fd, sc->path) >= 0) {
+      if (ctx != NULL) snprintf(ctx->errmsg, sizeof ctx->errmsg, "%s", keep);
+      sc->wend = f0;
+      goto leave;
+    }
+    if (ctx != NULL) snprintf(ctx->errmsg, sizeof ctx->errmsg, "%s", keep);
+  }
   if (rc >= 0) rc = remap(ctx, sc, sc->fd);
   if (rc < 0) {
     sc->broken = true; /* the file may hold either version now */

@@ -49,6 +49,9 @@ struct cat_wcache {
   int n;             /* entries in use or free */
   int max;           /* most entries (>= 1) */
   int last;          /* entry of the last write */
+  int have_blk;      /* blo/bhi/bbase describe the block of the last write (in entry last) */
+  int64_t blo[CATERVA_MAX_DIM], bhi[CATERVA_MAX_DIM]; /* its cells inside the shape */
+  int64_t bbase;     /* image offset (in items) of its first item */
   uint64_t clock;
   int64_t budget;    /* bytes */
 };
@@ -160,6 +163,7 @@ static int claim(caterva_ctx *ctx, caterva_array *a, int64_t n, cat_wentry **out
   for (int i = 0; i < wc->n; i++)
     if (wc->e[i].nchunk == n) {
       *out = &wc->e[i];
+      if (wc->last != i) wc->have_blk = 0;
       wc->last = i;
       return CATERVA_OK;
     }
@@ -190,21 +194,40 @@ static int claim(caterva_ctx *ctx, caterva_array *a, int64_t n, cat_wentry **out
   e->nset = 0;
   e->nvalid = nvalid_of(g, n);
   wc->last = (int)(e - wc->e);
+  wc->have_blk = 0;
   *out = e;
 leave:
   return rc;
+}
+
+/* The image offset of coord when it lies in the block of the last write (no divisions:
+ * loads and slab updates write many cells of one block in a row), else -1. */
+static int64_t same_block(const cat_wcache *wc, const cat_geom *g, const int64_t *coord) {
+  int64_t in = 0;
+  if (!wc->have_blk || wc->last < 0 || wc->e[wc->last].nchunk < 0) return -1;
+  for (int k = 0; k < g->ndim; k++) {
+    int64_t c = coord[k];
+    if (c < wc->blo[k] || c >= wc->bhi[k]) return -1;
+    in = in * g->blockshape[k] + (c - wc->blo[k]);
+  }
+  return wc->bbase + in;
 }
 
 int caterva_array_set_item(caterva_ctx *ctx, caterva_array *a, const int64_t *coord,
                            const void *item) {
   const cat_geom *g;
   cat_wentry *e = NULL;
-  int64_t n = 0, blk = 0, in = 0;
+  int64_t n = 0, blk = 0, in = 0, fast;
   size_t idx;
   int rc = CATERVA_OK;
   CAT_CHECK(leave, a != NULL && item != NULL && (coord != NULL || a->g.ndim == 0),
             CATERVA_E_INVALID, "set_item: NULL argument");
   g = &a->g;
+  if (a->wc != NULL && (fast = same_block(a->wc, g, coord)) >= 0) {
+    e = &a->wc->e[a->wc->last];
+    idx = (size_t)fast;
+    goto write;
+  }
   for (int k = 0; k < g->ndim; k++) {
     int64_t c = coord[k], r;
     CAT_CHECK(leave, c >= 0 && c < g->shape[k], CATERVA_E_RANGE,
@@ -218,8 +241,21 @@ int caterva_array_set_item(caterva_ctx *ctx, caterva_array *a, const int64_t *co
   CAT_TRY(leave, wcache_get(ctx, a));
   if (a->wc->last >= 0 && a->wc->e[a->wc->last].nchunk == n) e = &a->wc->e[a->wc->last];
   else CAT_TRY(leave, claim(ctx, a, n, &e));
-  e->stamp = ++a->wc->clock;
   idx = (size_t)(blk * g->blockitems + in);
+  /* remember this block for the next cells */
+  for (int k = 0; k < g->ndim; k++) {
+    /* the block's cells that are this chunk's (a block may run into the chunk's padding,
+     * whose coordinates belong to the next chunk) and inside the shape */
+    int64_t lo = coord[k] - coord[k] % g->chunkshape[k] % g->blockshape[k];
+    int64_t hi = lo + g->blockshape[k], cend = coord[k] - coord[k] % g->chunkshape[k] + g->chunkshape[k];
+    if (hi > cend) hi = cend;
+    a->wc->blo[k] = lo;
+    a->wc->bhi[k] = hi < g->shape[k] ? hi : g->shape[k];
+  }
+  a->wc->bbase = blk * g->blockitems;
+  a->wc->have_blk = 1;
+write:
+  e->stamp = ++a->wc->clock;
   memcpy(e->img + idx * (size_t)g->itemsize, item, (size_t)g->itemsize);
   if (!(e->bits[idx >> 6] >> (idx & 63) & 1)) {
     e->bits[idx >> 6] |= (uint64_t)1 << (idx & 63);
@@ -247,13 +283,17 @@ int caterva_array_pending(const caterva_array *a) {
 /* Forget every cached image (a rollback). */
 static void wcache_discard(caterva_array *a) {
   for (int i = 0; a->wc != NULL && i < a->wc->n; i++) a->wc->e[i].nchunk = -1;
-  if (a->wc != NULL) a->wc->last = -1;
+  if (a->wc != NULL) {
+    a->wc->last = -1;
+    a->wc->have_blk = 0;
+  }
 }
 
 /* Chunk numbers and valid counts after a resize: images are kept across a resize that does
  * not renumber chunks (growth or shrinking along the first axis only); others are stored
  * first by the caller. */
 void cat_wcache_reshaped(caterva_array *a) {
+  if (a->wc != NULL) a->wc->have_blk = 0;
   for (int i = 0; a->wc != NULL && i < a->wc->n; i++) {
     cat_wentry *e = &a->wc->e[i];
     if (e->nchunk < 0) continue;

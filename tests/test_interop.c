@@ -27,6 +27,29 @@
  * with a path; caterva_array_free compacts the file, which the tiling check proves) or built in
  * memory and written with caterva_array_save; the manifest's "writer" says which.
  *
+ * The w42-w45 cases are written THROUGH SQL: the test loads the built SQLite extension
+ * ($top_builddir/.libs/caterva, or ../.libs/caterva beside this program; CATERVA_EXT overrides)
+ * into an in-memory database and runs CREATE VIRTUAL TABLE ... shape=, an INSERT ... SELECT of
+ * every cell from a recursive CTE, an UPDATE of a slab, a statement that must fail (a value the
+ * dtype cannot hold), a DELETE of a box (cells back to the fill value) and an INSERT past the
+ * first extent (growth along dimension 0), either as autocommit statements or in one
+ * BEGIN ... COMMIT with a SAVEPOINT rolled back. The expected content is computed here, in C,
+ * from the same formulas (table SQLCASES), and the files then go through every check above,
+ * with these differences, all following from how the SQL writer legitimately writes:
+ *  - the vlmetalayers are `_FillValue` (msgpack float64 or int) and, with dims=,
+ *    `_ARRAY_DIMENSIONS`;
+ *  - fill-valued chunks may be special index entries (zero, NaN) or repeated-value chunks when
+ *    every item of the chunk inside the shape has that value;
+ *  - contiguous files may hold DEAD BYTES in the chunk section: a transaction never overwrites
+ *    committed bytes (replaced chunks and the old index and trailer stay where they were) and
+ *    the extension compacts at commit only once dead bytes reach a quarter of the file. The
+ *    chunk check then requires the stored chunks to be disjoint and inside the section instead
+ *    of tiling it, and reports the dead bytes (manifest "dead_bytes"); other readers must cope
+ *    with such files, which is what these cases are for;
+ *  - the directory of a sparse frame also holds the `.b2lock` sidecar (c-blosc2 puts it there
+ *    too); the sidecar's generation counter (bytes 8-15, little-endian) must equal the number
+ *    of write transactions run.
+ *
  * Before writing, the output directory's *.b2nd and *.b2frame entries, raw/ and manifest.json
  * are removed (nothing else: the directory may be one the user named).
  */
@@ -41,6 +64,7 @@
 #include <ftw.h>
 #include <math.h>
 #include <msgpack.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,8 +97,8 @@ static const dtype_desc *find_dtype(const char *name) {
 
 /* ---- the cases ------------------------------------------------------------------------ */
 
-enum { V_RAMP, V_STEPS, V_SMOOTH, V_HASH, V_ZERO, V_SPARSE, V_CONST, V_NAN };
-enum { W_DIRECT, W_MEMSAVE, W_FULL, W_NANFILL };
+enum { V_RAMP, V_STEPS, V_SMOOTH, V_HASH, V_ZERO, V_SPARSE, V_CONST, V_NAN, V_SQL };
+enum { W_DIRECT, W_MEMSAVE, W_FULL, W_NANFILL, W_SQL };
 #define A_ATTRS 1
 #define A_DIMNAMES 2
 
@@ -218,8 +242,78 @@ static const icase CASES[] = {
      42.5, 0, W_DIRECT, 0, 1, 1,
      "OPTIONAL: 0-d (scalar) array, one chunk of itemsize bytes (the caterva metalayer has "
      "ndim 0; the caterva C library may not accept 0-d arrays)"},
+    /* Written through SQL (see SQLCASES): the shape here is the final one, after growth. */
+    {"w42_sql_f32_2d_lz4_nanfill_growth", CONT, "float32", 2, {64, 45}, {5, 20}, {5, 10}, LZ4, 5,
+     F_SHUF, M0, FC, V_SQL, 0, 0, W_SQL, A_DIMNAMES, 1, 0,
+     "written through SQL, autocommit statements; fill NaN: a deleted whole chunk and grown "
+     "rows are NaN (SQL NULL)"},
+    {"w43_sql_i32_3d_zstd3_bitshuffle_sparse_txn", SPARSE, "int32", 3, {20, 14, 15}, {5, 7, 8},
+     {2, 4, 4}, ZSTD, 3, F_BITSHUF, M0, FC, V_SQL, 0, 0, W_SQL, A_DIMNAMES, 1, 0,
+     "written through SQL in one transaction (with a savepoint rolled back and a failed "
+     "statement); fill -7"},
+    {"w44_sql_f64_3d_blosclz9_zerofill_growth", CONT, "float64", 3, {16, 11, 10}, {4, 6, 5},
+     {2, 3, 5}, BLZ, 9, F_SHUF, M0, FC, V_SQL, 0, 0, W_SQL, 0, 1, 0,
+     "written through SQL, autocommit statements, no dims= (columns d0, d1, d2); fill 0"},
+    {"w45_sql_u16_2d_lz4hc9_nofilter_sparse_txn", SPARSE, "uint16", 2, {41, 37}, {10, 16},
+     {5, 8}, LZ4HC, 9, F_NONE, M0, FC, V_SQL, 0, 0, W_SQL, A_DIMNAMES, 1, 0,
+     "written through SQL in one transaction; fill 0 (the default of integer dtypes)"},
 };
 #define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
+
+/* ---- the cases written through SQL ------------------------------------------------------
+ * Each runs, on a new table over a new path:
+ *   CREATE VIRTUAL TABLE t USING caterva('<path>', shape='<shape0>,...', dtype=, chunks=,
+ *       blocks=, <opts>[, dims=][, fill=])
+ *   INSERT INTO t(...) WITH RECURSIVE ... every cell of the first shape: v = F(c)
+ *   UPDATE t SET value = value*umul + uadd WHERE c0 BETWEEN upd_lo AND upd_hi
+ *   UPDATE t SET value = 'not a number' WHERE c0 = 0            (must fail, changes nothing)
+ *   DELETE FROM t WHERE c0 BETWEEN .. AND c1 BETWEEN .. ...       (the box reads the fill)
+ *   INSERT INTO t(...) ... rows grow_lo..grow_hi, v = F(c)         (growth; rows between the
+ *                                                                   old extent and grow_lo and
+ *                                                                   other new cells: fill)
+ * with F(c) = ((sum_k mul[k]*c_k + add) % mod) * scale + off, evaluated by SQLite in int64
+ * and, once scale is REAL, in double; here the same way. The slab and the box lie inside the
+ * first shape. With grow_first the growth comes right after the first INSERT: a commit that
+ * grows a contiguous array has so far left it compacted (a new file renamed over the path), so
+ * ending with the growth leaves no dead bytes, and w42 is meant to keep some (the chunks its
+ * UPDATE and DELETE replaced, and the old indexes and trailers). With txn, everything after
+ * the first INSERT is one BEGIN ... COMMIT that also holds SAVEPOINT s; UPDATE t SET value =
+ * value + 1; INSERT of a row past the final extent; ROLLBACK TO s; RELEASE s (no trace may
+ * remain). */
+typedef struct sqlcase {
+  const char *name;          /* the CASES entry (whose shape is the final one) */
+  int64_t shape0;            /* the first extent at CREATE */
+  const char *opts;          /* further creation options, verbatim */
+  const char *dims;          /* dims= ("" for none: columns d0, d1, ...) */
+  const char *fill;          /* fill= ("" for the default: NaN for floats, 0 for integers) */
+  int64_t mul[3], add, mod;
+  double scale, off;
+  int64_t upd_lo, upd_hi;
+  double umul, uadd;
+  int64_t del_lo[3], del_hi[3];
+  int64_t grow_lo, grow_hi;  /* grow_hi + 1 is the final extent */
+  int txn, grow_first;
+} sqlcase;
+
+static const sqlcase SQLCASES[] = {
+    {"w42_sql_f32_2d_lz4_nanfill_growth", 50, "codec=lz4, clevel=5", "y,x", "", {7, 3, 0}, 0,
+     1000, 0.25, -20, 10, 14, 2, 1, {20, 0, 0}, {24, 19, 0}, 56, 63, 0, 1},
+    {"w43_sql_i32_3d_zstd3_bitshuffle_sparse_txn", 12,
+     "codec=zstd, clevel=3, filters='bitshuffle', sparse=1", "t,lat,lon", "-7", {1000, 31, 1},
+     5, 100003, 1, -50000, 3, 5, 3, -2, {0, 0, 0}, {4, 6, 7}, 15, 19, 1, 0},
+    {"w44_sql_f64_3d_blosclz9_zerofill_growth", 10, "codec=blosclz, clevel=9", "", "0",
+     {100, 10, 1}, 0, 997, 0.5, 1, 2, 3, -1, 0.5, {4, 0, 0}, {7, 5, 4}, 12, 15, 0, 0},
+    {"w45_sql_u16_2d_lz4hc9_nofilter_sparse_txn", 30,
+     "codec=lz4hc, clevel=9, filters=none, sparse=1", "row,col", "", {37, 1, 0}, 11, 60000, 1,
+     0, 5, 9, 1, 100, {10, 16, 0}, {19, 31, 0}, 30, 40, 1, 0},
+};
+#define NSQLCASES ((int)(sizeof SQLCASES / sizeof SQLCASES[0]))
+
+static const sqlcase *find_sql(const char *name) {
+  for (int i = 0; i < NSQLCASES; i++)
+    if (strcmp(SQLCASES[i].name, name) == 0) return &SQLCASES[i];
+  return NULL;
+}
 
 /* ---- names ---------------------------------------------------------------------------- */
 
@@ -288,8 +382,9 @@ static void geom_init(const icase *c, int itemsize, geom *g) {
   }
 }
 
-/* Whether every item of chunk n is zero in raw. */
-static int chunk_all_zero(const icase *c, const geom *g, const uint8_t *raw, int64_t n) {
+/* Whether every item of chunk n (inside the shape) is zero in raw; with nan, whether every
+ * item is a float NaN (itemsize 4 or 8) instead. */
+static int chunk_all(const icase *c, const geom *g, const uint8_t *raw, int64_t n, int nan) {
   int64_t cc[MAXD], lo[MAXD], hi[MAXD], idx[MAXD], rest = n, count = 1;
   for (int k = c->ndim - 1; k >= 0; k--) {
     cc[k] = rest % g->grid[k];
@@ -304,14 +399,28 @@ static int chunk_all_zero(const icase *c, const geom *g, const uint8_t *raw, int
   for (int64_t t = 0; t < count; t++) {
     int64_t off = 0;
     for (int k = 0; k < c->ndim; k++) off = off * c->shape[k] + idx[k];
-    for (int b = 0; b < g->itemsize; b++)
-      if (raw[off * g->itemsize + b] != 0) return 0;
+    if (nan) {
+      const uint8_t *q = raw + off * g->itemsize;
+      uint64_t u = 0;
+      for (int b = 0; b < g->itemsize; b++) u |= (uint64_t)q[b] << (8 * b);
+      if (g->itemsize == 4 ? (u & 0x7F800000u) != 0x7F800000u || (u & 0x7FFFFFu) == 0
+          : g->itemsize != 8 || (u & 0x7FF0000000000000u) != 0x7FF0000000000000u ||
+                (u & 0xFFFFFFFFFFFFFu) == 0)
+        return 0;
+    } else {
+      for (int b = 0; b < g->itemsize; b++)
+        if (raw[off * g->itemsize + b] != 0) return 0;
+    }
     for (int k = c->ndim - 1; k >= 0; k--) {
       if (++idx[k] < hi[k]) break;
       idx[k] = lo[k];
     }
   }
   return 1;
+}
+
+static int chunk_all_zero(const icase *c, const geom *g, const uint8_t *raw, int64_t n) {
+  return chunk_all(c, g, raw, n, 0);
 }
 
 /* ---- values --------------------------------------------------------------------------- */
@@ -544,7 +653,8 @@ static int ends_with(const char *s, const char *suffix) {
   return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-/* Remove what an earlier run left: *.b2nd, *.b2frame, raw/ and manifest.json. */
+/* Remove what an earlier run left: *.b2nd, *.b2frame (and their *.b2nd.b2lock sidecars), raw/
+ * and manifest.json. */
 static void clean_out(const char *dir) {
   DIR *d = opendir(dir);
   struct dirent *e;
@@ -552,6 +662,7 @@ static void clean_out(const char *dir) {
   if (d == NULL) return;
   while ((e = readdir(d)) != NULL) {
     if (ends_with(e->d_name, ".b2nd") || ends_with(e->d_name, ".b2frame") ||
+        ends_with(e->d_name, ".b2nd.b2lock") ||
         strcmp(e->d_name, "raw") == 0 || strcmp(e->d_name, "manifest.json") == 0) {
       snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
       rm_tree(path);
@@ -621,6 +732,259 @@ static int write_case(caterva_ctx *ctx, const icase *c, const char *path, const 
   return rc;
 }
 
+/* ---- writing through SQL -------------------------------------------------------------- */
+
+static char g_ext_path[4096]; /* the extension, without .so (sqlite3_load_extension adds it) */
+
+/* The column names of a SQL case: dims= or the extension's default d0, d1, ... */
+static void sql_colnames(const icase *c, const sqlcase *s, char names[MAXD][32]) {
+  const char *p = s->dims;
+  for (int k = 0; k < c->ndim; k++) {
+    size_t n = 0;
+    if (*p) {
+      while (p[n] && p[n] != ',') n++;
+      snprintf(names[k], 32, "%.*s", (int)n, p);
+      p += n + (p[n] == ',');
+    } else {
+      snprintf(names[k], 32, "d%d", k);
+    }
+  }
+}
+
+/* F(c) as SQL over the column names (see SQLCASES). */
+static void sql_formula(const icase *c, const sqlcase *s, char names[MAXD][32], char *out,
+                        size_t cap) {
+  size_t n = (size_t)snprintf(out, cap, "((");
+  for (int k = 0; k < c->ndim && n < cap; k++)
+    n += (size_t)snprintf(out + n, cap - n, "%s * %lld + ", names[k], (long long)s->mul[k]);
+  if (n < cap)
+    snprintf(out + n, cap - n, "%lld) %% %lld) * %.17g + %.17g", (long long)s->add,
+             (long long)s->mod, s->scale, s->off);
+}
+
+/* INSERT of every cell with first coordinate lo..hi (the other dimensions whole), v = F. */
+static void sql_insert_rows(const icase *c, const sqlcase *s, char names[MAXD][32], int64_t lo,
+                            int64_t hi, char *out, size_t cap) {
+  char f[512], cols[512] = "", coords[1024] = "";
+  int64_t stride = 1, ncells;
+  size_t nc = 0, nk = 0;
+  for (int k = 1; k < c->ndim; k++) stride *= c->shape[k];
+  ncells = (hi - lo + 1) * stride;
+  sql_formula(c, s, names, f, sizeof f);
+  for (int k = 0; k < c->ndim; k++) {
+    int64_t inner = 1;
+    for (int j = k + 1; j < c->ndim; j++) inner *= c->shape[j];
+    nc += (size_t)snprintf(cols + nc, sizeof cols - nc, "%s, ", names[k]);
+    if (k == 0)
+      nk += (size_t)snprintf(coords + nk, sizeof coords - nk, "%lld + i / %lld AS %s",
+                             (long long)lo, (long long)inner, names[k]);
+    else
+      nk += (size_t)snprintf(coords + nk, sizeof coords - nk, ", i / %lld %% %lld AS %s",
+                             (long long)inner, (long long)c->shape[k], names[k]);
+  }
+  snprintf(out, cap,
+           "INSERT INTO t(%svalue) SELECT %s%s FROM (WITH RECURSIVE r(i) AS (SELECT 0 UNION ALL "
+           "SELECT i + 1 FROM r WHERE i < %lld) SELECT %s FROM r)",
+           cols, cols, f, (long long)(ncells - 1), coords);
+}
+
+typedef struct sql_stmt {
+  char text[8192];
+  int must_fail; /* the statement must fail and change nothing */
+} sql_stmt;
+
+#define MAX_SQL_STMTS 16
+
+/* The statements of a SQL case, for the array at path; returns their number. *ntxn: the
+ * write transactions they run (each takes the lock once: the sidecar counter's increase). */
+static int sql_statements(const icase *c, const sqlcase *s, const char *path, sql_stmt *st,
+                          int *ntxn) {
+  char names[MAXD][32], shape[256] = "", chunks[256] = "", blocks[256] = "", box[1024] = "";
+  size_t a = 0, b = 0, d = 0, x = 0;
+  int n = 0;
+  const dtype_desc *dt = find_dtype(c->dtype);
+  sql_colnames(c, s, names);
+  for (int k = 0; k < c->ndim; k++) {
+    a += (size_t)snprintf(shape + a, sizeof shape - a, "%s%lld", k ? "," : "",
+                          (long long)(k ? c->shape[k] : s->shape0));
+    b += (size_t)snprintf(chunks + b, sizeof chunks - b, "%s%d", k ? "," : "", c->chunks[k]);
+    d += (size_t)snprintf(blocks + d, sizeof blocks - d, "%s%d", k ? "," : "", c->blocks[k]);
+    x += (size_t)snprintf(box + x, sizeof box - x, "%s%s BETWEEN %lld AND %lld", k ? " AND " : "",
+                          names[k], (long long)s->del_lo[k], (long long)s->del_hi[k]);
+  }
+  snprintf(st[n++].text, sizeof st->text,
+           "CREATE VIRTUAL TABLE t USING caterva('%s', shape='%s', dtype='%s', chunks='%s', "
+           "blocks='%s', %s%s%s%s%s%s)",
+           path, shape, dt->name, chunks, blocks, s->opts, *s->dims ? ", dims='" : "", s->dims,
+           *s->dims ? "'" : "", *s->fill ? ", fill=" : "", s->fill);
+  sql_insert_rows(c, s, names, 0, s->shape0 - 1, st[n++].text, sizeof st->text);
+  if (s->grow_first)
+    sql_insert_rows(c, s, names, s->grow_lo, s->grow_hi, st[n++].text, sizeof st->text);
+  if (s->txn) snprintf(st[n++].text, sizeof st->text, "BEGIN");
+  snprintf(st[n++].text, sizeof st->text,
+           "UPDATE t SET value = value * %.17g + %.17g WHERE %s BETWEEN %lld AND %lld", s->umul,
+           s->uadd, names[0], (long long)s->upd_lo, (long long)s->upd_hi);
+  if (s->txn) {
+    /* a savepoint whose changes (all cells, and growth past the final extent) vanish */
+    snprintf(st[n++].text, sizeof st->text, "SAVEPOINT s");
+    snprintf(st[n++].text, sizeof st->text, "UPDATE t SET value = value + 1");
+    sql_insert_rows(c, s, names, s->grow_hi + 5, s->grow_hi + 5, st[n++].text, sizeof st->text);
+    snprintf(st[n++].text, sizeof st->text, "ROLLBACK TO s");
+    snprintf(st[n++].text, sizeof st->text, "RELEASE s");
+  }
+  snprintf(st[n].text, sizeof st->text,
+           "UPDATE t SET value = 'not a number' WHERE %s = 0", names[0]);
+  st[n++].must_fail = 1;
+  snprintf(st[n++].text, sizeof st->text, "DELETE FROM t WHERE %s", box);
+  if (!s->grow_first)
+    sql_insert_rows(c, s, names, s->grow_lo, s->grow_hi, st[n++].text, sizeof st->text);
+  if (s->txn) snprintf(st[n++].text, sizeof st->text, "COMMIT");
+  /* the first INSERT (and the growth with grow_first), then one transaction or every
+   * statement after it (the failing one too: it took the lock before it failed) */
+  *ntxn = (s->grow_first ? 2 : 1) + (s->txn ? 1 : 4 - s->grow_first);
+  return n;
+}
+
+/* The SQL value of F at linear coordinates cc, as SQLite computes it. */
+static double sql_f(const icase *c, const sqlcase *s, const int64_t *cc, int is_float) {
+  int64_t x = s->add;
+  for (int k = 0; k < c->ndim; k++) x += s->mul[k] * cc[k];
+  x %= s->mod;
+  if (is_float) return (double)x * s->scale + s->off;
+  return (double)(x * (int64_t)s->scale + (int64_t)s->off);
+}
+
+/* Round v to what the column stores (float32 rounds; integers are exact here). */
+static double sql_store(const dtype_desc *dt, double v) {
+  return dt->kind == K_FLOAT && dt->itemsize == 4 ? (double)(float)v : v;
+}
+
+/* The expected content of a SQL case after its statements, in raw form. */
+static uint8_t *sql_expected(const icase *c, const dtype_desc *dt, const geom *g,
+                             const sqlcase *s) {
+  int is_float = dt->kind == K_FLOAT;
+  double fill = *s->fill ? strtod(s->fill, NULL) : is_float ? NAN : 0.0;
+  double *v = malloc((size_t)g->nitems * sizeof *v);
+  uint8_t *raw = malloc((size_t)(g->nitems * dt->itemsize));
+  int64_t cc[MAXD] = {0};
+  if (v == NULL || raw == NULL) {
+    free(v);
+    free(raw);
+    return NULL;
+  }
+  for (int64_t i = 0; i < g->nitems; i++) {
+    int in_box = 1;
+    double x = fill;
+    for (int k = 0; k < c->ndim; k++) in_box &= cc[k] >= s->del_lo[k] && cc[k] <= s->del_hi[k];
+    if (cc[0] < s->shape0) {
+      x = sql_store(dt, sql_f(c, s, cc, is_float));
+      if (cc[0] >= s->upd_lo && cc[0] <= s->upd_hi) {
+        if (is_float) x = sql_store(dt, x * s->umul + s->uadd);
+        else x = (double)((int64_t)x * (int64_t)s->umul + (int64_t)s->uadd);
+      }
+      if (in_box) x = fill;
+    } else if (cc[0] >= s->grow_lo && cc[0] <= s->grow_hi) {
+      x = sql_store(dt, sql_f(c, s, cc, is_float));
+    }
+    v[i] = x;
+    for (int k = c->ndim - 1; k >= 0; k--) {
+      if (++cc[k] < c->shape[k]) break;
+      cc[k] = 0;
+    }
+  }
+  for (int64_t i = 0; i < g->nitems; i++) {
+    uint8_t *p = raw + i * dt->itemsize;
+    if (dt->kind != K_FLOAT) {
+      put_le(p, (uint64_t)(int64_t)v[i], dt->itemsize);
+    } else if (dt->itemsize == 8) {
+      uint64_t u;
+      memcpy(&u, &v[i], 8);
+      put_le(p, u, 8);
+    } else {
+      float f = (float)v[i];
+      uint32_t u;
+      memcpy(&u, &f, 4);
+      put_le(p, u, 4);
+    }
+  }
+  free(v);
+  return raw;
+}
+
+/* The `_FillValue` attribute the SQL writer stores: a msgpack float64 or integer. */
+static void pack_sql_fill(const dtype_desc *dt, const sqlcase *s, msgpack_sbuffer *sb) {
+  msgpack_packer pk;
+  msgpack_sbuffer_init(sb);
+  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+  if (dt->kind == K_FLOAT) msgpack_pack_double(&pk, *s->fill ? strtod(s->fill, NULL) : NAN);
+  else msgpack_pack_int64(&pk, *s->fill ? strtoll(s->fill, NULL, 10) : 0);
+}
+
+static void pack_names(msgpack_sbuffer *sb, char names[MAXD][32], int n) {
+  msgpack_packer pk;
+  msgpack_sbuffer_init(sb);
+  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+  msgpack_pack_array(&pk, (size_t)n);
+  for (int k = 0; k < n; k++) msgpack_pack_str_with_body(&pk, names[k], strlen(names[k]));
+}
+
+/* Run the statements of a SQL case on a new connection with the extension loaded, then close
+ * it. Statements marked must_fail must fail with the dtype message. */
+static int write_sql_case(const icase *c, const sqlcase *s, const char *path, int *ntxn,
+                          char *err, size_t errcap) {
+  sql_stmt *st = calloc(MAX_SQL_STMTS, sizeof *st);
+  sqlite3 *db = NULL;
+  char *msg = NULL;
+  int n, rc = -1;
+  if (st == NULL) return -1;
+  n = sql_statements(c, s, path, st, ntxn);
+  if (sqlite3_open(":memory:", &db) != SQLITE_OK ||
+      sqlite3_enable_load_extension(db, 1) != SQLITE_OK ||
+      sqlite3_load_extension(db, g_ext_path, NULL, &msg) != SQLITE_OK) {
+    snprintf(err, errcap, "cannot load the extension %.300s: %.150s", g_ext_path,
+             msg ? msg : db ? sqlite3_errmsg(db) : "no database");
+    goto leave;
+  }
+  for (int i = 0; i < n; i++) {
+    int r = sqlite3_exec(db, st[i].text, NULL, NULL, &msg);
+    if (st[i].must_fail ? r == SQLITE_OK || msg == NULL || !strstr(msg, "does not fit")
+                        : r != SQLITE_OK) {
+      snprintf(err, errcap, "statement %d %s: %.300s: %s", i + 1,
+               st[i].must_fail ? "did not fail as it must" : "failed", st[i].text,
+               msg ? msg : "(no message)");
+      goto leave;
+    }
+    sqlite3_free(msg);
+    msg = NULL;
+  }
+  rc = 0;
+leave:
+  sqlite3_free(msg);
+  if (db != NULL && sqlite3_close(db) != SQLITE_OK && rc == 0) {
+    snprintf(err, errcap, "sqlite3_close: %s", sqlite3_errmsg(db));
+    rc = -1;
+  }
+  free(st);
+  return rc;
+}
+
+/* The generation counter of the array's `.b2lock` sidecar, or -1. */
+static int64_t sidecar_counter(const icase *c, const char *path) {
+  char lp[4200];
+  size_t len = 0;
+  uint8_t *b;
+  int64_t v = -1;
+  snprintf(lp, sizeof lp, c->sparse ? "%s/.b2lock" : "%s.b2lock", path);
+  b = slurp(lp, &len);
+  if (b != NULL && len >= 16) {
+    uint64_t u = 0;
+    for (int i = 0; i < 8; i++) u |= (uint64_t)b[8 + i] << (8 * i);
+    v = (int64_t)u;
+  }
+  free(b);
+  return v;
+}
+
 /* ---- frame checks --------------------------------------------------------------------- */
 
 typedef struct frame_facts {
@@ -628,6 +992,7 @@ typedef struct frame_facts {
   int32_t typesize, blocksize, chunksize;
   int64_t n_zero, n_nan, n_uninit, n_stored, n_value, n_memcpy;
   int64_t file_nbytes;
+  int64_t dead; /* bytes of the chunk section no chunk uses (SQL-written contiguous files) */
   int split_mismatch;  /* chunks whose split flag differs from the reference's rule */
 } frame_facts;
 
@@ -666,7 +1031,8 @@ static int check_chunk(caterva_ctx *ctx, const icase *c, const geom *g, const ui
       (long long)g->blocksize);
   REQ((ck[2] & 0x05) == 0x05, "chunk flags 0x%02x lack the extended-header bits", ck[2]);
   if (ci.special != CATERVA_SPECIAL_NONE) {
-    REQ(ci.special == CATERVA_SPECIAL_VALUE && c->write == W_FULL,
+    /* SQL: a chunk the writer filled with the fill value (the reads prove which) */
+    REQ(ci.special == CATERVA_SPECIAL_VALUE && (c->write == W_FULL || c->write == W_SQL),
         "unexpected stored special chunk of kind %d", ci.special);
     REQ(len == (size_t)(32 + g->itemsize), "repeated-value chunk of %zu bytes", len);
     ff->n_value++;
@@ -873,7 +1239,8 @@ static int check_frame(caterva_ctx *ctx, const icase *c, const dtype_desc *dt, c
         REQ(kind != 4, "uninitialised chunk %lld", (long long)i);
         REQ(kind != 1 || zero, "chunk %lld is special-zero but holds non-zero items",
             (long long)i);
-        REQ(kind != 2 || c->vkind == V_NAN, "unexpected NaN chunk %lld", (long long)i);
+        REQ(kind != 2 || c->vkind == V_NAN || (c->write == W_SQL && chunk_all(c, g, raw, i, 1)),
+            "unexpected NaN chunk %lld", (long long)i);
         spans[i][0] = spans[i][1] = -1;
         continue;
       }
@@ -907,9 +1274,19 @@ static int check_frame(caterva_ctx *ctx, const icase *c, const dtype_desc *dt, c
         sum += (int64_t)cl;
       }
     }
-    REQ(sum == ff->cbytes, "stored chunks hold %lld bytes, header cbytes %lld", (long long)sum,
+    /* SQL-written contiguous files may keep dead bytes (see the top comment) */
+    REQ(sum == ff->cbytes || (c->write == W_SQL && !c->sparse && sum < ff->cbytes),
+        "stored chunks hold %lld bytes, header cbytes %lld", (long long)sum,
         (long long)ff->cbytes);
-    if (!c->sparse) {
+    ff->dead = ff->cbytes - sum;
+    if (!c->sparse && c->write == W_SQL) {
+      /* Dead bytes allowed: the stored chunks are disjoint and inside [0, cbytes). */
+      for (int64_t i = 0; i < ff->nchunks; i++)
+        for (int64_t j = i + 1; spans[i][1] >= 0 && j < ff->nchunks; j++)
+          REQ(spans[j][1] < 0 || spans[i][0] + spans[i][1] <= spans[j][0] ||
+                  spans[j][0] + spans[j][1] <= spans[i][0],
+              "chunks %lld and %lld overlap", (long long)i, (long long)j);
+    } else if (!c->sparse) {
       /* No dead bytes: the stored chunks tile [0, cbytes) exactly (offsets in any order). */
       int64_t at = 0;
       for (;;) {
@@ -932,7 +1309,8 @@ static int check_frame(caterva_ctx *ctx, const icase *c, const dtype_desc *dt, c
         unsigned long long num;
         char tail[16];
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
-            strcmp(de->d_name, "chunks.b2frame") == 0)
+            strcmp(de->d_name, "chunks.b2frame") == 0 ||
+            (c->write == W_SQL && strcmp(de->d_name, ".b2lock") == 0))
           continue;
         nfiles++;
         if (strlen(de->d_name) != 14 || sscanf(de->d_name, "%8llX%15s", &num, tail) != 2 ||
@@ -1000,10 +1378,73 @@ static void check_negative(caterva_ctx *ctx, const icase *c, const dtype_desc *d
   free(m);
 }
 
+/* The relaxed check of SQL-written contiguous files must still reject overlapping chunks:
+ * the index is rewritten so that the smallest stored chunk also stands for another stored
+ * chunk (which is no smaller: the sum of chunk sizes stays <= cbytes, every chunk still
+ * decompresses, and only the overlap check can tell). */
+static void check_negative_sql(caterva_ctx *ctx, const icase *c, const dtype_desc *dt,
+                               const geom *g, const uint8_t *raw, const char *path,
+                               const uint8_t *f, size_t len, const expected_vl *vl, int nvl) {
+  frame_facts ff;
+  char err[512] = "";
+  int64_t hl = (int64_t)be(f + 11, 4), cb = (int64_t)be(f + 39, 8), tlen;
+  int64_t ioff = hl + cb, nch = g->nchunks, small = -1, other = -1, smallsz = 0;
+  caterva_chunk_info ii;
+  uint8_t *idx = malloc((size_t)nch * 8), *cidx = malloc((size_t)nch * 8 + 64), *m = NULL;
+  int32_t clen = -1;
+  int rejected = 0;
+  caterva_cparams cp;
+  tlen = (int64_t)be(f + len - 22, 4);
+  if (idx && cidx && caterva_chunk_info_get(f + ioff, len - (size_t)ioff, &ii) == 0 &&
+      caterva_chunk_decompress(ctx, f + ioff, (size_t)ii.cbytes, idx, (int32_t)nch * 8) ==
+          nch * 8) {
+    for (int64_t i = 0; i < nch; i++) {
+      int64_t e = (int64_t)(idx[8 * i] | (uint64_t)idx[8 * i + 1] << 8 |
+                            (uint64_t)idx[8 * i + 2] << 16 | (uint64_t)idx[8 * i + 3] << 24 |
+                            (uint64_t)idx[8 * i + 4] << 32 | (uint64_t)idx[8 * i + 5] << 40 |
+                            (uint64_t)idx[8 * i + 6] << 48 | (uint64_t)idx[8 * i + 7] << 56);
+      int64_t sz;
+      if (e < 0 || hl + e + 16 > ioff) continue;
+      sz = (int64_t)f[hl + e + 12] | (int64_t)f[hl + e + 13] << 8 |
+           (int64_t)f[hl + e + 14] << 16 | (int64_t)f[hl + e + 15] << 24;
+      if (small < 0 || sz < smallsz) {
+        small = i;
+        smallsz = sz;
+      }
+    }
+    for (int64_t i = 0; i < nch && small >= 0 && other < 0; i++)
+      if (i != small && (idx[8 * i + 7] & 0x80) == 0) other = i;
+    caterva_cparams_init(&cp);
+    cp.typesize = 8;
+    if (small >= 0 && other >= 0) {
+      memcpy(idx + 8 * other, idx + 8 * small, 8);
+      clen = caterva_chunk_compress(ctx, &cp, idx, (int32_t)nch * 8, cidx, (int32_t)nch * 8 + 64);
+    }
+  }
+  if (clen > 0 && (m = malloc(len + (size_t)clen)) != NULL) {
+    size_t n = 0;
+    memcpy(m, f, (size_t)ioff);
+    n = (size_t)ioff;
+    memcpy(m + n, cidx, (size_t)clen);
+    n += (size_t)clen;
+    memcpy(m + n, f + len - tlen, (size_t)tlen);
+    n += (size_t)tlen;
+    put_be(m + 16, n, 8);
+    rejected = !check_frame(ctx, c, dt, g, raw, path, m, n, vl, nvl, &ff, err, sizeof err) &&
+               strstr(err, "overlap") != NULL;
+  }
+  tap_ok(rejected, "%s: the relaxed (dead bytes allowed) check still rejects overlapping "
+         "chunks: %s", c->name, err);
+  free(idx);
+  free(cidx);
+  free(m);
+}
+
 /* ---- per case ------------------------------------------------------------------------- */
 
 typedef struct case_result {
   int written;
+  int64_t gen; /* SQL cases: the sidecar's generation counter after the connection closed */
   char sha[65];
   int64_t rawlen;
   frame_facts ff;
@@ -1026,26 +1467,43 @@ static void run_case(caterva_ctx *ctx1, caterva_ctx *ctx2, const char *dir, cons
   uint8_t *raw = NULL, *buf = NULL, *frame = NULL;
   char path[4096], rawpath[4096], err[512] = "";
   caterva_array *a = NULL;
-  msgpack_sbuffer attrs, dims;
-  expected_vl vl[2];
-  int nvl = 0, ok;
+  msgpack_sbuffer attrs, dims, fillmp;
+  expected_vl vl[3];
+  int nvl = 0, ok, ntxn = 0;
   size_t flen = 0;
+  const sqlcase *sq = c->write == W_SQL ? find_sql(c->name) : NULL;
+  char names[MAXD][32];
+  const char *const *want_names = DIM_NAMES;
+  const char *sql_names[MAXD];
   memset(res, 0, sizeof *res);
   pack_attrs(&attrs);
-  pack_dim_names(&dims);
-  if (!tap_ok(dt != NULL, "%s: dtype %s known", c->name, c->dtype)) goto leave;
+  msgpack_sbuffer_init(&fillmp);
+  if (sq != NULL) {
+    sql_colnames(c, sq, names);
+    for (int k = 0; k < c->ndim; k++) sql_names[k] = names[k];
+    want_names = sql_names;
+    pack_names(&dims, names, c->ndim);
+  } else {
+    pack_dim_names(&dims);
+  }
+  if (!tap_ok(dt != NULL && (c->write == W_SQL) == (sq != NULL), "%s: dtype %s known", c->name,
+              c->dtype))
+    goto leave;
   geom_init(c, dt->itemsize, &g);
-  raw = gen_raw(c, dt, &g);
+  if (sq != NULL) pack_sql_fill(dt, sq, &fillmp);
+  raw = sq != NULL ? sql_expected(c, dt, &g, sq) : gen_raw(c, dt, &g);
   res->rawlen = g.nitems * dt->itemsize;
   snprintf(path, sizeof path, "%s/%s.%s", dir, c->name, c->sparse ? "b2frame" : "b2nd");
   snprintf(rawpath, sizeof rawpath, "%s/raw/%s.raw", dir, c->name);
   ok = raw != NULL && write_file(rawpath, raw, (size_t)res->rawlen) == 0;
   if (ok) cat_sha256_hex(raw, (size_t)res->rawlen, res->sha);
-  ok = ok && write_case(ctx, c, path, raw, res->rawlen) == 0;
+  if (sq != NULL) ok = ok && write_sql_case(c, sq, path, &ntxn, err, sizeof err) == 0;
+  else ok = ok && write_case(ctx, c, path, raw, res->rawlen) == 0;
   res->written = ok;
-  if (!tap_ok(ok, "%s: written (%lld raw bytes) %s", c->name, (long long)res->rawlen,
-              caterva_ctx_errmsg(ctx)))
+  if (!tap_ok(ok, "%s: written (%lld raw bytes)%s %s", c->name, (long long)res->rawlen,
+              sq != NULL ? " through SQL" : "", sq != NULL ? err : caterva_ctx_errmsg(ctx)))
     goto leave;
+  if (sq != NULL) res->gen = sidecar_counter(c, path);
 
   /* Reopen and read back. */
   ok = caterva_array_open(ctx1, path, CATERVA_OPEN_READ, &a) == 0;
@@ -1081,6 +1539,8 @@ static void run_case(caterva_ctx *ctx1, caterva_ctx *ctx2, const char *dir, cons
     res->nvl = caterva_schunk_vlmeta_count(sc);
     for (int k = 0; k < res->nvl && k < 4; k++)
       res->vlnames[k] = strdup(caterva_schunk_vlmeta_name(sc, k));
+    if (sq != NULL)
+      vl[nvl++] = (expected_vl){"_FillValue", (uint8_t *)fillmp.data, fillmp.size};
     if (c->attrs & A_ATTRS) vl[nvl++] = (expected_vl){"attrs", (uint8_t *)attrs.data, attrs.size};
     if (c->attrs & A_DIMNAMES)
       vl[nvl++] = (expected_vl){"_ARRAY_DIMENSIONS", (uint8_t *)dims.data, dims.size};
@@ -1093,10 +1553,10 @@ static void run_case(caterva_ctx *ctx1, caterva_ctx *ctx2, const char *dir, cons
       free(v);
     }
     if (ok && (c->attrs & A_DIMNAMES)) {
-      char **names = NULL;
-      ok = caterva_array_get_dim_names(ctx1, a, &names) == 0;
-      for (int k = 0; ok && k < c->ndim; k++) ok = strcmp(names[k], DIM_NAMES[k]) == 0;
-      caterva_array_free_names(names, c->ndim);
+      char **got = NULL;
+      ok = caterva_array_get_dim_names(ctx1, a, &got) == 0;
+      for (int k = 0; ok && k < c->ndim; k++) ok = strcmp(got[k], want_names[k]) == 0;
+      caterva_array_free_names(got, c->ndim);
     }
     tap_ok(ok, "%s: %d user attribute(s) read back", c->name, nvl);
   }
@@ -1113,6 +1573,8 @@ static void run_case(caterva_ctx *ctx1, caterva_ctx *ctx2, const char *dir, cons
            c->sparse ? "sparse" : "contiguous", ok ? "" : ": ", err);
     if (ok && strcmp(c->name, "w22_i32_2d_attrs_zstd") == 0)
       check_negative(ctx1, c, dt, &g, raw, path, frame, flen, vl, nvl);
+    if (ok && sq != NULL && !c->sparse && res->ff.dead > 0)
+      check_negative_sql(ctx1, c, dt, &g, raw, path, frame, flen, vl, nvl);
     tap_ok(res->ff.split_mismatch == 0, "%s: split flags follow the reference rule (%d differ)",
            c->name, res->ff.split_mismatch);
     if (c->sparse) {
@@ -1134,11 +1596,25 @@ static void run_case(caterva_ctx *ctx1, caterva_ctx *ctx2, const char *dir, cons
              c->name, (long long)res->ff.nchunks, (long long)res->ff.n_stored,
              (long long)res->ff.n_memcpy, (long long)res->ff.n_zero, (long long)res->ff.n_nan,
              (long long)res->ff.n_value, (long long)res->ff.file_nbytes);
+    if (sq != NULL && !c->sparse)
+      tap_diag("%s: %lld dead bytes in the chunk section, as the SQL writer left it", c->name,
+               (long long)res->ff.dead);
+  }
+  if (sq != NULL) {
+    /* +1 per exclusive acquisition: each write transaction, and for a contiguous file the
+     * extension's check at close (it compacts a written file with large dead space under the
+     * lock): taken when the file had dead bytes, so certainly when it still has some. */
+    int64_t extra = res->gen - ntxn;
+    tap_ok(extra == (res->ff.dead > 0) || (extra == 1 && !c->sparse && res->ff.dead == 0),
+           "%s: the .b2lock generation counter is %lld = %d write transactions + %lld "
+           "close-time check(s) (%lld dead bytes left)",
+           c->name, (long long)res->gen, ntxn, (long long)extra, (long long)res->ff.dead);
   }
 leave:
   caterva_array_free(a);
   msgpack_sbuffer_destroy(&attrs);
   msgpack_sbuffer_destroy(&dims);
+  msgpack_sbuffer_destroy(&fillmp);
   free(raw);
   free(buf);
   free(frame);
@@ -1163,6 +1639,74 @@ static void json_i64s(FILE *f, const int64_t *v, int n) {
   fputc(']', f);
 }
 
+/* The "values" text of a SQL case. */
+static void describe_sql(const icase *c, const sqlcase *s, char *out, size_t cap) {
+  char names[MAXD][32], f[512], box[512] = "";
+  size_t n = 0;
+  sql_colnames(c, s, names);
+  sql_formula(c, s, names, f, sizeof f);
+  for (int k = 0; k < c->ndim; k++)
+    n += (size_t)snprintf(box + n, sizeof box - n, "%s%s %lld..%lld", k ? ", " : "", names[k],
+                          (long long)s->del_lo[k], (long long)s->del_hi[k]);
+  snprintf(out, cap,
+           "written through SQL (statements in \"sql\"): every cell with %s < %lld set to v = %s "
+           "(c_k = the coordinates; SQLite int64 arithmetic, double once a REAL enters; float32 "
+           "rounds the double); then rows %s %lld..%lld: v = v * %g + %g; then the box %s reset "
+           "to the fill value %s; then rows %s %lld..%lld (growth) set to v = F as above; every "
+           "other cell added by growth holds the fill value",
+           names[0], (long long)s->shape0, f, names[0], (long long)s->upd_lo,
+           (long long)s->upd_hi, s->umul, s->uadd, box,
+           *s->fill                                ? s->fill
+           : find_dtype(c->dtype)->kind == K_FLOAT ? "NaN (the default)"
+                                                   : "0 (the default)",
+           names[0], (long long)s->grow_lo, (long long)s->grow_hi);
+  if (s->grow_first) {
+    size_t len = strlen(out);
+    snprintf(out + len, cap - len, " (the growth statement runs right after the first INSERT)");
+  }
+}
+
+/* The manifest keys only SQL cases have. */
+static void write_manifest_sql(FILE *f, const icase *c, const sqlcase *s, const case_result *r) {
+  sql_stmt *st = calloc(MAX_SQL_STMTS, sizeof *st);
+  const dtype_desc *dt = find_dtype(c->dtype);
+  char file[512];
+  int64_t shape0[MAXD];
+  int n, ntxn = 0;
+  for (int k = 0; k < c->ndim; k++) shape0[k] = k ? c->shape[k] : s->shape0;
+  fprintf(f, ",\n   \"initial_shape\": ");
+  json_i64s(f, shape0, c->ndim);
+  if (*s->fill) fprintf(f, ",\n   \"fill_value\": %s", s->fill);
+  else if (dt->kind == K_FLOAT) fprintf(f, ",\n   \"fill_value\": \"NaN\"");
+  else fprintf(f, ",\n   \"fill_value\": 0");
+  fprintf(f, ",\n   \"dead_bytes\": %lld", (long long)r->ff.dead);
+  if (*s->dims) {
+    char names[MAXD][32];
+    sql_colnames(c, s, names);
+    fprintf(f, ",\n   \"dim_names\": [");
+    for (int k = 0; k < c->ndim; k++) {
+      fprintf(f, "%s", k ? ", " : "");
+      json_str(f, names[k]);
+    }
+    fprintf(f, "]");
+  }
+  if (st == NULL) return;
+  snprintf(file, sizeof file, "%s.%s", c->name, c->sparse ? "b2frame" : "b2nd");
+  n = sql_statements(c, s, file, st, &ntxn);
+  fprintf(f, ",\n   \"write_transactions\": %d,\n   \"lock_generation_after_write\": %lld",
+          ntxn, (long long)r->gen);
+  fprintf(f, ",\n   \"sql\": [");
+  for (int i = 0; i < n; i++) {
+    fprintf(f, "%s\n    ", i ? "," : "");
+    json_str(f, st[i].text);
+  }
+  fprintf(f, "],\n   \"sql_failing\": [");
+  for (int i = 0, first = 1; i < n; i++)
+    if (st[i].must_fail) fprintf(f, "%s%d", first ? "" : ", ", i), first = 0;
+  fprintf(f, "]");
+  free(st);
+}
+
 static int write_manifest(const char *dir, const case_result *res) {
   char path[4096];
   FILE *f;
@@ -1182,13 +1726,18 @@ static int write_manifest(const char *dir, const case_result *res) {
     int64_t v[MAXD];
     char values[1024];
     const char *special = "none";
+    const sqlcase *sq = find_sql(c->name);
     if (!r->written || dt == NULL) continue;
-    describe_values(c, dt, values, sizeof values);
+    if (sq != NULL) describe_sql(c, sq, values, sizeof values);
+    else describe_values(c, dt, values, sizeof values);
     if (c->vkind == V_ZERO && c->ndim > 0 && r->ff.nchunks > 0) special = "all chunks special-zero";
     if (r->ff.nchunks == 0) special = "zero-length dimension";
     if (c->write == W_NANFILL) special = "caterva_array_create NaN fill (special-NaN offsets)";
     if (c->write == W_FULL) special = "caterva_array_create value fill (repeated-value chunks)";
     if (c->attrs) special = "user attributes in vlmetalayers";
+    if (sq != NULL)
+      special = "written through SQL: fill-valued cells (deleted box, grown rows), attribute "
+                "_FillValue, possibly dead bytes (contiguous), growth along dimension 0";
     fprintf(f, "%s\n  {\n", first ? "" : ",");
     first = 0;
     fprintf(f, "   \"name\": ");
@@ -1199,7 +1748,9 @@ static int write_manifest(const char *dir, const case_result *res) {
     fprintf(f, "   \"metalayer\": \"b2nd\",\n");
     fprintf(f, "   \"metalayers\": %s,\n", c->ndim <= 8 ? "[\"caterva\", \"b2nd\"]" : "[\"b2nd\"]");
     fprintf(f, "   \"writer\": \"libcaterva %s\",\n",
-            c->write == W_MEMSAVE   ? "caterva_array_from_buffer (memory) + caterva_array_save"
+            c->write == W_SQL ? "SQLite extension (CREATE VIRTUAL TABLE, INSERT, UPDATE, DELETE, "
+                                "growth by INSERT)"
+            : c->write == W_MEMSAVE ? "caterva_array_from_buffer (memory) + caterva_array_save"
             : c->write == W_FULL    ? "caterva_array_create CATERVA_FILL_VALUE (on-disk path)"
             : c->write == W_NANFILL ? "caterva_array_create CATERVA_FILL_NAN (on-disk path)"
                                     : "caterva_array_from_buffer (on-disk path)");
@@ -1247,7 +1798,9 @@ static int write_manifest(const char *dir, const case_result *res) {
     if (c->attrs & A_ATTRS)
       fprintf(f, ",\n   \"attrs\": {\"units\": \"K\", \"scale\": 2.5, \"source\": "
                  "\"caterva-sqlite test_interop\"}");
-    if (c->attrs & A_DIMNAMES) fprintf(f, ",\n   \"dim_names\": [\"time\", \"lat\", \"lon\"]");
+    if ((c->attrs & A_DIMNAMES) && sq == NULL)
+      fprintf(f, ",\n   \"dim_names\": [\"time\", \"lat\", \"lon\"]");
+    if (sq != NULL) write_manifest_sql(f, c, sq, r);
     fprintf(f, "\n  }");
   }
   fprintf(f, "\n ]\n}\n");
@@ -1340,6 +1893,33 @@ static void check_coverage(void) {
   tap_ok(ok, "coverage: %d cases, every codec, filter, frame kind, 1-d..8-d, dtype; attrs, "
              "dim names, uneven, size-1, empty, all-zero; %lld raw bytes in all",
          NCASES, (long long)total);
+  {
+    /* the cases written through SQL */
+    int n = 0, sframes[2] = {0}, scodecs[6] = {0}, ncodecs = 0, f32 = 0, ints = 0, d2 = 0,
+        d3 = 0, grow = 0, txn = 0, auto_ = 0, paired = 1;
+    for (int i = 0; i < NCASES; i++) {
+      const icase *c = &CASES[i];
+      const sqlcase *s = find_sql(c->name);
+      const dtype_desc *dt = find_dtype(c->dtype);
+      if ((c->write == W_SQL) != (s != NULL)) paired = 0;
+      if (s == NULL) continue;
+      n++;
+      sframes[c->sparse]++;
+      ncodecs += scodecs[c->codec]++ == 0;
+      f32 += strcmp(c->dtype, "float32") == 0;
+      ints += dt->kind == K_INT || dt->kind == K_UINT;
+      d2 += c->ndim == 2;
+      d3 += c->ndim == 3;
+      grow += s->shape0 < c->shape[0] && s->grow_hi + 1 == c->shape[0];
+      txn += s->txn;
+      auto_ += !s->txn;
+    }
+    tap_ok(paired && n == NSQLCASES && n >= 4 && sframes[0] && sframes[1] && ncodecs >= 2 &&
+               f32 && ints && d2 && d3 && grow == n && txn && auto_,
+           "coverage: %d cases written through SQL (contiguous and sparse, %d codecs, float32 "
+           "and integer dtypes, 2-d and 3-d, growth along dimension 0, autocommit and one "
+           "transaction)", n, ncodecs);
+  }
 }
 
 /* ---- SHA-256 self-test (FIPS 180-4 / NIST example vectors) ------------------------------ */
@@ -1415,12 +1995,28 @@ static void check_sha256(void) {
   }
 }
 
-int main(void) {
+/* Where the extension is: CATERVA_EXT, $top_builddir/.libs/caterva, or ../.libs/caterva from
+ * this program's directory (tests/ of the build tree). */
+static void find_extension(const char *argv0) {
+  const char *e = getenv("CATERVA_EXT"), *top = getenv("top_builddir");
+  if (e != NULL && *e) {
+    snprintf(g_ext_path, sizeof g_ext_path, "%s", e);
+  } else if (top != NULL && *top) {
+    snprintf(g_ext_path, sizeof g_ext_path, "%s/.libs/caterva", top);
+  } else {
+    const char *slash = strrchr(argv0, '/');
+    int n = slash ? (int)(slash - argv0) : 1;
+    snprintf(g_ext_path, sizeof g_ext_path, "%.*s/../.libs/caterva", n, slash ? argv0 : ".");
+  }
+}
+
+int main(int argc, char **argv) {
   const char *dir = getenv("CATERVA_INTEROP_OUT");
   char raw_dir[4200];
   caterva_ctx *ctx1 = NULL, *ctx2 = NULL;
   case_result *res = calloc(NCASES, sizeof *res);
   if (dir == NULL || *dir == '\0') dir = "tests/out/interop";
+  find_extension(argc > 0 ? argv[0] : "tests/test_interop");
   check_sha256();
   check_coverage();
   if (res == NULL || caterva_ctx_new(1, &ctx1) != 0 || caterva_ctx_new(2, &ctx2) != 0)
@@ -1430,6 +2026,13 @@ int main(void) {
   clean_out(dir);
   tap_ok(mkdir_p(raw_dir) == 0, "raw directory %s", raw_dir);
   for (int i = 0; i < NCASES; i++) run_case(ctx1, ctx2, dir, &CASES[i], &res[i]);
+  {
+    int dead = 0;
+    for (int i = 0; i < NCASES; i++)
+      dead += CASES[i].write == W_SQL && !CASES[i].sparse && res[i].written && res[i].ff.dead > 0;
+    tap_ok(dead > 0, "%d SQL-written contiguous file(s) keep dead bytes in the chunk section "
+           "(readers meet them here)", dead);
+  }
   tap_ok(write_manifest(dir, res) == 0, "manifest.json written");
   check_manifest(dir, res);
   tap_diag("interop files in %s", dir);

@@ -1,6 +1,7 @@
 """TAP output and the sqlite3 shell runner shared by the Python SQL tests (tests/test_sql_*.py)."""
 import os
 import subprocess
+import sys
 
 _results = []
 
@@ -34,3 +35,13 @@ def shell(shell_path, ext, sql, cwd):
     p = subprocess.run([shell_path, "-batch", ":memory:"], input=".load %s\n%s\n" % (ext, sql),
                        capture_output=True, text=True, cwd=cwd, env=env)
     return p.stdout, p.stderr
+
+
+def reexec_with_preload():
+    """In sanitizer builds, run this script again with the ASan runtime preloaded (Python
+    itself is not instrumented, the extension it loads is); leaks are not checked there."""
+    pre = os.environ.get("CATERVA_PRELOAD", "")
+    if pre and os.environ.get("LD_PRELOAD", "") != pre:
+        env = dict(os.environ, LD_PRELOAD=pre)
+        env["ASAN_OPTIONS"] = "detect_leaks=0:" + env.get("ASAN_OPTIONS", "")
+        os.execve(sys.executable, [sys.executable] + sys.argv, env)

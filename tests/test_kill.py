@@ -50,15 +50,7 @@ import sys
 import tempfile
 import time
 
-from sqltap import plan, report
-
-
-def reexec_with_preload():
-    pre = os.environ.get("CATERVA_PRELOAD", "")
-    if pre and os.environ.get("LD_PRELOAD", "") != pre:
-        env = dict(os.environ, LD_PRELOAD=pre)
-        env["ASAN_OPTIONS"] = "detect_leaks=0:" + env.get("ASAN_OPTIONS", "")
-        os.execve(sys.executable, [sys.executable] + sys.argv, env)
+from sqltap import plan, report, reexec_with_preload
 
 
 reexec_with_preload()

@@ -6,6 +6,7 @@
  */
 #include "frame_internal.h"
 #include "minijson.h"
+#include "fsutil.h"
 #include "tap.h"
 
 #include <dirent.h>
@@ -33,25 +34,6 @@ static int write_file(const char *path, const void *p, size_t n) {
   if (f == NULL) return -1;
   ok = fwrite(p, 1, n, f) == n;
   return fclose(f) == 0 && ok ? 0 : -1;
-}
-
-static void rm_tree(const char *path) {
-  struct stat st;
-  if (lstat(path, &st) != 0) return;
-  if (S_ISDIR(st.st_mode)) {
-    DIR *d = opendir(path);
-    struct dirent *e;
-    while (d != NULL && (e = readdir(d)) != NULL) {
-      char sub[1024];
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-      snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-      rm_tree(sub);
-    }
-    if (d != NULL) closedir(d);
-    rmdir(path);
-  } else {
-    unlink(path);
-  }
 }
 
 static size_t unhex(const char *s, uint8_t *out, size_t cap) {
@@ -807,6 +789,6 @@ int main(void) {
   test_edit_reference();
   test_malformed();
   caterva_ctx_free(ctx);
-  rm_tree(tmpdir);
+  tu_rm_tree(tmpdir);
   return tap_done();
 }

@@ -6,6 +6,7 @@
  * in a forked child; compaction under a reader.
  */
 #include "frame_internal.h" /* sc->broken: a failed commit that passed its commit point */
+#include "fsutil.h"
 #include "tap.h"
 
 #include <dirent.h>
@@ -24,25 +25,6 @@ static char tmpdir[256];
 static const char *store_name[] = {"memory", "contiguous", "sparse"};
 
 /* ---- files and snapshots ------------------------------------------------------------------ */
-
-static void rm_tree(const char *path) {
-  struct stat st;
-  if (lstat(path, &st) != 0) return;
-  if (S_ISDIR(st.st_mode)) {
-    DIR *d = opendir(path);
-    struct dirent *e;
-    while (d != NULL && (e = readdir(d)) != NULL) {
-      char sub[1024];
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-      snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-      rm_tree(sub);
-    }
-    if (d != NULL) closedir(d);
-    rmdir(path);
-  } else {
-    unlink(path);
-  }
-}
 
 static uint8_t *read_file(const char *path, size_t *len) {
   struct stat st;
@@ -146,7 +128,7 @@ static int bytes_equal(const char *path, const snap *s, const char *what) {
 
 /* Put the frame at path back to the bytes of s. */
 static int snap_restore(const char *path, int store, const snap *s) {
-  rm_tree(path);
+  tu_rm_tree(path);
   if (store == CATERVA_STORE_CONTIGUOUS) return s->n == 1 && write_file(path, s->data[0], s->len[0]) == 0;
   if (mkdir(path, 0777) != 0) return 0;
   for (int k = 0; k < s->n; k++) {
@@ -344,7 +326,7 @@ static int create_frame(const char *path, int store, state *st) {
   caterva_cparams cp;
   caterva_schunk *sc = NULL;
   int ok;
-  rm_tree(path);
+  tu_rm_tree(path);
   memset(st, 0, sizeof *st);
   metafill(st->meta, 0);
   caterva_cparams_init(&cp);
@@ -897,7 +879,7 @@ int main(void) {
     test_compact(store);
   }
   caterva_ctx_free(ctx);
-  rm_tree(tmpdir);
+  tu_rm_tree(tmpdir);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   tap_diag("%.2f s", (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
   return tap_done();

@@ -11,6 +11,7 @@
 #include "cvext.h"
 SQLITE_EXTENSION_INIT3
 
+#include <string.h>
 #include <unistd.h>
 
 /* Threads the library may use to decompress blocks of one chunk in parallel. */
@@ -25,6 +26,7 @@ int cvConnNew(CvConn **ppConn) {
   if (p == 0) return SQLITE_NOMEM;
   p->nRef = 1;
   p->pCtx = 0;
+  p->pTables = 0;
   if (caterva_ctx_new(nThread, &p->pCtx) != CATERVA_OK &&
       caterva_ctx_new(1, &p->pCtx) != CATERVA_OK) {
     sqlite3_free(p);
@@ -44,4 +46,97 @@ void cvConnUnref(void *pArg) {
   if (p == 0 || --p->nRef > 0) return;
   caterva_ctx_free(p->pCtx);
   sqlite3_free(p);
+}
+
+int cvConnAddTable(CvConn *p, const char *zSchema, const char *zName, const char *zPath,
+                   void *pTab) {
+  CvTableRef *pRef = sqlite3_malloc(sizeof(*pRef));
+  if (pRef == 0) return SQLITE_NOMEM;
+  pRef->zSchema = sqlite3_mprintf("%s", zSchema);
+  pRef->zName = sqlite3_mprintf("%s", zName);
+  if (pRef->zSchema == 0 || pRef->zName == 0) {
+    sqlite3_free(pRef->zSchema);
+    sqlite3_free(pRef->zName);
+    sqlite3_free(pRef);
+    return SQLITE_NOMEM;
+  }
+  pRef->zPath = zPath;
+  pRef->pTab = pTab;
+  pRef->pNext = p->pTables;
+  p->pTables = pRef;
+  return SQLITE_OK;
+}
+
+void cvConnRemoveTable(CvConn *p, void *pTab) {
+  for (CvTableRef **pp = &p->pTables; *pp; pp = &(*pp)->pNext) {
+    CvTableRef *pRef = *pp;
+    if (pRef->pTab != pTab) continue;
+    *pp = pRef->pNext;
+    sqlite3_free(pRef->zSchema);
+    sqlite3_free(pRef->zName);
+    sqlite3_free(pRef);
+    return;
+  }
+}
+
+int cvConnRenameTable(CvConn *p, void *pTab, const char *zNew) {
+  for (CvTableRef *pRef = p->pTables; pRef; pRef = pRef->pNext) {
+    char *z;
+    if (pRef->pTab != pTab) continue;
+    z = sqlite3_mprintf("%s", zNew);
+    if (z == 0) return SQLITE_NOMEM;
+    sqlite3_free(pRef->zName);
+    pRef->zName = z;
+  }
+  return SQLITE_OK;
+}
+
+/* Does "schema.name" or "name" (zArg) name table pRef? */
+static int cvTableRefMatches(const CvTableRef *pRef, const char *zArg) {
+  size_t nSchema = strlen(pRef->zSchema);
+  if (sqlite3_stricmp(zArg, pRef->zName) == 0) return 1;
+  return sqlite3_strnicmp(zArg, pRef->zSchema, (int)nSchema) == 0 && zArg[nSchema] == '.' &&
+         sqlite3_stricmp(zArg + nSchema + 1, pRef->zName) == 0;
+}
+
+/* Connect table zArg ("name" or "schema.name") if the schema has it; errors are ignored (the
+** argument is then a path). */
+static void cvConnectByName(sqlite3 *db, const char *zArg) {
+  const char *zDot = strchr(zArg, '.');
+  sqlite3_stmt *pStmt = 0;
+  char *zSql;
+  if (zDot && strchr(zDot + 1, '.') == 0)
+    zSql = sqlite3_mprintf("SELECT 0 FROM \"%.*w\".\"%w\"", (int)(zDot - zArg), zArg, zDot + 1);
+  else
+    zSql = sqlite3_mprintf("SELECT 0 FROM \"%w\"", zArg);
+  if (zSql == 0) return;
+  (void)sqlite3_prepare_v2(db, zSql, -1, &pStmt, 0);
+  sqlite3_finalize(pStmt);
+  sqlite3_free(zSql);
+}
+
+static const CvTableRef *cvConnFind(CvConn *p, const char *zArg) {
+  const CvTableRef *pFound = 0;
+  /* The first match in "main", then "temp", then the others, as SQLite resolves an unqualified
+  ** name; a qualified one matches one table at most. */
+  for (const CvTableRef *pRef = p->pTables; pRef; pRef = pRef->pNext) {
+    if (!cvTableRefMatches(pRef, zArg)) continue;
+    if (pFound == 0 || sqlite3_stricmp(pRef->zSchema, "main") == 0 ||
+        (sqlite3_stricmp(pRef->zSchema, "temp") == 0 &&
+         sqlite3_stricmp(pFound->zSchema, "main") != 0))
+      pFound = pRef;
+  }
+  return pFound;
+}
+
+const char *cvConnResolve(CvConn *p, sqlite3 *db, const char *zArg, void **ppTab) {
+  const CvTableRef *pFound = cvConnFind(p, zArg);
+  *ppTab = 0;
+  if (pFound == 0 && db) {
+    cvConnectByName(db, zArg);
+    pFound = cvConnFind(p, zArg);
+  }
+  if (pFound == 0) return zArg;
+  *ppTab = pFound->pTab;
+  return pFound->zPath;
 }

@@ -31,13 +31,39 @@
 ** and each SQL function hold it and SQLite calls their destructors one by one.
 */
 typedef struct CvConn CvConn;
+typedef struct CvTableRef CvTableRef;
 struct CvConn {
-  caterva_ctx *pCtx;   /* Library context of this connection */
-  int nRef;            /* Registrations still holding this object */
+  caterva_ctx *pCtx;      /* Library context of this connection */
+  int nRef;               /* Registrations still holding this object */
+  CvTableRef *pTables;    /* The caterva tables open in this connection */
+};
+
+/* A caterva table open in a connection, so that functions taking '<table or path>' find it. */
+struct CvTableRef {
+  char *zSchema;          /* "main", "temp" or an attached schema */
+  char *zName;            /* The table's name */
+  const char *zPath;      /* The table's array file (owned by the table) */
+  void *pTab;             /* The table (a CvVtab of vtab_internal.h) */
+  CvTableRef *pNext;
 };
 
 /* A new connection state holding one reference (the caller's); SQLITE_NOMEM on failure. */
 int cvConnNew(CvConn **ppConn);
+/* Record the open table pTab named zSchema.zName, whose file is zPath (which must outlive the
+** record: the table owns it). SQLITE_NOMEM on failure. */
+int cvConnAddTable(CvConn *p, const char *zSchema, const char *zName, const char *zPath,
+                   void *pTab);
+/* Forget table pTab (no-op when it was never recorded). */
+void cvConnRemoveTable(CvConn *p, void *pTab);
+/* ALTER TABLE RENAME of table pTab to zNew. SQLITE_NOMEM on failure (the old name stays). */
+int cvConnRenameTable(CvConn *p, void *pTab, const char *zNew);
+/* What a '<table or path>' argument names: when zArg is "name" or "schema.name" of a caterva
+** table open in this connection (names compared as SQLite does, case-insensitively), that
+** table's file, with *ppTab set to the table; otherwise zArg itself, a path, with *ppTab NULL.
+** A table of the schema that is not connected yet (a new connection, a renamed table) is
+** connected first by preparing a statement on db that names it. The result points into the
+** table or into zArg. */
+const char *cvConnResolve(CvConn *p, sqlite3 *db, const char *zArg, void **ppTab);
 /* Take and drop a reference (the last release frees the context). */
 CvConn *cvConnRef(CvConn *p);
 void cvConnUnref(void *p);
@@ -45,6 +71,19 @@ void cvConnUnref(void *p);
 /* Register the module and the functions. Each takes its own references to pConn. */
 int cvRegisterVtab(sqlite3 *db, CvConn *pConn);
 int cvRegisterFunctions(sqlite3 *db, CvConn *pConn);
+/* io.c: caterva_import(). */
+int cvRegisterIo(sqlite3 *db, CvConn *pConn);
+
+/* The importers caterva_import() dispatches to (io_npy.c, io_netcdf.c, io_bcolz.c): convert
+** source zSrc into a new array zDst (an error if it exists); zVar (may be NULL) chooses what to
+** import, zOpt (may be NULL) is the importer's option string. Each sets the SQL result (or an
+** error) on pCtx. */
+void cvImportNpy(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, const char *zDst,
+                 const char *zVar, const char *zOpt);
+void cvImportNetcdf(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, const char *zDst,
+                    const char *zVar, const char *zOpt);
+void cvImportBcolz(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, const char *zDst,
+                   const char *zVar, const char *zOpt);
 
 /*
 ** How the items of an array become SQL values (see "The SQL surface" in design.md).

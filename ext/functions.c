@@ -54,18 +54,21 @@ static void cvResultLibError(sqlite3_context *pCtx, CvConn *pConn, const char *z
   sqlite3_free(z);
 }
 
-/* Open the array named by argument pPath (read-only); NULL after reporting an error. */
+/* Open the array named by argument pPath, a caterva table of this connection or a file
+** (read-only; a table's committed state); NULL after reporting an error. */
 static caterva_array *cvOpenArg(sqlite3_context *pCtx, CvConn *pConn, sqlite3_value *pPath,
                                 const char *zFunc) {
   const char *zPath = (const char *)sqlite3_value_text(pPath);
   caterva_array *pArr = 0;
+  void *pTab;
   int rc;
   if (zPath == 0 || zPath[0] == 0) {
-    char *z = sqlite3_mprintf("%s: the first argument must be a file name", zFunc);
+    char *z = sqlite3_mprintf("%s: the first argument must be a table or a file name", zFunc);
     sqlite3_result_error(pCtx, z ? z : zFunc, -1);
     sqlite3_free(z);
     return 0;
   }
+  zPath = cvConnResolve(pConn, sqlite3_context_db_handle(pCtx), zPath, &pTab);
   rc = caterva_array_open(pConn->pCtx, zPath, CATERVA_OPEN_READ, &pArr);
   if (rc < 0) {
     char *zWhat = sqlite3_mprintf("cannot open \"%s\"", zPath);

@@ -58,6 +58,7 @@ int cvLibError(CvVtab *pTab, int rc) {
 
 static void cvVtabFree(CvVtab *pTab) {
   if (pTab == 0) return;
+  if (pTab->pConn) cvConnRemoveTable(pTab->pConn, pTab);
   if (pTab->bInTxn) (void)cvTxnRollback(&pTab->base);
   cvCompactOnClose(pTab);
   cvCacheClear(&pTab->cache);
@@ -166,6 +167,7 @@ static int cvConnectImpl(sqlite3 *db, void *pAux, int argc, const char *const *a
   if (rc == SQLITE_OK) rc = cvKeepNames(pTab, azName);
   if (rc == SQLITE_OK) rc = cvDeclare(db, pTab, azName, pzErr);
   if (rc == SQLITE_OK) rc = sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
+  if (rc == SQLITE_OK) rc = cvConnAddTable(pConn, argv[1], argv[2], pTab->zPath, pTab);
 connect_out:
   for (i = 0; i <= CV_MAX_DIM; i++) sqlite3_free(azName[i]);
   cvOptionsFree(&opt);
@@ -202,11 +204,11 @@ static int catervaDestroy(sqlite3_vtab *pVtab) {
   return SQLITE_OK;
 }
 
-/* ALTER TABLE RENAME: nothing is stored under the table's name. */
+/* ALTER TABLE RENAME: nothing is stored under the table's name; the functions taking
+** '<table or path>' learn the new one. */
 static int catervaRename(sqlite3_vtab *pVtab, const char *zNew) {
-  (void)pVtab;
-  (void)zNew;
-  return SQLITE_OK;
+  CvVtab *pTab = (CvVtab *)pVtab;
+  return cvConnRenameTable(pTab->pConn, pTab, zNew);
 }
 
 /* ---- the module ----------------------------------------------------------------------- */

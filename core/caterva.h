@@ -233,6 +233,7 @@ int32_t caterva_chunk_getitems(caterva_ctx *ctx, const void *chunk, size_t len, 
 
 #include "caterva_frame.h"
 #include "caterva_array.h"
+#include "caterva_npy.h"
 
 #ifdef __cplusplus
 }

@@ -136,19 +136,9 @@ static int cvParseFilters(const char *zIn, caterva_cparams *cp, char **pzErr) {
   return SQLITE_OK;
 }
 
-/* Shapes, dtype and compression from the options into *pP (dtype into zDtype). */
-static int cvCreateParams(const CvOptions *p, caterva_array_params *pP, char *zDtype,
-                          size_t nDtype, char **pzErr) {
+int cvCreatePartition(const CvOptions *p, caterva_array_params *pP, char **pzErr) {
   int64_t a[CV_MAX_DIM];
-  int n, k;
-  caterva_array_params_init(pP);
-  n = cvParseList(p->zShape, 0, pP->shape);
-  if (n < 1) {
-    *pzErr = sqlite3_mprintf("caterva: shape= must list 1 to %d extents >= 0, like "
-                             "'365,180,360', not \"%s\"", CV_MAX_DIM, p->zShape);
-    return SQLITE_ERROR;
-  }
-  pP->ndim = n;
+  int n = pP->ndim, k;
   if (p->zBlocks && !p->zChunks) {
     *pzErr = sqlite3_mprintf("caterva: blocks= needs chunks=");
     return SQLITE_ERROR;
@@ -167,11 +157,6 @@ static int cvCreateParams(const CvOptions *p, caterva_array_params *pP, char *zD
       pP->blockshape[k] = (int32_t)a[k];
     }
   }
-  if (caterva_dtype_canonical(p->zDtype ? p->zDtype : "float64", zDtype, nDtype) != CATERVA_OK) {
-    *pzErr = sqlite3_mprintf("caterva: dtype=: unknown dtype \"%s\"", p->zDtype);
-    return SQLITE_ERROR;
-  }
-  pP->dtype = zDtype;
   if (p->zCodec && cvParseCodec(p->zCodec, &pP->cparams.codec)) {
     *pzErr = sqlite3_mprintf("caterva: codec= must be blosclz, lz4, lz4hc, zlib or zstd, "
                              "not \"%s\"", p->zCodec);
@@ -190,6 +175,26 @@ bad_parts:
   *pzErr = sqlite3_mprintf("caterva: chunks= and blocks= must list %d extents >= 1 (blocks "
                            "no larger than chunks)", n);
   return SQLITE_ERROR;
+}
+
+/* Shapes, dtype and compression from the options into *pP (dtype into zDtype). */
+static int cvCreateParams(const CvOptions *p, caterva_array_params *pP, char *zDtype,
+                          size_t nDtype, char **pzErr) {
+  int n;
+  caterva_array_params_init(pP);
+  n = cvParseList(p->zShape, 0, pP->shape);
+  if (n < 1) {
+    *pzErr = sqlite3_mprintf("caterva: shape= must list 1 to %d extents >= 0, like "
+                             "'365,180,360', not \"%s\"", CV_MAX_DIM, p->zShape);
+    return SQLITE_ERROR;
+  }
+  pP->ndim = n;
+  if (caterva_dtype_canonical(p->zDtype ? p->zDtype : "float64", zDtype, nDtype) != CATERVA_OK) {
+    *pzErr = sqlite3_mprintf("caterva: dtype=: unknown dtype \"%s\"", p->zDtype);
+    return SQLITE_ERROR;
+  }
+  pP->dtype = zDtype;
+  return cvCreatePartition(p, pP, pzErr);
 }
 
 /* The fill item for fill= (or the default) of a dtype. */
@@ -220,9 +225,14 @@ static int cvRemoveOne(const char *zPath, const struct stat *st, int flag, struc
   return remove(zPath);
 }
 
-/* Remove a frame file or sparse directory made under a temporary name. */
-static void cvRemoveTemp(const char *zPath) {
-  (void)nftw(zPath, cvRemoveOne, 8, FTW_DEPTH | FTW_PHYS);
+void cvCreateRemoveTemp(const char *zTmp) {
+  (void)nftw(zTmp, cvRemoveOne, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+char *cvCreateTempName(const char *zPath) {
+  char *zTmp = sqlite3_mprintf("%s.creating-%d", zPath, (int)getpid());
+  if (zTmp) cvCreateRemoveTemp(zTmp); /* left by a crash of an earlier attempt of this pid */
+  return zTmp;
 }
 
 static int cvCreateLib(caterva_ctx *pCtx, int r, char **pzErr) {
@@ -239,6 +249,21 @@ static int cvStoreDims(caterva_ctx *pCtx, caterva_array *pArr, const char *zDims
   if (rc != SQLITE_OK) return rc;
   r = caterva_array_set_dim_names(pCtx, pArr, (const char *const *)azName);
   for (k = 0; k < nDim; k++) sqlite3_free(azName[k]);
+  return r < 0 ? cvCreateLib(pCtx, r, pzErr) : SQLITE_OK;
+}
+
+int cvCreatePublish(CvConn *pConn, caterva_array *pArr, const char *zPath, const char *zDims,
+                    char **pzErr) {
+  caterva_ctx *pCtx = pConn->pCtx;
+  int rc = SQLITE_OK, r;
+  if (zDims) rc = cvStoreDims(pCtx, pArr, zDims, caterva_array_ndim(pArr), pzErr);
+  if (rc != SQLITE_OK) return rc;
+  r = caterva_schunk_compact(pCtx, caterva_array_schunk(pArr), 1);
+  if (r >= 0) r = caterva_schunk_rename(pCtx, caterva_array_schunk(pArr), zPath);
+  if (r == CATERVA_E_EXISTS) {
+    *pzErr = sqlite3_mprintf("caterva: '%s' was created by someone else meanwhile", zPath);
+    return SQLITE_ERROR;
+  }
   return r < 0 ? cvCreateLib(pCtx, r, pzErr) : SQLITE_OK;
 }
 
@@ -274,9 +299,8 @@ int cvCreateArray(CvConn *pConn, const CvOptions *p, char **pzErr) {
   }
   rc = cvFillItem(p, &item, aFill, pzErr);
   if (rc != SQLITE_OK) return rc;
-  zTmp = sqlite3_mprintf("%s.creating-%d", p->zPath, (int)getpid());
+  zTmp = cvCreateTempName(p->zPath);
   if (zTmp == 0) return SQLITE_NOMEM;
-  cvRemoveTemp(zTmp); /* left by a crash of an earlier attempt of this process id */
   par.store = bSparse ? CATERVA_STORE_SPARSE : CATERVA_STORE_CONTIGUOUS;
   par.path = zTmp;
   r = caterva_array_create(pCtx, &par, CATERVA_FILL_VALUE, aFill, &pArr);
@@ -286,20 +310,10 @@ int cvCreateArray(CvConn *pConn, const CvOptions *p, char **pzErr) {
   }
   r = caterva_array_set_fill(pCtx, pArr, aFill, 1);
   if (r < 0) rc = cvCreateLib(pCtx, r, pzErr);
-  if (rc == SQLITE_OK && p->zDims) rc = cvStoreDims(pCtx, pArr, p->zDims, par.ndim, pzErr);
-  if (rc == SQLITE_OK) {
-    r = caterva_schunk_compact(pCtx, caterva_array_schunk(pArr), 1);
-    if (r >= 0) r = caterva_schunk_rename(pCtx, caterva_array_schunk(pArr), p->zPath);
-    if (r == CATERVA_E_EXISTS) {
-      *pzErr = sqlite3_mprintf("caterva: '%s' was created by someone else meanwhile", p->zPath);
-      rc = SQLITE_ERROR;
-    } else if (r < 0) {
-      rc = cvCreateLib(pCtx, r, pzErr);
-    }
-  }
+  if (rc == SQLITE_OK) rc = cvCreatePublish(pConn, pArr, p->zPath, p->zDims, pzErr);
 create_out:
   caterva_array_free(pArr);
-  if (rc != SQLITE_OK) cvRemoveTemp(zTmp);
+  if (rc != SQLITE_OK) cvCreateRemoveTemp(zTmp);
   sqlite3_free(zTmp);
   return rc;
 }

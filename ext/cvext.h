@@ -68,11 +68,26 @@ const char *cvConnResolve(CvConn *p, sqlite3 *db, const char *zArg, void **ppTab
 CvConn *cvConnRef(CvConn *p);
 void cvConnUnref(void *p);
 
+/* Helpers of functions.c shared by the other SQL functions (io.c, io_*.c, png.c).
+** cvOpenArg: open the array named by pPath, a caterva table of this connection or a file
+** (read-only: a table's committed state); NULL after setting an error on pCtx (zFunc names
+** the function in the message). Free it with caterva_array_free.
+** cvResultLibError: report a failed library call rc ("caterva: zWhat: ...") on pCtx.
+** cvBoxArgs: the box [aStart, aStop) given by two JSON arrays of integers, as caterva_slice
+** takes them (a NULL pointer or SQL NULL: the whole extent); 0 after reporting an error. */
+caterva_array *cvOpenArg(sqlite3_context *pCtx, CvConn *pConn, sqlite3_value *pPath,
+                         const char *zFunc);
+void cvResultLibError(sqlite3_context *pCtx, CvConn *pConn, const char *zWhat, int rc);
+int cvBoxArgs(sqlite3_context *pCtx, const char *zFunc, caterva_array *pArr,
+              sqlite3_value *pStart, sqlite3_value *pStop, int64_t *aStart, int64_t *aStop);
+
 /* Register the module and the functions. Each takes its own references to pConn. */
 int cvRegisterVtab(sqlite3 *db, CvConn *pConn);
 int cvRegisterFunctions(sqlite3 *db, CvConn *pConn);
-/* io.c: caterva_import(). */
+/* io.c: caterva_import() and caterva_export(). */
 int cvRegisterIo(sqlite3 *db, CvConn *pConn);
+/* io_export.c: caterva_export(src, dst [, start, stop]), registered by cvRegisterIo. */
+void cvExportFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 
 /* The importers caterva_import() dispatches to (io_npy.c, io_netcdf.c, io_bcolz.c): convert
 ** source zSrc into a new array zDst (an error if it exists); zVar (may be NULL) chooses what to

@@ -2,7 +2,8 @@
  * functions.c -- the SQL functions of the caterva extension.
  *
  *   caterva_version()                 the package version
- *   caterva_info(path)                JSON text describing the array in the file
+ *   caterva_info(path)                JSON text describing the array in the file (dims: the
+ *                                     names of the dimension columns a table gets by default)
  *   caterva_slice(path [, start, stop])
  *                                     BLOB of the items of the box [start, stop) (JSON arrays
  *                                     of integers; default: the whole array), C order, bytes
@@ -40,8 +41,7 @@ static void cvBlocksReadFunc(sqlite3_context *pCtx, int argc, sqlite3_value **ar
   sqlite3_result_int64(pCtx, caterva_ctx_blocks_decompressed(pConn->pCtx));
 }
 
-/* Report a failed library call rc from a function. */
-static void cvResultLibError(sqlite3_context *pCtx, CvConn *pConn, const char *zWhat, int rc) {
+void cvResultLibError(sqlite3_context *pCtx, CvConn *pConn, const char *zWhat, int rc) {
   const char *zMsg = caterva_ctx_errmsg(pConn->pCtx);
   char *z;
   if (rc == CATERVA_E_NOMEM) {
@@ -54,9 +54,7 @@ static void cvResultLibError(sqlite3_context *pCtx, CvConn *pConn, const char *z
   sqlite3_free(z);
 }
 
-/* Open the array named by argument pPath, a caterva table of this connection or a file
-** (read-only; a table's committed state); NULL after reporting an error. */
-static caterva_array *cvOpenArg(sqlite3_context *pCtx, CvConn *pConn, sqlite3_value *pPath,
+caterva_array *cvOpenArg(sqlite3_context *pCtx, CvConn *pConn, sqlite3_value *pPath,
                                 const char *zFunc) {
   const char *zPath = (const char *)sqlite3_value_text(pPath);
   caterva_array *pArr = 0;
@@ -233,6 +231,21 @@ static void cvJsonCparams(sqlite3_str *pStr, const caterva_cparams *pCp) {
   sqlite3_str_appendchar(pStr, 1, ']');
 }
 
+/* The dimension names a table gets by default: the file's, else d0, d1, ... */
+static void cvJsonDims(sqlite3_str *pStr, CvConn *pConn, caterva_array *pArr) {
+  int nDim = caterva_array_ndim(pArr), i;
+  char **azName = 0;
+  if (caterva_array_get_dim_names(pConn->pCtx, pArr, &azName) != CATERVA_OK) azName = 0;
+  sqlite3_str_appendchar(pStr, 1, '[');
+  for (i = 0; i < nDim; i++) {
+    if (i) sqlite3_str_appendchar(pStr, 1, ',');
+    if (azName && azName[i]) cvJsonString(pStr, azName[i], strlen(azName[i]));
+    else sqlite3_str_appendf(pStr, "\"d%d\"", i);
+  }
+  sqlite3_str_appendchar(pStr, 1, ']');
+  if (azName) caterva_array_free_names(azName, nDim);
+}
+
 /* caterva_info(path) -> JSON text. */
 static void cvInfoFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   CvConn *pConn = (CvConn *)sqlite3_user_data(pCtx);
@@ -252,7 +265,9 @@ static void cvInfoFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   nBytes = caterva_array_nitems(pArr) * caterva_array_itemsize(pArr);
   cBytes = caterva_schunk_cbytes(pSc);
   pStr = sqlite3_str_new(sqlite3_context_db_handle(pCtx));
-  sqlite3_str_appendf(pStr, "{\"ndim\":%d,\"shape\":", nDim);
+  sqlite3_str_appendf(pStr, "{\"ndim\":%d,\"dims\":", nDim);
+  cvJsonDims(pStr, pConn, pArr);
+  sqlite3_str_appendall(pStr, ",\"shape\":");
   cvJsonInt64Array(pStr, caterva_array_shape(pArr), nDim);
   sqlite3_str_appendall(pStr, ",\"chunkshape\":");
   cvJsonInt32Array(pStr, caterva_array_chunkshape(pArr), nDim);
@@ -336,33 +351,36 @@ static const char *cvParseIntArray(const char *z, int nDim, int64_t *a) {
   return 0;
 }
 
-/* Fill aStart/aStop from the arguments of caterva_slice; returns 0 after reporting an error. */
-static int cvSliceBox(sqlite3_context *pCtx, caterva_array *pArr, int argc, sqlite3_value **argv,
-                      int64_t *aStart, int64_t *aStop) {
+int cvBoxArgs(sqlite3_context *pCtx, const char *zFunc, caterva_array *pArr,
+              sqlite3_value *pStart, sqlite3_value *pStop, int64_t *aStart, int64_t *aStop) {
   const int64_t *aShape = caterva_array_shape(pArr);
+  sqlite3_value *apArg[2];
   int nDim = caterva_array_ndim(pArr), k, i;
+  apArg[0] = pStart;
+  apArg[1] = pStop;
   for (k = 0; k < nDim; k++) {
     aStart[k] = 0;
     aStop[k] = aShape[k];
   }
-  for (i = 1; i < argc; i++) {
-    const char *z = (const char *)sqlite3_value_text(argv[i]);
+  for (i = 0; i < 2; i++) {
+    const char *z;
     const char *zErr;
-    if (sqlite3_value_type(argv[i]) == SQLITE_NULL) continue;  /* NULL: the default */
-    zErr = z ? cvParseIntArray(z, nDim, i == 1 ? aStart : aStop) : "is not text";
+    if (apArg[i] == 0 || sqlite3_value_type(apArg[i]) == SQLITE_NULL) continue;  /* default */
+    z = (const char *)sqlite3_value_text(apArg[i]);
+    zErr = z ? cvParseIntArray(z, nDim, i == 0 ? aStart : aStop) : "is not text";
     if (zErr) {
-      char *zMsg = sqlite3_mprintf("caterva_slice: %s %s", i == 1 ? "start" : "stop", zErr);
-      sqlite3_result_error(pCtx, zMsg ? zMsg : "caterva_slice: bad box", -1);
+      char *zMsg = sqlite3_mprintf("%s: %s %s", zFunc, i == 0 ? "start" : "stop", zErr);
+      sqlite3_result_error(pCtx, zMsg ? zMsg : "caterva: bad box", -1);
       sqlite3_free(zMsg);
       return 0;
     }
   }
   for (k = 0; k < nDim; k++) {
     if (aStart[k] < 0 || aStart[k] > aStop[k] || aStop[k] > aShape[k]) {
-      char *zMsg = sqlite3_mprintf("caterva_slice: dimension %d: [%lld, %lld) is not inside "
-                                   "[0, %lld) with start <= stop", k, (long long)aStart[k],
+      char *zMsg = sqlite3_mprintf("%s: dimension %d: [%lld, %lld) is not inside "
+                                   "[0, %lld) with start <= stop", zFunc, k, (long long)aStart[k],
                                    (long long)aStop[k], (long long)aShape[k]);
-      sqlite3_result_error(pCtx, zMsg ? zMsg : "caterva_slice: box out of range", -1);
+      sqlite3_result_error(pCtx, zMsg ? zMsg : "caterva: box out of range", -1);
       sqlite3_free(zMsg);
       return 0;
     }
@@ -385,7 +403,9 @@ static void cvSliceFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   }
   pArr = cvOpenArg(pCtx, pConn, argv[0], "caterva_slice");
   if (pArr == 0) return;
-  if (!cvSliceBox(pCtx, pArr, argc, argv, aStart, aStop)) goto slice_out;
+  if (!cvBoxArgs(pCtx, "caterva_slice", pArr, argc == 3 ? argv[1] : 0, argc == 3 ? argv[2] : 0,
+                 aStart, aStop))
+    goto slice_out;
   nByte = caterva_array_itemsize(pArr);
   for (k = 0; k < caterva_array_ndim(pArr); k++) nByte *= (double)(aStop[k] - aStart[k]);
   if (nByte > (double)sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1)) {

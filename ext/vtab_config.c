@@ -142,6 +142,37 @@ int cvOptionsParse(CvOptions *pOpt, int argc, const char *const *argv, char **pz
   return SQLITE_OK;
 }
 
+int cvOptionsParseString(CvOptions *pOpt, const char *zOpt, char **pzErr) {
+  const char *z = zOpt ? zOpt : "";
+  int rc = SQLITE_OK;
+  memset(pOpt, 0, sizeof(*pOpt));
+  pOpt->nCacheMb = CV_DEFAULT_CACHE_MB;
+  while (rc == SQLITE_OK) {
+    const char *zStart;
+    char q = 0, *zArg;
+    while (*z == ' ' || *z == '\t' || *z == '\n' || *z == '\r') z++;
+    if (*z == 0) break;
+    for (zStart = z; *z && (q || (*z != ' ' && *z != '\t' && *z != '\n' && *z != '\r')); z++) {
+      if (q == 0 && (*z == '\'' || *z == '"' || *z == '`')) q = *z;
+      else if (q && *z == q) q = 0;
+    }
+    if (q) {
+      *pzErr = sqlite3_mprintf("caterva: unterminated quote in options \"%s\"", zOpt);
+      return SQLITE_ERROR;
+    }
+    zArg = sqlite3_mprintf("%.*s", (int)(z - zStart), zStart);
+    if (zArg == 0) return SQLITE_NOMEM;
+    if (strchr(zArg, '=') == 0 || zArg[0] == '=') {
+      *pzErr = sqlite3_mprintf("caterva: \"%s\" is not an option=value pair", zArg);
+      rc = SQLITE_ERROR;
+    } else {
+      rc = cvParseArg(pOpt, zArg, pzErr);
+    }
+    sqlite3_free(zArg);
+  }
+  return rc;
+}
+
 /* ---- columns -------------------------------------------------------------------------- */
 
 int cvSplitDims(const char *zDims, int nDim, char **azName, char **pzErr) {

@@ -143,6 +143,10 @@ struct CvOptions {
 /* Parse argv[3..argc) of xCreate/xConnect into *pOpt (zeroed first); writes *pzErr on error.
 ** The caller frees *pOpt with cvOptionsFree in every case. */
 int cvOptionsParse(CvOptions *pOpt, int argc, const char *const *argv, char **pzErr);
+/* Parse an option string "key=value key=value ..." (blank-separated; a value may be quoted
+** with ', " or ` to hold blanks) with the names and meanings of CREATE VIRTUAL TABLE's
+** options into *pOpt (zeroed first; zOpt may be NULL). Same ownership as cvOptionsParse. */
+int cvOptionsParseString(CvOptions *pOpt, const char *zOpt, char **pzErr);
 /* Free the strings of *p (not p itself). */
 void cvOptionsFree(CvOptions *p);
 /* Copy the geometry of the open array pTab->pArr into the table. */
@@ -201,6 +205,18 @@ int cvHasCreateOptions(const CvOptions *p);
 int cvCreateConflict(const CvOptions *p, char **pzErr);
 /* Create the array p->zPath from the creation options, atomically (writes *pzErr). */
 int cvCreateArray(CvConn *pConn, const CvOptions *p, char **pzErr);
+/* The partitioning and compression options (chunks=, blocks=, codec=, clevel=, filters=)
+** into *pP, whose ndim is set (other fields as caterva_array_params_init left them). Shared
+** by the importers (io_*.c), so their option strings mean what CREATE VIRTUAL TABLE's do. */
+int cvCreatePartition(const CvOptions *p, caterva_array_params *pP, char **pzErr);
+/* A new array is written under the temporary name cvCreateTempName(zPath) (sqlite3_free it;
+** NULL when out of memory), then cvCreatePublish stores the dimension names zDims (may be
+** NULL), compacts it and renames it to zPath without replacing anything. On failure the
+** caller frees the array and removes the temporary file with cvCreateRemoveTemp. */
+char *cvCreateTempName(const char *zPath);
+int cvCreatePublish(CvConn *pConn, caterva_array *pArr, const char *zPath, const char *zDims,
+                    char **pzErr);
+void cvCreateRemoveTemp(const char *zTmp);
 
 /* ---- vtab_txn.c ---------------------------------------------------------------------- */
 

@@ -227,6 +227,7 @@ void caterva_array_free(caterva_array *a) {
   if (a == NULL) return;
   caterva_schunk_free(a->sc);
   cat_wcache_free(a->wc);
+  cat_array_coords_reset(a);
   free(a->dtype);
   free(a);
 }
@@ -236,6 +237,7 @@ int cat_array_load_meta(caterva_ctx *ctx, caterva_array *a) {
   const uint8_t *content = NULL;
   int32_t len = 0;
   cat_array_meta m;
+  cat_array_coords_reset(a);
   a->has_b2nd = caterva_schunk_meta_get(a->sc, CAT_META_B2ND, &content, &len) >= 0;
   a->has_caterva = caterva_schunk_meta_get(a->sc, CAT_META_CATERVA, &content, &len) >= 0;
   CAT_CHECK(leave, a->has_b2nd || a->has_caterva, CATERVA_E_NOTFOUND,
@@ -735,6 +737,7 @@ static int resize_impl(caterva_ctx *ctx, caterva_array *a, const int64_t *new_sh
     old_grid[k] = a->g.gridshape[k];
   }
   CAT_TRY(leave, cat_geom_init(ctx, &ng, &m, a->g.itemsize));
+  CAT_TRY(leave, cat_array_coords_allow_shape(ctx, a, new_shape));
   had_chunks = a->g.nchunks > 0;
   /* Cached chunk images survive a change of the first extent only (chunk numbers stay). */
   for (int k = 1; k < m.ndim; k++)

@@ -120,6 +120,7 @@ void cat_fill_items(uint8_t *dst, int64_t n, int itemsize, int special, const ui
 
 typedef struct cat_wentry cat_wentry;
 typedef struct cat_wcache cat_wcache;
+typedef struct cat_coord_slot cat_coord_slot;
 
 struct caterva_array {
   caterva_schunk *sc;                 /* owned */
@@ -130,6 +131,8 @@ struct caterva_array {
   int fill_stored;                    /* it comes from the `_FillValue` attribute */
   cat_wcache *wc;                     /* write-back cache of chunk images, or NULL */
   int64_t wbudget;                    /* its size in bytes (0: default) */
+  cat_coord_slot *coords;             /* coords_ndim coordinates once read, or NULL */
+  int coords_ndim;
 };
 
 /* Shared by array.c and wcache.c. */
@@ -141,5 +144,9 @@ int cat_array_load_meta(caterva_ctx *ctx, caterva_array *a);
 void cat_wcache_free(cat_wcache *wc);
 /* Keep the cache consistent after a resize along the first axis. */
 void cat_wcache_reshaped(caterva_array *a);
+/* array_coords.c: forget the coordinates read (they are read again when asked for). */
+void cat_array_coords_reset(caterva_array *a);
+/* May the array take new_shape? Not beyond the labels of an explicit coordinate. */
+int cat_array_coords_allow_shape(caterva_ctx *ctx, caterva_array *a, const int64_t *new_shape);
 
 #endif /* CAT_ARRAY_INTERNAL_H */

@@ -132,6 +132,10 @@ bool cat_mp_str(cat_rdr *r, const uint8_t **p, uint32_t *n);
 bool cat_mp_number(cat_rdr *r, double *v);
 /* The C6 marker and u32 length of a bin32 (the payload is not consumed). */
 bool cat_mp_bin32_len(cat_rdr *r, uint32_t *n);
+/* A nil (consumed), or false (nothing consumed). */
+bool cat_mp_nil(cat_rdr *r);
+/* Skip one value of any type, nesting at most depth levels. */
+bool cat_mp_skip(cat_rdr *r, int depth);
 
 /* ---- overflow-checked arithmetic ---------------------------------------------------- */
 

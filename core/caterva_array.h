@@ -147,6 +147,96 @@ int caterva_array_get_dim_names(caterva_ctx *ctx, caterva_array *a, char ***name
 int caterva_array_set_dim_names(caterva_ctx *ctx, caterva_array *a, const char *const *names);
 void caterva_array_free_names(char **names, int n);
 
+/* -- coordinates: labels of a dimension's indices (the `_coords` attribute) -- */
+
+/** Kinds of coordinate. */
+#define CATERVA_COORD_NONE     0  /**< the dimension is labelled by its indices */
+#define CATERVA_COORD_REGULAR  1  /**< label(i) = start + step * i */
+#define CATERVA_COORD_EXPLICIT 2  /**< label(i) = values[i], strictly monotonic */
+
+/** A dimension's coordinate. Labels are numbers; with units "<unit> since <date>" (CF
+ * conventions) they are instants in calendar `calendar`: see caterva_labels. */
+typedef struct caterva_coord {
+  int kind;              /**< CATERVA_COORD_* */
+  double start, step;    /**< REGULAR: finite, step != 0 */
+  int64_t nvalues;       /**< EXPLICIT: labels given, at least the dimension's extent (more
+                              are labels for indices the array may grow into) */
+  const double *values;  /**< EXPLICIT: nvalues finite labels, strictly increasing or
+                              strictly decreasing */
+  const char *units;     /**< NULL or "" (none), e.g. "degrees_north" or
+                              "days since 2000-01-01 00:00:00" */
+  const char *calendar;  /**< NULL or "" (standard), or a CF calendar: standard, gregorian,
+                              proleptic_gregorian, noleap, 365_day, all_leap, 366_day,
+                              360_day; only meaningful with "since" units */
+} caterva_coord;
+
+/** Dimension dim's coordinate into *out (kind CATERVA_COORD_NONE when it has none). The
+ * pointers in *out are owned by the array and valid until the next caterva_array_set_coord
+ * on it, a rollback, or caterva_array_free. Reads the `_coords` attribute once.
+ * @return CATERVA_OK, CATERVA_E_INVALID (dim out of range) or CATERVA_E_CORRUPT (a malformed
+ * attribute, with a message). */
+int caterva_array_get_coord(caterva_ctx *ctx, caterva_array *a, int dim, caterva_coord *out);
+/** Set (c->kind REGULAR or EXPLICIT) or remove (c NULL or kind NONE) dimension dim's
+ * coordinate; c's contents are copied. The `_coords` attribute is rewritten in the array's
+ * transaction (or at once when none is open, like every attribute). Units with "since" are
+ * checked (unit, date, calendar); an explicit vector shorter than the extent, not strictly
+ * monotonic or not finite is CATERVA_E_INVALID. */
+int caterva_array_set_coord(caterva_ctx *ctx, caterva_array *a, int dim, const caterva_coord *c);
+
+/** A coordinate prepared for lookups over indices [0, n): labels become keys that compare
+ * like the labels (numbers as they are; instants as milliseconds from 1970-01-01 counted in
+ * the coordinate's calendar), searched by bisection (both directions) or arithmetic. Pure
+ * functions: the struct borrows c's values. */
+typedef struct caterva_labels {
+  caterva_coord c;       /**< borrowed */
+  int64_t n;             /**< indices searched */
+  int dir;               /**< +1 labels increase with the index, -1 they decrease */
+  int is_time;           /**< units "<unit> since <date>" */
+  int calendar;          /**< CATERVA_CAL_* */
+  double origin_ms;      /**< the reference date's key */
+  double unit_ms;        /**< milliseconds per unit */
+  int resolution;        /**< time text: 0 "YYYY-MM-DD", 1 "...THH:MM:SS", 2 "...:SS.sss" */
+} caterva_labels;
+
+#define CATERVA_CAL_STANDARD  0  /**< Julian before 1582-10-15, Gregorian from then */
+#define CATERVA_CAL_PROLEPTIC 1  /**< proleptic_gregorian */
+#define CATERVA_CAL_NOLEAP    2  /**< noleap, 365_day */
+#define CATERVA_CAL_ALLLEAP   3  /**< all_leap, 366_day */
+#define CATERVA_CAL_360       4  /**< 360_day */
+
+/** Prepare c for indices [0, n). CATERVA_E_INVALID (message) for bad units or calendar. */
+int caterva_labels_init(caterva_ctx *ctx, caterva_labels *l, const caterva_coord *c, int64_t n);
+/** Index i's label (any i >= 0 for a regular coordinate; i < nvalues for an explicit one). */
+double caterva_labels_value(const caterva_labels *l, int64_t i);
+/** Index i's key: the label, or for time the instant in milliseconds rounded to 1 ms. */
+double caterva_labels_key(const caterva_labels *l, int64_t i);
+/** Indices [*lo, *hi] of [0, n) whose key compares to k as op says (CATERVA_CMP_*): exact,
+ * by bisection over the monotonic keys. Empty when *lo > *hi. NaN k matches nothing. */
+void caterva_labels_range(const caterva_labels *l, int op, double k, int64_t *lo, int64_t *hi);
+#define CATERVA_CMP_EQ 0
+#define CATERVA_CMP_LT 1
+#define CATERVA_CMP_LE 2
+#define CATERVA_CMP_GT 3
+#define CATERVA_CMP_GE 4
+/** The index whose key equals k exactly, looking beyond n too (regular: any index >= 0;
+ * explicit: all nvalues labels), for writes that grow the array. 1 and *idx when found, 0
+ * when no label equals k. */
+int caterva_labels_find(const caterva_labels *l, double k, int64_t *idx);
+/** The index in [0, n) of the label nearest to key k (the lower index on a tie); -1 when
+ * n == 0 or k is NaN. */
+int64_t caterva_labels_nearest(const caterva_labels *l, double k);
+/** Time coordinates: index i's instant as ISO 8601 text at the coordinate's resolution
+ * ("2023-08-01", "2023-08-01T06:00:00" or "...T06:00:00.250") into buf (cap >= 32).
+ * CATERVA_E_RANGE when the year is outside 1..9999. */
+int caterva_labels_format(const caterva_labels *l, int64_t i, char *buf, size_t cap);
+/** Time coordinates: the key of ISO 8601 text "YYYY-MM-DD", optionally followed by "T" or a
+ * space and "HH:MM", "HH:MM:SS" or "HH:MM:SS.fff" (and "Z"), a date of the coordinate's
+ * calendar. CATERVA_E_INVALID (message naming the text) otherwise. */
+int caterva_labels_parse_time(caterva_ctx *ctx, const caterva_labels *l, const char *text,
+                              double *key);
+/** The label of key k (time: the number of units since the reference date). */
+double caterva_labels_from_key(const caterva_labels *l, double k);
+
 /* -- fill value, cell writes, transactions -- */
 
 /** The fill item: what caterva_array_resize gives new cells and what a caller resets

@@ -93,3 +93,55 @@ bool cat_mp_number(cat_rdr *r, double *v) {
   *v = (double)i;
   return true;
 }
+
+bool cat_mp_nil(cat_rdr *r) {
+  if (cat_rdr_left(r) < 1 || *r->p != 0xc0) return false;
+  r->p++;
+  return true;
+}
+
+/* Payload bytes after a marker m of a str/bin/ext family: returns false for other markers. */
+static bool mp_skip_sized(cat_rdr *r, uint8_t m) {
+  uint64_t u;
+  if ((m & 0xe0) == 0xa0) return cat_rdr_skip(r, m & 0x1f);
+  switch (m) {
+    case 0xd9: case 0xc4: return mp_be(r, 1, &u) && cat_rdr_skip(r, u);
+    case 0xda: case 0xc5: return mp_be(r, 2, &u) && cat_rdr_skip(r, u);
+    case 0xdb: case 0xc6: return mp_be(r, 4, &u) && cat_rdr_skip(r, u);
+    case 0xd4: return cat_rdr_skip(r, 2);
+    case 0xd5: return cat_rdr_skip(r, 3);
+    case 0xd6: return cat_rdr_skip(r, 5);
+    case 0xd7: return cat_rdr_skip(r, 9);
+    case 0xd8: return cat_rdr_skip(r, 17);
+    case 0xc7: return mp_be(r, 1, &u) && cat_rdr_skip(r, u + 1);
+    case 0xc8: return mp_be(r, 2, &u) && cat_rdr_skip(r, u + 1);
+    case 0xc9: return mp_be(r, 4, &u) && cat_rdr_skip(r, u + 1);
+    default: return false;
+  }
+}
+
+bool cat_mp_skip(cat_rdr *r, int depth) {
+  static const uint8_t fixed[] = {/* payload bytes of 0xc0..0xd3 */
+                                  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 8, 1, 2, 4, 8, 1, 2, 4, 8};
+  cat_rdr save = *r;
+  uint32_t n;
+  uint8_t m;
+  if (depth <= 0 || !cat_rdr_u8(r, &m)) return false;
+  if (m <= 0x7f || m >= 0xe0) return true;
+  if (m >= 0xc0 && m <= 0xd3 && m != 0xc1 && (m < 0xc4 || m > 0xc9))
+    return cat_rdr_skip(r, fixed[m - 0xc0]);
+  if (mp_skip_sized(r, m)) return true;
+  *r = save;
+  if (cat_mp_map(r, &n)) {
+    for (uint64_t i = 0; i < 2 * (uint64_t)n; i++)
+      if (!cat_mp_skip(r, depth - 1)) return false;
+    return true;
+  }
+  *r = save;
+  if (cat_mp_array(r, &n)) {
+    for (uint32_t i = 0; i < n; i++)
+      if (!cat_mp_skip(r, depth - 1)) return false;
+    return true;
+  }
+  return false;
+}

@@ -38,16 +38,16 @@ SQLITE_EXTENSION_INIT3
 
 int cvHasCreateOptions(const CvOptions *p) {
   return p->zShape || p->zChunks || p->zBlocks || p->zCodec || p->zClevel || p->zFilters ||
-         p->zFill || p->zSparse;
+         p->zFill || p->zSparse || p->zCoords;
 }
 
 /* The creation options given, for the message about an existing path. */
 static char *cvCreateOptionList(const CvOptions *p) {
-  return sqlite3_mprintf("%s%s%s%s%s%s%s%s", p->zShape ? " shape=" : "",
+  return sqlite3_mprintf("%s%s%s%s%s%s%s%s%s", p->zShape ? " shape=" : "",
                          p->zChunks ? " chunks=" : "", p->zBlocks ? " blocks=" : "",
                          p->zCodec ? " codec=" : "", p->zClevel ? " clevel=" : "",
                          p->zFilters ? " filters=" : "", p->zFill ? " fill=" : "",
-                         p->zSparse ? " sparse=" : "");
+                         p->zSparse ? " sparse=" : "", p->zCoords ? " coords=" : "");
 }
 
 int cvCreateConflict(const CvOptions *p, char **pzErr) {
@@ -267,6 +267,22 @@ int cvCreatePublish(CvConn *pConn, caterva_array *pArr, const char *zPath, const
   return r < 0 ? cvCreateLib(pCtx, r, pzErr) : SQLITE_OK;
 }
 
+/* coords= over the dimension names of dims= (or d0, d1, ...). */
+static int cvCreateCoords(caterva_ctx *pCtx, caterva_array *pArr, const CvOptions *p, int nDim,
+                          char **pzErr) {
+  char *azName[CV_MAX_DIM];
+  int rc = SQLITE_OK, k;
+  memset(azName, 0, sizeof azName);
+  if (p->zDims) rc = cvSplitDims(p->zDims, nDim, azName, pzErr);
+  for (k = 0; k < nDim && rc == SQLITE_OK && !p->zDims; k++) {
+    azName[k] = sqlite3_mprintf("d%d", k);
+    if (azName[k] == 0) rc = SQLITE_NOMEM;
+  }
+  if (rc == SQLITE_OK) rc = cvStoreCoords(pCtx, pArr, p->zCoords, azName, nDim, pzErr);
+  for (k = 0; k < nDim; k++) sqlite3_free(azName[k]);
+  return rc;
+}
+
 int cvCreateArray(CvConn *pConn, const CvOptions *p, char **pzErr) {
   caterva_ctx *pCtx = pConn->pCtx;
   caterva_array_params par;
@@ -310,6 +326,7 @@ int cvCreateArray(CvConn *pConn, const CvOptions *p, char **pzErr) {
   }
   r = caterva_array_set_fill(pCtx, pArr, aFill, 1);
   if (r < 0) rc = cvCreateLib(pCtx, r, pzErr);
+  if (rc == SQLITE_OK && p->zCoords) rc = cvCreateCoords(pCtx, pArr, p, par.ndim, pzErr);
   if (rc == SQLITE_OK) rc = cvCreatePublish(pConn, pArr, p->zPath, p->zDims, pzErr);
 create_out:
   caterva_array_free(pArr);

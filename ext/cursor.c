@@ -95,7 +95,7 @@ static int cvCmpInt64(const void *a, const void *b) {
 ** REALs, or text that reads as one) inside the dimension's extent, sorted and unique. A
 ** second IN list on the same dimension intersects with the first.
 */
-static int cvCollectIn(CvCursor *pCur, int k, sqlite3_value *pList) {
+static int cvCollectIn(CvCursor *pCur, int k, int bLabel, sqlite3_value *pList) {
   CvVtab *pTab = (CvVtab *)pCur->base.pVtab;
   int64_t *a = 0, *aOld = pCur->aList[k];
   int n = 0, nAlloc = 0, rc, i, j, nOld = pCur->nList[k];
@@ -104,27 +104,28 @@ static int cvCollectIn(CvCursor *pCur, int k, sqlite3_value *pList) {
   if (rc == SQLITE_ERROR) {
     /* Not a list after all (SQLite declined all-at-once IN): a single value, which
     ** narrows the bounds; cvBuildRuns intersects the bounds with the lists. */
-    cvRangeApply(&pCur->aBound[k], CV_OP_EQ, pList);
-    return SQLITE_OK;
+    return cvBoundApply(pTab, k, bLabel, &pCur->aBound[k], CV_OP_EQ, pList);
   }
   for (; rc == SQLITE_OK && pVal;
        rc = sqlite3_vtab_in_next(pList, &pVal)) {
     CvRange r;
     r.iLo = 0;
     r.iHi = pTab->aShape[k] - 1;
-    cvRangeApply(&r, CV_OP_EQ, pVal);
-    if (r.iLo > r.iHi) continue;
-    if (n == nAlloc) {
-      int64_t *aNew;
-      nAlloc = nAlloc ? 2 * nAlloc : 16;
-      aNew = sqlite3_realloc64(a, sizeof(int64_t) * (sqlite3_uint64)nAlloc);
-      if (aNew == 0) {
-        sqlite3_free(a);
-        return SQLITE_NOMEM;
+    rc = cvBoundApply(pTab, k, bLabel, &r, CV_OP_EQ, pVal);
+    if (rc != SQLITE_OK) break;
+    for (int64_t x = r.iLo; x <= r.iHi; x++) { /* labels: one index, or none */
+      if (n == nAlloc) {
+        int64_t *aNew;
+        nAlloc = nAlloc ? 2 * nAlloc : 16;
+        aNew = sqlite3_realloc64(a, sizeof(int64_t) * (sqlite3_uint64)nAlloc);
+        if (aNew == 0) {
+          sqlite3_free(a);
+          return SQLITE_NOMEM;
+        }
+        a = aNew;
       }
-      a = aNew;
+      a[n++] = x;
     }
-    a[n++] = r.iLo;
   }
   if (rc != SQLITE_OK && rc != SQLITE_DONE) {
     sqlite3_free(a);
@@ -491,8 +492,8 @@ int cvCursorFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr,
     pCur->iRun[k] = 0;
   }
   for (i = 0; i < argc && rc == SQLITE_OK; i++) {
-    int op = idxStr[2 * i];
-    k = idxStr[2 * i + 1] - 'a';
+    int op = idxStr[2 * i], bLabel = idxStr[2 * i + 1] < CV_INDEX_DIM;
+    k = idxStr[2 * i + 1] - (bLabel ? CV_LABEL_DIM : CV_INDEX_DIM);
     if (op == CV_OP_LIMIT) {
       pLimit = argv[i];
       continue;
@@ -505,8 +506,8 @@ int cvCursorFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr,
       cvSetError(pTab, "caterva: malformed plan \"%s\"", idxStr);
       return SQLITE_INTERNAL;
     }
-    if (op == CV_OP_IN) rc = cvCollectIn(pCur, k, argv[i]);
-    else cvRangeApply(&pCur->aBound[k], op, argv[i]);
+    if (op == CV_OP_IN) rc = cvCollectIn(pCur, k, bLabel, argv[i]);
+    else rc = cvBoundApply(pTab, k, bLabel, &pCur->aBound[k], op, argv[i]);
   }
   if (rc == SQLITE_OK) rc = cvBuildRuns(pCur, &bEmpty);
   if (rc != SQLITE_OK) {
@@ -538,7 +539,10 @@ int cvCursorColumn(sqlite3_vtab_cursor *pCursor, sqlite3_context *pCtx, int iCol
   CvCursor *pCur = (CvCursor *)pCursor;
   CvVtab *pTab = (CvVtab *)pCursor->pVtab;
   if (iCol >= 0 && iCol < pTab->nDim) {
-    sqlite3_result_int64(pCtx, pCur->aCoord[iCol]);
+    if (pTab->aLab[iCol].bOn) cvLabelResult(pCtx, pTab, iCol, pCur->aCoord[iCol]);
+    else sqlite3_result_int64(pCtx, pCur->aCoord[iCol]);
+  } else if (iCol > pTab->nDim && iCol <= 2 * pTab->nDim) {
+    sqlite3_result_int64(pCtx, pCur->aCoord[iCol - pTab->nDim - 1]);
   } else if (iCol == pTab->nDim) {
     if (pCur->aData == 0) {
       /* Cached scans fetch blocks when the value is first asked for. */

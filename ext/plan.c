@@ -201,8 +201,10 @@ static int cvOrderByMatches(const CvVtab *pTab, const sqlite3_index_info *pInfo,
                             const CvDimPlan *aD) {
   int i, k = 0;
   for (i = 0; i < pInfo->nOrderBy; i++) {
-    int iCol = pInfo->aOrderBy[i].iColumn;
-    if (pInfo->aOrderBy[i].desc || iCol < 0 || iCol >= pTab->nDim) return 0;
+    int bLabel, iCol = cvColumnDim(pTab, pInfo->aOrderBy[i].iColumn, &bLabel);
+    /* labels order like indices only when they increase with them */
+    if (pInfo->aOrderBy[i].desc || iCol < 0) return 0;
+    if (bLabel && pTab->aLab[iCol].lab.dir < 0) return 0;
     if (cvDimIsConstant(&aD[iCol])) continue;
     while (k < pTab->nDim && cvDimIsConstant(&aD[k])) k++;
     if (k != iCol) return 0;
@@ -254,7 +256,8 @@ static void cvPlanArg(CvPlan *p, sqlite3_index_info *pInfo, int i, int op, int c
 
 /* Use constraint i, "dimension k OP value", and note what it says about the dimension: an
 ** IN list taken whole, a literal bound applied now, or a value known only in xFilter. */
-static void cvPlanUseBound(CvPlan *p, sqlite3_index_info *pInfo, int i, int op, int k) {
+static void cvPlanUseBound(CvVtab *pTab, CvPlan *p, sqlite3_index_info *pInfo, int i, int op,
+                           int k, int bLabel) {
   CvDimPlan *pD = &p->aD[k];
   sqlite3_value *pVal = 0;
   if (pInfo->aConstraint[i].op == SQLITE_INDEX_CONSTRAINT_EQ && sqlite3_vtab_in(pInfo, i, -1)) {
@@ -263,21 +266,23 @@ static void cvPlanUseBound(CvPlan *p, sqlite3_index_info *pInfo, int i, int op, 
     pD->bIn = 1;
     p->bAllLiteral = 0;
   } else if (sqlite3_vtab_rhs_value(pInfo, i, &pVal) == SQLITE_OK && pVal) {
-    cvRangeApply(&pD->lit, op, pVal);
+    CvRange r = pD->lit;
+    /* a label of the wrong kind is xFilter's error to report; estimate as if unbounded */
+    if (cvBoundApply(pTab, k, bLabel, &r, op, pVal) == SQLITE_OK) pD->lit = r;
     if (op == CV_OP_EQ) pD->bEq = 1;
   } else {
     p->bAllLiteral = 0;
     if (op == CV_OP_EQ) pD->bEq = 1;
     else pD->nOpenRange++;
   }
-  cvPlanArg(p, pInfo, i, op, 'a' + k);
+  cvPlanArg(p, pInfo, i, op, (bLabel ? CV_LABEL_DIM : CV_INDEX_DIM) + k);
   pInfo->aConstraintUsage[i].omit = 1;
 }
 
 /* Collect: use every usable bound on a dimension column, remember a usable LIMIT and
 ** OFFSET, and note whether anything is left for SQLite to check. */
-static void cvPlanCollect(const CvVtab *pTab, sqlite3_index_info *pInfo, CvPlan *p) {
-  int i, k;
+static void cvPlanCollect(CvVtab *pTab, sqlite3_index_info *pInfo, CvPlan *p) {
+  int i, k, bLabel;
   for (k = 0; k < pTab->nDim; k++) {
     memset(&p->aD[k], 0, sizeof(p->aD[k]));
     p->aD[k].lit.iLo = 0;
@@ -291,11 +296,12 @@ static void cvPlanCollect(const CvVtab *pTab, sqlite3_index_info *pInfo, CvPlan 
       if (pCons->usable && pCons->op == SQLITE_INDEX_CONSTRAINT_OFFSET) p->iOffset = i;
       continue;
     }
-    if (!pCons->usable || op == 0 || pCons->iColumn < 0 || pCons->iColumn >= pTab->nDim) {
+    k = cvColumnDim(pTab, pCons->iColumn, &bLabel);
+    if (!pCons->usable || op == 0 || k < 0) {
       p->bAllUsed = 0;
       continue;
     }
-    cvPlanUseBound(p, pInfo, i, op, pCons->iColumn);
+    cvPlanUseBound(pTab, p, pInfo, i, op, k, bLabel);
   }
 }
 
@@ -378,7 +384,8 @@ static void cvPlanEstimate(const CvVtab *pTab, sqlite3_index_info *pInfo, const 
 **
 ** A plan is a string (idxStr) of two characters per constraint passed to xFilter, in argv
 ** order: an operator (CV_OP_*: 'A' =, 'B' <=, 'C' <, 'D' >=, 'E' >, 'F' IN list, 'L' LIMIT,
-** 'O' OFFSET) and the dimension it applies to ('a' + dimension; '*' for LIMIT and OFFSET).
+** 'O' OFFSET) and the dimension it applies to: 'a' + dimension when the value is an index,
+** '0' + dimension when it is a label (coord.c), '*' for LIMIT and OFFSET.
 ** E.g. "DaBaAc" is d0 >= ?1 AND d0 <= ?2 AND d2 = ?3. idxNum holds CV_PLAN_* flags.
 **
 ** Every usable =, IS, <, <=, >, >= and IN on a dimension column is used, with omit set: the
@@ -408,6 +415,8 @@ int cvBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   cvPlanLimit(pInfo, &plan);
   plan.zPlan[plan.nPlan] = 0;
   cvPlanEstimate(pTab, pInfo, &plan);
+  sqlite3_free(pTab->base.zErrMsg); /* left by a label of the wrong kind: xFilter reports it */
+  pTab->base.zErrMsg = 0;
   pInfo->idxNum = (plan.bValue ? CV_PLAN_VALUE : 0) | (plan.bOrderedScan ? CV_PLAN_ORDERED : 0);
   pInfo->idxStr = plan.zPlan;
   pInfo->needToFreeIdxStr = 1;

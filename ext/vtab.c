@@ -159,7 +159,8 @@ static int cvConnectImpl(sqlite3 *db, void *pAux, int argc, const char *const *a
   if (caterva_lock_open(pConn->pCtx, opt.zPath, &pTab->pLock) < 0) pTab->pLock = 0;
   if (pTab->pLock) (void)caterva_lock_generation(0, pTab->pLock, &pTab->iGen);
   cvInitGeometry(pTab);
-  rc = cvInitItems(pTab, opt.zDtype, pzErr);
+  rc = cvLabelsCheck(pTab, pzErr);
+  if (rc == SQLITE_OK) rc = cvInitItems(pTab, opt.zDtype, pzErr);
   if (rc != SQLITE_OK) goto connect_out;
   pTab->szCache = opt.nCacheMb * 1024 * 1024;
   cvCacheInit(&pTab->cache, pTab->nBlockItem * pTab->item.szItem, pTab->szCache);

@@ -29,6 +29,7 @@ void cvOptionsFree(CvOptions *p) {
   sqlite3_free(p->zFilters);
   sqlite3_free(p->zFill);
   sqlite3_free(p->zSparse);
+  sqlite3_free(p->zCoords);
   sqlite3_free(p->zSync);
   sqlite3_free(p->zLockReads);
 }
@@ -100,6 +101,7 @@ static int cvParseArg(CvOptions *p, const char *zArg, char **pzErr) {
   else if (sqlite3_stricmp(zKey, "filters") == 0) pzSlot = &p->zFilters;
   else if (sqlite3_stricmp(zKey, "fill") == 0) pzSlot = &p->zFill;
   else if (sqlite3_stricmp(zKey, "sparse") == 0) pzSlot = &p->zSparse;
+  else if (sqlite3_stricmp(zKey, "coords") == 0) pzSlot = &p->zCoords;
   else if (sqlite3_stricmp(zKey, "synchronous") == 0) pzSlot = &p->zSync;
   else if (sqlite3_stricmp(zKey, "lock_reads") == 0) pzSlot = &p->zLockReads;
   else if (sqlite3_stricmp(zKey, "cache_mb") == 0) {
@@ -112,7 +114,7 @@ static int cvParseArg(CvOptions *p, const char *zArg, char **pzErr) {
   } else {
     *pzErr = sqlite3_mprintf("caterva: unknown option \"%s\" (known: path, dims, value, dtype, "
                              "cache_mb, synchronous, lock_reads; to create: shape, chunks, blocks, codec, "
-                             "clevel, filters, fill, sparse)", zKey);
+                             "clevel, filters, fill, sparse, coords)", zKey);
     rc = SQLITE_ERROR;
     goto parse_arg_out;
   }
@@ -240,6 +242,18 @@ int cvColumnNames(CvVtab *pTab, const CvOptions *pOpt, char **azName, char **pzE
                              "(see the dims= and value= options)");
     return SQLITE_ERROR;
   }
+  /* the hidden <dim>_index columns must not collide with a visible one */
+  for (i = 0; i < nDim; i++) {
+    for (int j = 0; j <= nDim; j++) {
+      size_t n = strlen(azName[i]);
+      if (sqlite3_strnicmp(azName[j], azName[i], (int)n) == 0 &&
+          sqlite3_stricmp(azName[j] + n, "_index") == 0) {
+        *pzErr = sqlite3_mprintf("caterva: column %s collides with the hidden index column of "
+                                 "%s (rename it with dims= or value=)", azName[j], azName[i]);
+        return SQLITE_ERROR;
+      }
+    }
+  }
   return rc;
 }
 
@@ -248,8 +262,15 @@ int cvDeclare(sqlite3 *db, CvVtab *pTab, char **azName, char **pzErr) {
   char *zSql;
   int i, rc;
   sqlite3_str_appendall(pStr, "CREATE TABLE x(");
-  for (i = 0; i < pTab->nDim; i++) sqlite3_str_appendf(pStr, "\"%w\" INTEGER, ", azName[i]);
-  sqlite3_str_appendf(pStr, "\"%w\" %s)", azName[pTab->nDim], cvItemTypeDecl(&pTab->item));
+  for (i = 0; i < pTab->nDim; i++) {
+    const CvLabel *pL = &pTab->aLab[i];
+    sqlite3_str_appendf(pStr, "\"%w\" %s, ", azName[i],
+                        !pL->bOn ? "INTEGER" : pL->lab.is_time ? "TEXT" : "REAL");
+  }
+  sqlite3_str_appendf(pStr, "\"%w\" %s", azName[pTab->nDim], cvItemTypeDecl(&pTab->item));
+  for (i = 0; i < pTab->nDim; i++)
+    sqlite3_str_appendf(pStr, ", \"%w_index\" INTEGER HIDDEN", azName[i]);
+  sqlite3_str_appendall(pStr, ")");
   zSql = sqlite3_str_finish(pStr);
   if (zSql == 0) return SQLITE_NOMEM;
   rc = sqlite3_declare_vtab(db, zSql);
@@ -296,4 +317,5 @@ void cvInitGeometry(CvVtab *pTab) {
     if (aBlock[k] > 0) nBlockGrid *= (aChunk[k] + aBlock[k] - 1) / aBlock[k];
   }
   pTab->nBlockItem = nBlk;
+  cvLabelsRefresh(pTab);
 }

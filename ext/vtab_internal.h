@@ -39,6 +39,14 @@ struct CvRetired {
 };
 typedef struct CvCursor CvCursor;
 typedef struct CvOptions CvOptions;
+typedef struct CvLabel CvLabel;
+
+/* A dimension's labels (coord.c). */
+struct CvLabel {
+  int bOn;                            /* The array has a coordinate for the dimension */
+  int bBad;                           /* ... which cannot be read (cvLabelsCheck says why) */
+  caterva_labels lab;                 /* Lookups; borrows the array's label vector */
+};
 
 /* One open caterva table. */
 struct CvVtab {
@@ -71,6 +79,7 @@ struct CvVtab {
   int64_t aChunkStride[CV_MAX_DIM];   /* Chunk number stride of each chunk grid coordinate */
   int64_t aBlockStride[CV_MAX_DIM];   /* Block number stride inside a chunk */
   int64_t nBlockItem;                 /* Items per block */
+  CvLabel aLab[CV_MAX_DIM];           /* Labels of each dimension (coord.c) */
   CvItemType item;                    /* How items become SQL values */
   int eFast;                          /* CV_FAST_*: items read inline by xColumn */
   int64_t szCache;                    /* Bytes the block cache may use */
@@ -136,6 +145,7 @@ struct CvOptions {
   char *zFilters;
   char *zFill;
   char *zSparse;
+  char *zCoords;     /* coords= (creation, coord.c) */
   char *zSync;       /* synchronous= full | normal | off */
   char *zLockReads;  /* lock_reads= 0 | 1 */
 };
@@ -161,6 +171,33 @@ int cvSplitDims(const char *zDims, int nDim, char **azName, char **pzErr);
 /* Declare the table's columns (azName[0..nDim]) to SQLite. */
 int cvDeclare(sqlite3 *db, CvVtab *pTab, char **azName, char **pzErr);
 
+/* ---- coord.c ------------------------------------------------------------------------ */
+
+/* Columns: 0..nDim-1 the dimensions (label or index), nDim the value, nDim+1+k the hidden
+** index column of dimension k. */
+/* Read which dimensions have labels from pTab->pArr (called by cvInitGeometry). */
+void cvLabelsRefresh(CvVtab *pTab);
+/* SQLITE_ERROR with *pzErr when a dimension's coordinate cannot be read. */
+int cvLabelsCheck(CvVtab *pTab, char **pzErr);
+/* The dimension of column iCol (or -1: the value column), and whether constraints on it
+** compare labels (*pbLabel) or indices. */
+int cvColumnDim(const CvVtab *pTab, int iCol, int *pbLabel);
+/* Narrow the index range *p of dimension k by "column OP value", comparing labels when
+** bLabel, else indices (cvRangeApply). SQLite error code, message on pTab. */
+int cvBoundApply(CvVtab *pTab, int k, int bLabel, CvRange *p, int op, sqlite3_value *pVal);
+/* The key of an SQL value compared with dimension k's labels: 0 and *pKey; 1 for NULL; -1
+** with *pzErr (sqlite3_malloc'ed) for a value of the wrong kind. */
+int cvLabelKey(CvVtab *pTab, int k, sqlite3_value *pVal, double *pKey, char **pzErr);
+/* The index whose label equals pVal exactly (also past the extent, for growth); error with
+** a message on pTab otherwise. */
+int cvLabelIndexOf(CvVtab *pTab, int k, sqlite3_value *pVal, int64_t *piOut);
+/* Index i's label as the SQL result. */
+void cvLabelResult(sqlite3_context *pCtx, const CvVtab *pTab, int k, int64_t i);
+/* Store the coordinates of coords= ('lat:-89.5:1.0,time:2023-01-01:1 day') in a new array
+** whose dimensions are named azName[0..nDim). */
+int cvStoreCoords(caterva_ctx *pCtx, caterva_array *pArr, const char *zCoords, char **azName,
+                  int nDim, char **pzErr);
+
 /* ---- plan.c ------------------------------------------------------------------------- */
 
 /* Operators of a plan (idxStr), R*Tree style; the encoding is described above cvBestIndex. */
@@ -173,6 +210,8 @@ int cvDeclare(sqlite3 *db, CvVtab *pTab, char **azName, char **pzErr);
 #define CV_OP_LIMIT  'L'   /* LIMIT v */
 #define CV_OP_OFFSET 'O'   /* OFFSET v */
 #define CV_NO_DIM    '*'   /* the column character of LIMIT and OFFSET */
+#define CV_INDEX_DIM 'a'   /* 'a' + k: a bound on dimension k's index */
+#define CV_LABEL_DIM '0'   /* '0' + k: a bound on dimension k's label */
 
 /* idxNum flags. */
 #define CV_PLAN_VALUE   0x01  /* the value column is read: decompress blocks */

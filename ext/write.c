@@ -287,11 +287,32 @@ static int cvGrow(CvVtab *pTab, int64_t iNew) {
   return SQLITE_OK;
 }
 
-/* Coordinates of an INSERT (argv[2..2+nDim)), growing the first dimension if needed. */
+/* Index k of an INSERT: from the dimension column (a label, or an index when the dimension
+** has no labels) or from the hidden <dim>_index column; both given must agree. */
+static int cvInsertCoord(CvVtab *pTab, int k, sqlite3_value *pCol, sqlite3_value *pIdx,
+                         int64_t *piOut) {
+  int64_t iIdx;
+  int rc;
+  if (sqlite3_value_type(pCol) == SQLITE_NULL && sqlite3_value_type(pIdx) != SQLITE_NULL)
+    return cvCoordValue(pTab, k, pIdx, piOut);
+  rc = pTab->aLab[k].bOn ? cvLabelIndexOf(pTab, k, pCol, piOut)
+                         : cvCoordValue(pTab, k, pCol, piOut);
+  if (rc != SQLITE_OK || sqlite3_value_type(pIdx) == SQLITE_NULL) return rc;
+  rc = cvCoordValue(pTab, k, pIdx, &iIdx);
+  if (rc == SQLITE_OK && iIdx != *piOut) {
+    cvSetError(pTab, "caterva: %s and %s_index name different cells", pTab->azCol[k],
+               pTab->azCol[k]);
+    rc = SQLITE_CONSTRAINT;
+  }
+  return rc;
+}
+
+/* Coordinates of an INSERT (argv[2..2+nDim), the hidden index columns after the value),
+** growing the first dimension if needed. */
 static int cvInsertCoords(CvVtab *pTab, sqlite3_value **argv, int64_t *aCoord) {
   int k, rc;
   for (k = 0; k < pTab->nDim; k++) {
-    rc = cvCoordValue(pTab, k, argv[2 + k], &aCoord[k]);
+    rc = cvInsertCoord(pTab, k, argv[2 + k], argv[3 + pTab->nDim + k], &aCoord[k]);
     if (rc != SQLITE_OK) return rc;
   }
   for (k = 1; k < pTab->nDim; k++) {
@@ -316,9 +337,22 @@ static int cvUpdateCoords(CvVtab *pTab, sqlite3_value **argv, int64_t *aCoord) {
   }
   rc = cvRowidCoords(pTab, sqlite3_value_int64(argv[0]), aCoord);
   for (k = 0; k < pTab->nDim && rc == SQLITE_OK; k++) {
+    sqlite3_value *pCol = argv[2 + k], *pIdx = argv[3 + pTab->nDim + k];
     int64_t v;
-    if (sqlite3_value_nochange(argv[2 + k])) continue;
-    if (cvExactInt(argv[2 + k], &v) || v != aCoord[k]) {
+    int bMoved = 0;
+    if (!sqlite3_value_nochange(pIdx)) bMoved = cvExactInt(pIdx, &v) || v != aCoord[k];
+    if (!sqlite3_value_nochange(pCol)) {
+      if (pTab->aLab[k].bOn) {
+        double key;
+        char *zErr = 0;
+        bMoved |= cvLabelKey(pTab, k, pCol, &key, &zErr) != 0 ||
+                  key != caterva_labels_key(&pTab->aLab[k].lab, aCoord[k]);
+        sqlite3_free(zErr);
+      } else {
+        bMoved |= cvExactInt(pCol, &v) || v != aCoord[k];
+      }
+    }
+    if (bMoved) {
       cvSetError(pTab, "caterva: dimension column %s cannot change (cells do not move)",
                  pTab->azCol[k]);
       rc = SQLITE_CONSTRAINT;

@@ -75,7 +75,7 @@ int cvLabelsCheck(CvVtab *pTab, char **pzErr) {
 int cvColumnDim(const CvVtab *pTab, int iCol, int *pbLabel) {
   *pbLabel = 0;
   if (iCol >= 0 && iCol < pTab->nDim) {
-    *pbLabel = pTab->aLab[iCol].bOn;
+    *pbLabel = 1;
     return iCol;
   }
   if (iCol > pTab->nDim && iCol <= 2 * pTab->nDim) return iCol - pTab->nDim - 1;
@@ -123,14 +123,9 @@ int cvBoundApply(CvVtab *pTab, int k, int bLabel, CvRange *p, int op, sqlite3_va
   int64_t lo, hi;
   char *zErr = 0;
   int r;
-  if (!bLabel) {
+  if (!bLabel || !pTab->aLab[k].bOn) {
     cvRangeApply(p, op, pVal);
     return SQLITE_OK;
-  }
-  if (!pTab->aLab[k].bOn) {
-    cvSetError(pTab, "caterva: the coordinate of %s changed since the statement was prepared; "
-                     "prepare it again", pTab->azCol[k]);
-    return SQLITE_SCHEMA;
   }
   r = cvLabelKey(pTab, k, pVal, &key, &zErr);
   if (r < 0) {

@@ -84,6 +84,13 @@ int cvBoxArgs(sqlite3_context *pCtx, const char *zFunc, caterva_array *pArr,
 /* Register the module and the functions. Each takes its own references to pConn. */
 int cvRegisterVtab(sqlite3 *db, CvConn *pConn);
 int cvRegisterFunctions(sqlite3 *db, CvConn *pConn);
+/* coord_sql.c: caterva_set_coords(), caterva_nearest(). */
+int cvRegisterCoordFunctions(sqlite3 *db, CvConn *pConn);
+/* Append ,"coords":{...} for caterva_info(). */
+void cvInfoCoords(sqlite3_str *pStr, CvConn *pConn, caterva_array *pArr);
+/* functions.c: JSON output. */
+void cvJsonString(sqlite3_str *pStr, const char *z, size_t n);
+void cvJsonDouble(sqlite3_str *pStr, double r);
 /* io.c: caterva_import() and caterva_export(). */
 int cvRegisterIo(sqlite3 *db, CvConn *pConn);
 /* io_export.c: caterva_export(src, dst [, start, stop]), registered by cvRegisterIo. */

@@ -80,7 +80,7 @@ caterva_array *cvOpenArg(sqlite3_context *pCtx, CvConn *pConn, sqlite3_value *pP
 /* ---- JSON ----------------------------------------------------------------------------- */
 
 /* Append n bytes of z as a JSON string. */
-static void cvJsonString(sqlite3_str *pStr, const char *z, size_t n) {
+void cvJsonString(sqlite3_str *pStr, const char *z, size_t n) {
   size_t i;
   sqlite3_str_appendchar(pStr, 1, '"');
   for (i = 0; i < n; i++) {
@@ -94,7 +94,7 @@ static void cvJsonString(sqlite3_str *pStr, const char *z, size_t n) {
   sqlite3_str_appendchar(pStr, 1, '"');
 }
 
-static void cvJsonDouble(sqlite3_str *pStr, double r) {
+void cvJsonDouble(sqlite3_str *pStr, double r) {
   if (isnan(r) || isinf(r)) sqlite3_str_appendall(pStr, "null");
   else sqlite3_str_appendf(pStr, "%!.15g", r);
 }
@@ -301,7 +301,9 @@ static void cvInfoFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     sqlite3_str_appendchar(pStr, 1, ':');
     cvJsonAttribute(pStr, pConn, pSc, zName);
   }
-  sqlite3_str_appendall(pStr, "}}");
+  sqlite3_str_appendchar(pStr, 1, '}');
+  cvInfoCoords(pStr, pConn, pArr);
+  sqlite3_str_appendchar(pStr, 1, '}');
   caterva_array_free(pArr);
   if (sqlite3_str_errcode(pStr) == SQLITE_NOMEM) {
     sqlite3_free(sqlite3_str_finish(pStr));

@@ -204,7 +204,7 @@ static int cvOrderByMatches(const CvVtab *pTab, const sqlite3_index_info *pInfo,
     int bLabel, iCol = cvColumnDim(pTab, pInfo->aOrderBy[i].iColumn, &bLabel);
     /* labels order like indices only when they increase with them */
     if (pInfo->aOrderBy[i].desc || iCol < 0) return 0;
-    if (bLabel && pTab->aLab[iCol].lab.dir < 0) return 0;
+    if (bLabel && pTab->aLab[iCol].bOn && pTab->aLab[iCol].lab.dir < 0) return 0;
     if (cvDimIsConstant(&aD[iCol])) continue;
     while (k < pTab->nDim && cvDimIsConstant(&aD[k])) k++;
     if (k != iCol) return 0;
@@ -403,6 +403,10 @@ static void cvPlanEstimate(const CvVtab *pTab, sqlite3_index_info *pInfo, const 
 int cvBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   CvVtab *pTab = (CvVtab *)pVtab;
   CvPlan plan;
+  /* Plan over the array the statement will read (another writer may have changed its shape
+  ** or coordinates); with lock_reads the first cursor does it, under the lock. Errors are
+  ** xOpen's to report. */
+  if (!pTab->bLockReads) (void)cvStatementStart(pTab);
   memset(&plan, 0, sizeof(plan));
   plan.iLimit = plan.iOffset = -1;
   plan.bAllUsed = plan.bAllLiteral = 1;

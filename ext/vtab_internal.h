@@ -179,11 +179,13 @@ int cvDeclare(sqlite3 *db, CvVtab *pTab, char **azName, char **pzErr);
 void cvLabelsRefresh(CvVtab *pTab);
 /* SQLITE_ERROR with *pzErr when a dimension's coordinate cannot be read. */
 int cvLabelsCheck(CvVtab *pTab, char **pzErr);
-/* The dimension of column iCol (or -1: the value column), and whether constraints on it
-** compare labels (*pbLabel) or indices. */
+/* The dimension of column iCol (or -1: the value column), and whether it is the dimension's
+** column (*pbLabel: its constraints compare labels when the dimension has them at xFilter
+** time) or its hidden index column. */
 int cvColumnDim(const CvVtab *pTab, int iCol, int *pbLabel);
 /* Narrow the index range *p of dimension k by "column OP value", comparing labels when
-** bLabel, else indices (cvRangeApply). SQLite error code, message on pTab. */
+** bLabel and the dimension has them, else indices (cvRangeApply). SQLite error code,
+** message on pTab. */
 int cvBoundApply(CvVtab *pTab, int k, int bLabel, CvRange *p, int op, sqlite3_value *pVal);
 /* The key of an SQL value compared with dimension k's labels: 0 and *pKey; 1 for NULL; -1
 ** with *pzErr (sqlite3_malloc'ed) for a value of the wrong kind. */

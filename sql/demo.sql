@@ -3,10 +3,12 @@
 --
 -- Run by scripts/demo.sh from the demo/ directory that tests/mkdemo fills (temp.b2nd and
 -- stations.sql):   cd demo && sqlite3 < ../sql/demo.sql
--- Grid indices: time 0 = 1 January; lat index i is latitude i - 89.5; lon index j is
--- longitude j - 179.5. Each query also shows how many compressed blocks it decompressed
--- ("blocks", of 5328 in the array): only those holding cells the query reads, and not those
--- still in the table's block cache from an earlier query.
+-- The file carries coordinates: time is a date of 2023 ('2023-07-15'), lat and lon are the
+-- degrees of the cell centres (-89.5 .. 89.5, -179.5 .. 179.5); the hidden columns
+-- time_index, lat_index and lon_index hold the grid indices. Each query also shows how many
+-- compressed blocks it decompressed ("blocks", of 5328 in the array): only those holding
+-- cells the query reads, and not those still in the table's block cache from an earlier
+-- query.
 .bail on
 .load ../build/.libs/caterva
 .read stations.sql
@@ -18,68 +20,90 @@ ANALYZE stations;
 SELECT json_extract(i, '$.shape') AS shape, json_extract(i, '$.chunkshape') AS chunks,
        json_extract(i, '$.blockshape') AS blocks, json_extract(i, '$.dtype') AS dtype,
        json_extract(i, '$.codec') || ' ' || json_extract(i, '$.clevel') AS codec,
-       json_extract(i, '$.ratio') AS ratio, json_extract(i, '$.attributes.units') AS units
+       json_extract(i, '$.ratio') AS ratio, json_extract(i, '$.attributes.units') AS units,
+       json_extract(i, '$.coords.time.first') || ' .. ' ||
+         json_extract(i, '$.coords.time.last') AS dates
 FROM (SELECT caterva_info('temp.b2nd') AS i);
 
--- The array as a table: columns time, lat, lon (the file's dimension names) and celsius.
+-- The array as a table: columns time (dates), lat, lon (degrees; the file's dimension names
+-- and coordinates) and celsius.
 CREATE VIRTUAL TABLE temps USING caterva('temp.b2nd', value='celsius');
 CREATE TEMP TABLE mark(n INTEGER);
 INSERT INTO mark VALUES(caterva_blocks_read());
 .timer on
 
 .print
-.print '== One day (time = 195, 15 July): the whole map, 64800 cells'
+.print '== One day (15 July): the whole map, 64800 cells'
 SELECT round(min(celsius), 1) AS coldest, round(avg(celsius), 1) AS mean,
        round(max(celsius), 1) AS hottest,
        caterva_blocks_read() - (SELECT n FROM mark) AS blocks
-FROM temps WHERE time = 195;
+FROM temps WHERE time = '2023-07-15';
 .timer off
 UPDATE mark SET n = caterva_blocks_read();
 .timer on
 
 .print
 .print '== Two circles of latitude (50.5 S and 50.5 N), every day: opposite seasons'
-SELECT lat - 89.5 AS latitude,
-       round(avg(celsius) FILTER (WHERE time BETWEEN 0 AND 30), 1) AS january,
-       round(avg(celsius) FILTER (WHERE time BETWEEN 181 AND 211), 1) AS july,
+SELECT lat AS latitude,
+       round(avg(celsius) FILTER (WHERE time BETWEEN '2023-01-01' AND '2023-01-31'), 1) AS january,
+       round(avg(celsius) FILTER (WHERE time BETWEEN '2023-07-01' AND '2023-07-31'), 1) AS july,
        caterva_blocks_read() - (SELECT n FROM mark) AS blocks
-FROM temps WHERE lat IN (39, 140) GROUP BY lat;
+FROM temps WHERE lat IN (-50.5, 50.5) GROUP BY lat;
 .timer off
 UPDATE mark SET n = caterva_blocks_read();
 .timer on
 
 .print
-.print '== The Greenwich meridian (lon = 180, 0.5 E), every day: annual mean by band'
-SELECT printf('%3d .. %3d', lat / 30 * 30 - 90, lat / 30 * 30 - 60) AS latitudes,
+.print '== The Greenwich meridian (lon = 0.5 E), every day: annual mean by band'
+SELECT printf('%3d .. %3d', lat_index / 30 * 30 - 90, lat_index / 30 * 30 - 60) AS latitudes,
        round(avg(celsius), 1) AS mean, round(min(celsius), 1) AS coldest,
        round(max(celsius), 1) AS hottest,
        caterva_blocks_read() - (SELECT n FROM mark) AS blocks
-FROM temps WHERE lon = 180 GROUP BY lat / 30;
+FROM temps WHERE lon = 0.5 GROUP BY lat_index / 30;
 .timer off
 UPDATE mark SET n = caterva_blocks_read();
 .timer on
 
 .print
-.print '== A box: Europe (35.5-65.5 N, 9.5 W-30.5 E) in the first week of August'
+.print '== A box: Europe (35-65 N, 10 W-30 E) in the first week of August'
 SELECT count(*) AS cells, round(avg(celsius), 1) AS mean, round(max(celsius), 1) AS hottest,
        caterva_blocks_read() - (SELECT n FROM mark) AS blocks
 FROM temps
-WHERE time BETWEEN 212 AND 218 AND lat BETWEEN 125 AND 155 AND lon BETWEEN 170 AND 210;
+WHERE time BETWEEN '2023-08-01' AND '2023-08-07' AND lat BETWEEN 35 AND 65
+  AND lon BETWEEN -10 AND 30;
 .timer off
 UPDATE mark SET n = caterva_blocks_read();
 .timer on
 
 .print
-.print '== A join: the stations table with the array, January and July means per city'
+.print '== A join: the stations table (real coordinates) with the array, January and July means'
+.print '   (caterva_nearest maps a station to the grid cell holding it)'
 SELECT *, caterva_blocks_read() - (SELECT n FROM mark) AS blocks FROM (
   SELECT s.name AS station, printf('%.1f', s.lat) AS lat,
-         round(avg(t.celsius) FILTER (WHERE t.time <= 30), 1) AS january,
-         round(avg(t.celsius) FILTER (WHERE t.time >= 181), 1) AS july
-  FROM stations AS s JOIN temps AS t ON t.lat = s.ilat AND t.lon = s.ilon
-  WHERE (t.time BETWEEN 0 AND 30 OR t.time BETWEEN 181 AND 211)
+         round(avg(t.celsius) FILTER (WHERE t.time <= '2023-01-31'), 1) AS january,
+         round(avg(t.celsius) FILTER (WHERE t.time >= '2023-07-01'), 1) AS july
+  FROM stations AS s JOIN temps AS t
+    ON t.lat_index = caterva_nearest('temps', 'lat', s.lat)
+   AND t.lon_index = caterva_nearest('temps', 'lon', s.lon)
+  WHERE (t.time BETWEEN '2023-01-01' AND '2023-01-31' OR t.time BETWEEN '2023-07-01' AND '2023-07-31')
     AND s.name IN ('Yakutsk', 'Moscow', 'Chicago', 'Beijing', 'London', 'Cairo', 'Singapore',
                    'Nairobi', 'Sydney', 'Buenos Aires', 'McMurdo Station')
   GROUP BY s.name ORDER BY july - january DESC);
+.timer off
+UPDATE mark SET n = caterva_blocks_read();
+.timer on
+
+.print
+.print "== A monthly climatology by date: London and Singapore, strftime('%m', time)"
+SELECT strftime('%m', t.time) AS month,
+       round(avg(t.celsius) FILTER (WHERE s.name = 'London'), 1) AS london,
+       round(avg(t.celsius) FILTER (WHERE s.name = 'Singapore'), 1) AS singapore,
+       caterva_blocks_read() - (SELECT n FROM mark) AS blocks
+FROM stations AS s JOIN temps AS t
+  ON t.lat_index = caterva_nearest('temps', 'lat', s.lat)
+ AND t.lon_index = caterva_nearest('temps', 'lon', s.lon)
+WHERE s.name IN ('London', 'Singapore')
+GROUP BY month ORDER BY month;
 .timer off
 UPDATE mark SET n = caterva_blocks_read();
 .timer on

@@ -9,8 +9,9 @@
  *                 year, a 1-degree grid with cell centres at lat -89.5 .. 89.5 and lon
  *                 -179.5 .. 179.5), dimension names time, lat, lon, attributes
  *                 units = "degC", long_name, and the grid's origin and spacing;
- *   stations.sql  CREATE TABLE stations(name, lat, lon, ilat, ilon) and about 40 cities, with
- *                 the grid indices of the cell holding each one.
+ *   stations.sql  CREATE TABLE stations(name, lat, lon) and about 40 cities, in degrees.
+ * The array's coordinates (the `_coords` attribute) label time with dates of 2023 and lat
+ * and lon with degrees, so SQL selects by date and degree.
  * -c and -b give the chunk and block shapes ("30,90,90"), -l the Zstd level, -z the codec
  * (zstd, lz4, blosclz, zlib), -f the filters (shuffle, bitshuffle, or truncN: keep N mantissa
  * bits, then shuffle): for measuring; the defaults are what the demo uses.
@@ -22,6 +23,7 @@
  * on every run.
  */
 #include "caterva.h"
+#include "caterva_array.h"
 
 #include <errno.h>
 #include <math.h>
@@ -167,33 +169,44 @@ static int set_attr_f64(caterva_ctx *ctx, caterva_array *a, const char *name, do
   return caterva_array_attr_set(ctx, a, name, buf, n);
 }
 
-/* The grid index of coordinate x on an axis of n cells of width d starting at x0. */
-static int grid_index(double x, double x0, double d, int n) {
-  int i = (int)floor((x - x0) / d);
-  return i < 0 ? 0 : i >= n ? n - 1 : i;
+/* Coordinates: days of 2023 (or nt instants spread over it), cell-centre latitudes and
+** longitudes in degrees. */
+static int set_coords(caterva_ctx *ctx, caterva_array *a, int nt, double dlat, double dlon) {
+  caterva_coord c;
+  memset(&c, 0, sizeof c);
+  c.kind = CATERVA_COORD_REGULAR;
+  c.start = 0;
+  c.step = 365.0 / nt;
+  c.units = "days since 2023-01-01";
+  c.calendar = "standard";
+  if (caterva_array_set_coord(ctx, a, 0, &c) < 0) return -1;
+  c.start = -90.0 + dlat / 2;
+  c.step = dlat;
+  c.units = "degrees_north";
+  c.calendar = "";
+  if (caterva_array_set_coord(ctx, a, 1, &c) < 0) return -1;
+  c.start = -180.0 + dlon / 2;
+  c.step = dlon;
+  c.units = "degrees_east";
+  return caterva_array_set_coord(ctx, a, 2, &c);
 }
 
-static int write_stations(const char *dir, int nlat, int nlon) {
+static int write_stations(const char *dir) {
   char path[4096];
   FILE *f;
   size_t i;
-  double dlat = 180.0 / nlat, dlon = 360.0 / nlon;
   snprintf(path, sizeof(path), "%s/stations.sql", dir);
   f = fopen(path, "w");
   if (f == NULL) {
     fprintf(stderr, "mkdemo: cannot write %s: %s\n", path, strerror(errno));
     return -1;
   }
-  fprintf(f, "-- Weather stations: approximate coordinates (degrees) and the indices of the\n"
-             "-- cell of temp.b2nd's %dx%d grid that holds each one.\n"
-             "CREATE TABLE IF NOT EXISTS stations(name TEXT PRIMARY KEY, lat REAL, lon REAL,\n"
-             "                                    ilat INTEGER, ilon INTEGER);\n"
-             "BEGIN;\n", nlat, nlon);
+  fprintf(f, "-- Weather stations: approximate coordinates in degrees.\n"
+             "CREATE TABLE IF NOT EXISTS stations(name TEXT PRIMARY KEY, lat REAL, lon REAL);\n"
+             "BEGIN;\n");
   for (i = 0; i < sizeof(cities) / sizeof(cities[0]); i++)
-    fprintf(f, "INSERT OR REPLACE INTO stations VALUES('%s', %.2f, %.2f, %d, %d);\n",
-            cities[i].name, cities[i].lat, cities[i].lon,
-            grid_index(cities[i].lat, -90.0, dlat, nlat),
-            grid_index(cities[i].lon, -180.0, dlon, nlon));
+    fprintf(f, "INSERT OR REPLACE INTO stations VALUES('%s', %.2f, %.2f);\n",
+            cities[i].name, cities[i].lat, cities[i].lon);
   fprintf(f, "COMMIT;\n");
   if (fclose(f) != 0) {
     fprintf(stderr, "mkdemo: cannot write %s: %s\n", path, strerror(errno));
@@ -314,11 +327,11 @@ int main(int argc, char **argv) {
       set_attr_f64(ctx, a, "lat0", -90.0 + dlat / 2) < 0 ||
       set_attr_f64(ctx, a, "dlat", dlat) < 0 ||
       set_attr_f64(ctx, a, "lon0", -180.0 + dlon / 2) < 0 ||
-      set_attr_f64(ctx, a, "dlon", dlon) < 0) {
+      set_attr_f64(ctx, a, "dlon", dlon) < 0 || set_coords(ctx, a, nt, dlat, dlon) < 0) {
     fprintf(stderr, "mkdemo: %s: %s\n", path, caterva_ctx_errmsg(ctx));
     goto done;
   }
-  if (write_stations(dir, nlat, nlon) != 0) goto done;
+  if (write_stations(dir) != 0) goto done;
   rc = 0;
 done:
   caterva_array_free(a);

@@ -78,7 +78,8 @@ int cvColumnDim(const CvVtab *pTab, int iCol, int *pbLabel) {
     *pbLabel = 1;
     return iCol;
   }
-  if (iCol > pTab->nDim && iCol <= 2 * pTab->nDim) return iCol - pTab->nDim - 1;
+  iCol -= pTab->nDim + 1 + pTab->nVar; /* the hidden index columns follow the values */
+  if (iCol >= 0 && iCol < pTab->nDim) return iCol;
   return -1;
 }
 

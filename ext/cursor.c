@@ -30,10 +30,20 @@ int cvCursorOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor) {
   CvCursor *pCur;
   int rc = cvStatementStart((CvVtab *)pVtab);
   if (rc != SQLITE_OK) return rc;
+  CvVtab *pTab = (CvVtab *)pVtab;
   pCur = sqlite3_malloc(sizeof(*pCur));
   if (pCur == 0) return SQLITE_NOMEM;
-  ((CvVtab *)pVtab)->nCursor++;
   memset(pCur, 0, sizeof(*pCur));
+  if (pTab->nVar > 0) {
+    pCur->aVarPos = sqlite3_malloc64(sizeof(CvVarPos) * (sqlite3_uint64)pTab->nVar);
+    if (pCur->aVarPos == 0) {
+      sqlite3_free(pCur);
+      return SQLITE_NOMEM;
+    }
+    memset(pCur->aVarPos, 0, sizeof(CvVarPos) * (size_t)pTab->nVar);
+    for (int i = 0; i < pTab->nVar; i++) pCur->aVarPos[i].iChunk = pCur->aVarPos[i].iPrivChunk = -1;
+  }
+  pTab->nCursor++;
   pCur->bEof = 1;
   pCur->iPrivChunk = -1;
   *ppCursor = &pCur->base;
@@ -50,8 +60,13 @@ static void cvReleaseBlock(CvCursor *pCur) {
 
 /* End the current scan: the cursor keeps its buffers for the next xFilter. */
 static void cvResetScan(CvCursor *pCur) {
+  CvVtab *pTab = (CvVtab *)pCur->base.pVtab;
   int k;
   cvReleaseBlock(pCur);
+  for (k = 0; pCur->aVarPos && k < pTab->nVar; k++) {
+    cvVarPosRelease(&pTab->aVar[k], &pCur->aVarPos[k]);
+    pCur->aVarPos[k].iPrivChunk = -1; /* the arrays may have been read again */
+  }
   caterva_block_iter_free(pCur->pIter);
   pCur->pIter = 0;
   pCur->pBlk = 0;
@@ -71,6 +86,8 @@ int cvCursorClose(sqlite3_vtab_cursor *pCursor) {
   CvVtab *pTab = (CvVtab *)pCursor->pVtab;
   cvResetScan(pCur);
   sqlite3_free(pCur->aPriv);
+  for (int i = 0; pCur->aVarPos && i < pTab->nVar; i++) sqlite3_free(pCur->aVarPos[i].aPriv);
+  sqlite3_free(pCur->aVarPos);
   sqlite3_free(pCur);
   if (--pTab->nCursor == 0) {
     cvFreeRetired(pTab);
@@ -535,14 +552,30 @@ int cvCursorEof(sqlite3_vtab_cursor *pCursor) {
   return ((CvCursor *)pCursor)->bEof;
 }
 
+/* The value of further array iVar at the current cell. */
+static int cvVarColumn(CvCursor *pCur, sqlite3_context *pCtx, int iVar) {
+  CvVtab *pTab = (CvVtab *)pCur->base.pVtab;
+  const uint8_t *pItem = 0;
+  int rc = cvVarItem(pTab, iVar, &pCur->aVarPos[iVar], pCur->aCoord, &pItem);
+  if (rc != SQLITE_OK) {
+    if (rc == SQLITE_NOMEM) sqlite3_result_error_nomem(pCtx);
+    else sqlite3_result_error(pCtx, pTab->base.zErrMsg ? pTab->base.zErrMsg : "caterva", -1);
+    return rc;
+  }
+  cvItemResult(pCtx, &pTab->aVar[iVar].item, pItem);
+  return SQLITE_OK;
+}
+
 int cvCursorColumn(sqlite3_vtab_cursor *pCursor, sqlite3_context *pCtx, int iCol) {
   CvCursor *pCur = (CvCursor *)pCursor;
   CvVtab *pTab = (CvVtab *)pCursor->pVtab;
   if (iCol >= 0 && iCol < pTab->nDim) {
     if (pTab->aLab[iCol].bOn) cvLabelResult(pCtx, pTab, iCol, pCur->aCoord[iCol]);
     else sqlite3_result_int64(pCtx, pCur->aCoord[iCol]);
-  } else if (iCol > pTab->nDim && iCol <= 2 * pTab->nDim) {
-    sqlite3_result_int64(pCtx, pCur->aCoord[iCol - pTab->nDim - 1]);
+  } else if (iCol > pTab->nDim + pTab->nVar) {
+    sqlite3_result_int64(pCtx, pCur->aCoord[iCol - pTab->nDim - pTab->nVar - 1]);
+  } else if (iCol > pTab->nDim) {
+    return cvVarColumn(pCur, pCtx, iCol - pTab->nDim - 1);
   } else if (iCol == pTab->nDim) {
     if (pCur->aData == 0) {
       /* Cached scans fetch blocks when the value is first asked for. */

@@ -369,6 +369,12 @@ static void cvPlanEstimate(const CvVtab *pTab, sqlite3_index_info *pInfo, const 
   cvPlanSize(pTab, pInfo, p, &nRow, &nBlk);
   costBlock = CV_COST_BLOCK_VISIT;
   if (p->bValue) costBlock += CV_COST_ITEM_DECODE * (double)pTab->nBlockItem;
+  for (int j = 0; j < pTab->nVar; j++) {
+    /* a further array's blocks, about as many as the first array's */
+    int iCol = pTab->nDim + 1 + j;
+    if ((pInfo->colUsed >> (iCol < 63 ? iCol : 63)) & 1)
+      costBlock += CV_COST_BLOCK_VISIT + CV_COST_ITEM_DECODE * (double)pTab->aVar[j].nBlockItem;
+  }
   /* Among plans that touch the same cells, prefer the one that uses more constraints: it
   ** leaves SQLite less to check. */
   pInfo->estimatedCost = (nRow + nBlk * costBlock + 1.0) * pow(0.9, p->nArg);

@@ -66,9 +66,10 @@ static void cvVtabFree(CvVtab *pTab) {
   cvFreeRetired(pTab);
   caterva_lock_free(pTab->pLock);
   if (pTab->azCol) {
-    for (int i = 0; i <= pTab->nDim; i++) sqlite3_free(pTab->azCol[i]);
+    for (int i = 0; i < pTab->nDim + 1 + pTab->nVar; i++) sqlite3_free(pTab->azCol[i]);
     sqlite3_free(pTab->azCol);
   }
+  cvVarsFree(pTab);
   sqlite3_free(pTab->zPath);
   cvConnUnref(pTab->pConn);
   sqlite3_free(pTab->base.zErrMsg);
@@ -102,9 +103,11 @@ static int cvCreateOrCheck(CvConn *pConn, const CvOptions *pOpt, int bCreate, ch
 
 /* Copy the column names into the table, for messages. */
 static int cvKeepNames(CvVtab *pTab, char **azName) {
-  pTab->azCol = sqlite3_malloc(sizeof(char *) * (size_t)(pTab->nDim + 1));
+  int n = pTab->nDim + 1 + pTab->nVar;
+  pTab->azCol = sqlite3_malloc(sizeof(char *) * (size_t)n);
   if (pTab->azCol == 0) return SQLITE_NOMEM;
-  for (int i = 0; i <= pTab->nDim; i++) {
+  memset(pTab->azCol, 0, sizeof(char *) * (size_t)n);
+  for (int i = 0; i < n; i++) {
     pTab->azCol[i] = sqlite3_mprintf("%s", azName[i]);
     if (pTab->azCol[i] == 0) return SQLITE_NOMEM;
   }
@@ -116,7 +119,7 @@ static int cvConnectImpl(sqlite3 *db, void *pAux, int argc, const char *const *a
   CvConn *pConn = (CvConn *)pAux;
   CvOptions opt;
   CvVtab *pTab = 0;
-  char *azName[CV_MAX_DIM + 1];
+  char *azName[CV_MAX_DIM + CV_MAX_VARS];
   int i, rc, iErr;
   memset(azName, 0, sizeof(azName));
   *ppVtab = 0;
@@ -164,13 +167,15 @@ static int cvConnectImpl(sqlite3 *db, void *pAux, int argc, const char *const *a
   if (rc != SQLITE_OK) goto connect_out;
   pTab->szCache = opt.nCacheMb * 1024 * 1024;
   cvCacheInit(&pTab->cache, pTab->nBlockItem * pTab->item.szItem, pTab->szCache);
+  rc = cvVarsOpen(pTab, &opt, pzErr);
+  if (rc != SQLITE_OK) goto connect_out;
   rc = cvColumnNames(pTab, &opt, azName, pzErr);
   if (rc == SQLITE_OK) rc = cvKeepNames(pTab, azName);
   if (rc == SQLITE_OK) rc = cvDeclare(db, pTab, azName, pzErr);
   if (rc == SQLITE_OK) rc = sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
   if (rc == SQLITE_OK) rc = cvConnAddTable(pConn, argv[1], argv[2], pTab->zPath, pTab);
 connect_out:
-  for (i = 0; i <= CV_MAX_DIM; i++) sqlite3_free(azName[i]);
+  for (i = 0; i < CV_MAX_DIM + CV_MAX_VARS; i++) sqlite3_free(azName[i]);
   cvOptionsFree(&opt);
   if (rc != SQLITE_OK) {
     if (rc == SQLITE_NOMEM && *pzErr == 0) *pzErr = sqlite3_mprintf("caterva: out of memory");

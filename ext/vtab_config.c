@@ -30,6 +30,7 @@ void cvOptionsFree(CvOptions *p) {
   sqlite3_free(p->zFill);
   sqlite3_free(p->zSparse);
   sqlite3_free(p->zCoords);
+  for (int i = 0; i < p->nMore; i++) sqlite3_free(p->azMore[i]);
   sqlite3_free(p->zSync);
   sqlite3_free(p->zLockReads);
 }
@@ -87,6 +88,17 @@ static int cvParseArg(CvOptions *p, const char *zArg, char **pzErr) {
   }
   if (zKey == 0 || zVal == 0) {
     rc = SQLITE_NOMEM;
+    goto parse_arg_out;
+  }
+  if (zEq == 0 && p->zPath) {
+    /* a further array of a several-variable table */
+    if (p->nMore == CV_MAX_VARS - 1) {
+      *pzErr = sqlite3_mprintf("caterva: at most %d arrays in one table", CV_MAX_VARS);
+      rc = SQLITE_ERROR;
+      goto parse_arg_out;
+    }
+    p->azMore[p->nMore++] = zVal;
+    zVal = 0;
     goto parse_arg_out;
   }
   if (sqlite3_stricmp(zKey, "path") == 0) pzSlot = &p->zPath;
@@ -214,10 +226,32 @@ static int cvCheckNames(char **azName, int nName) {
 ** Column names: azName[0..nDim) for the dimensions, azName[nDim] for the value. From the
 ** options, else the file's dimension names (ignored unless usable), else d0, d1, ...
 */
+/* Value column names: value= (one name per array, comma-separated), else "value" for one
+** array, else each array's name (cvVarName). */
+static int cvValueNames(CvVtab *pTab, const CvOptions *pOpt, char **azName, char **pzErr) {
+  int nDim = pTab->nDim, nVal = pTab->nVar + 1, j;
+  if (pOpt->zValue && nVal > 1) {
+    int rc = cvSplitDims(pOpt->zValue, nVal, azName + nDim, pzErr);
+    if (rc != SQLITE_OK && *pzErr) {
+      sqlite3_free(*pzErr);
+      *pzErr = sqlite3_mprintf("caterva: value= must name each of the %d arrays", nVal);
+    }
+    return rc;
+  }
+  if (nVal == 1) {
+    azName[nDim] = sqlite3_mprintf("%s", pOpt->zValue ? pOpt->zValue : "value");
+    return azName[nDim] ? SQLITE_OK : SQLITE_NOMEM;
+  }
+  azName[nDim] = cvVarName(pTab->pConn, pTab->pArr, pTab->zPath);
+  for (j = 1; j < nVal && azName[nDim + j - 1]; j++)
+    azName[nDim + j] = cvVarName(pTab->pConn, pTab->aVar[j - 1].pArr, pTab->aVar[j - 1].zPath);
+  return azName[nDim + nVal - 1] ? SQLITE_OK : SQLITE_NOMEM;
+}
+
 int cvColumnNames(CvVtab *pTab, const CvOptions *pOpt, char **azName, char **pzErr) {
-  int nDim = pTab->nDim, i, rc = SQLITE_OK;
-  azName[nDim] = sqlite3_mprintf("%s", pOpt->zValue ? pOpt->zValue : "value");
-  if (azName[nDim] == 0) return SQLITE_NOMEM;
+  int nDim = pTab->nDim, nVal = pTab->nVar + 1, i, rc;
+  rc = cvValueNames(pTab, pOpt, azName, pzErr);
+  if (rc != SQLITE_OK) return rc;
   if (pOpt->zDims) {
     rc = cvSplitDims(pOpt->zDims, nDim, azName, pzErr);
     if (rc != SQLITE_OK) return rc;
@@ -229,7 +263,7 @@ int cvColumnNames(CvVtab *pTab, const CvOptions *pOpt, char **azName, char **pzE
       for (i = 0; i < nDim; i++)
         if (azName[i] == 0) return SQLITE_NOMEM;
     }
-    if (!cvCheckNames(azName, nDim + 1)) {
+    if (!cvCheckNames(azName, nDim + nVal)) {
       for (i = 0; i < nDim; i++) {
         sqlite3_free(azName[i]);
         azName[i] = sqlite3_mprintf("d%d", i);
@@ -237,14 +271,14 @@ int cvColumnNames(CvVtab *pTab, const CvOptions *pOpt, char **azName, char **pzE
       }
     }
   }
-  if (!cvCheckNames(azName, nDim + 1)) {
+  if (!cvCheckNames(azName, nDim + nVal)) {
     *pzErr = sqlite3_mprintf("caterva: column names must be non-empty and distinct "
                              "(see the dims= and value= options)");
     return SQLITE_ERROR;
   }
   /* the hidden <dim>_index columns must not collide with a visible one */
   for (i = 0; i < nDim; i++) {
-    for (int j = 0; j <= nDim; j++) {
+    for (int j = 0; j < nDim + nVal; j++) {
       size_t n = strlen(azName[i]);
       if (sqlite3_strnicmp(azName[j], azName[i], (int)n) == 0 &&
           sqlite3_stricmp(azName[j] + n, "_index") == 0) {
@@ -268,6 +302,9 @@ int cvDeclare(sqlite3 *db, CvVtab *pTab, char **azName, char **pzErr) {
                         !pL->bOn ? "INTEGER" : pL->lab.is_time ? "TEXT" : "REAL");
   }
   sqlite3_str_appendf(pStr, "\"%w\" %s", azName[pTab->nDim], cvItemTypeDecl(&pTab->item));
+  for (i = 0; i < pTab->nVar; i++)
+    sqlite3_str_appendf(pStr, ", \"%w\" %s", azName[pTab->nDim + 1 + i],
+                        cvItemTypeDecl(&pTab->aVar[i].item));
   for (i = 0; i < pTab->nDim; i++)
     sqlite3_str_appendf(pStr, ", \"%w_index\" INTEGER HIDDEN", azName[i]);
   sqlite3_str_appendall(pStr, ")");

@@ -40,6 +40,36 @@ struct CvRetired {
 typedef struct CvCursor CvCursor;
 typedef struct CvOptions CvOptions;
 typedef struct CvLabel CvLabel;
+typedef struct CvVar CvVar;
+typedef struct CvVarPos CvVarPos;
+
+#define CV_MAX_VARS 64   /* arrays of one table */
+
+/* An array of a several-variable table after the first (vars.c): its own partitioning, item
+** type and block cache. */
+struct CvVar {
+  char *zPath;                        /* Its file or directory */
+  caterva_array *pArr;                /* Read-only */
+  CvItemType item;                    /* How its items become SQL values */
+  int32_t aChunk[CV_MAX_DIM];         /* Chunk shape */
+  int32_t aBlock[CV_MAX_DIM];         /* Block shape */
+  int64_t aBlkStride[CV_MAX_DIM];     /* Item stride inside a block */
+  int64_t aChunkStride[CV_MAX_DIM];   /* Chunk number stride */
+  int64_t aBlockStride[CV_MAX_DIM];   /* Block number stride inside a chunk */
+  int64_t nBlockItem;                 /* Items per block */
+  CvCache cache;                      /* Its decompressed blocks */
+};
+
+/* A cursor's current block of one CvVar. */
+struct CvVarPos {
+  int64_t iChunk;                     /* The block held (-1: none) */
+  int32_t iBlock;
+  const uint8_t *aData;               /* Its items, or NULL */
+  CvCacheEntry *pEntry;               /* Pinned cache entry holding it, or NULL */
+  uint8_t *aPriv;                     /* Private buffer when the cache cannot take a block */
+  int64_t iPrivChunk;                 /* Block in aPriv (-1: none) */
+  int32_t iPrivBlock;
+};
 
 /* A dimension's labels (coord.c). */
 struct CvLabel {
@@ -80,6 +110,8 @@ struct CvVtab {
   int64_t aBlockStride[CV_MAX_DIM];   /* Block number stride inside a chunk */
   int64_t nBlockItem;                 /* Items per block */
   CvLabel aLab[CV_MAX_DIM];           /* Labels of each dimension (coord.c) */
+  int nVar;                           /* Arrays after the first (value columns nDim+1...) */
+  CvVar *aVar;                        /* Those arrays (vars.c), or NULL */
   CvItemType item;                    /* How items become SQL values */
   int eFast;                          /* CV_FAST_*: items read inline by xColumn */
   int64_t szCache;                    /* Bytes the block cache may use */
@@ -117,6 +149,7 @@ struct CvCursor {
   uint8_t *aPriv;                     /* Private block buffer when the cache has no room */
   int64_t iPrivChunk;                 /* Chunk of the block held in aPriv (< 0: none) */
   int32_t iPrivBlock;                 /* Block number of the block held in aPriv */
+  CvVarPos *aVarPos;                  /* Current block of each further array (nVar) */
   int64_t aCoord[CV_MAX_DIM];         /* Coordinates of the current row */
   int64_t iOff;                       /* Item offset of aCoord inside the block */
 };
@@ -146,6 +179,8 @@ struct CvOptions {
   char *zFill;
   char *zSparse;
   char *zCoords;     /* coords= (creation, coord.c) */
+  int nMore;         /* Further unnamed arguments: the paths of more arrays (vars.c) */
+  char *azMore[CV_MAX_VARS];
   char *zSync;       /* synchronous= full | normal | off */
   char *zLockReads;  /* lock_reads= 0 | 1 */
 };
@@ -173,8 +208,8 @@ int cvDeclare(sqlite3 *db, CvVtab *pTab, char **azName, char **pzErr);
 
 /* ---- coord.c ------------------------------------------------------------------------ */
 
-/* Columns: 0..nDim-1 the dimensions (label or index), nDim the value, nDim+1+k the hidden
-** index column of dimension k. */
+/* Columns: 0..nDim-1 the dimensions (label or index), nDim..nDim+nVar the values (one per
+** array), then nDim+nVar+1+k the hidden index column of dimension k. */
 /* Read which dimensions have labels from pTab->pArr (called by cvInitGeometry). */
 void cvLabelsRefresh(CvVtab *pTab);
 /* SQLITE_ERROR with *pzErr when a dimension's coordinate cannot be read. */
@@ -199,6 +234,22 @@ void cvLabelResult(sqlite3_context *pCtx, const CvVtab *pTab, int k, int64_t i);
 ** whose dimensions are named azName[0..nDim). */
 int cvStoreCoords(caterva_ctx *pCtx, caterva_array *pArr, const char *zCoords, char **azName,
                   int nDim, char **pzErr);
+
+/* ---- vars.c ------------------------------------------------------------------------- */
+
+/* Open the arrays after the first (pOpt->azMore) and check them against the table's. */
+int cvVarsOpen(CvVtab *pTab, const CvOptions *pOpt, char **pzErr);
+void cvVarsFree(CvVtab *pTab);
+/* At a statement's start: read again the arrays another writer changed; an error when they
+** no longer have the table's shape. */
+int cvVarsRefresh(CvVtab *pTab);
+/* The item of variable iVar at cell aCoord (through pPos, the cursor's block of it). */
+int cvVarItem(CvVtab *pTab, int iVar, CvVarPos *pPos, const int64_t *aCoord,
+              const uint8_t **ppItem);
+void cvVarPosRelease(CvVar *p, CvVarPos *pPos);
+/* The value column name of an array: its `name` attribute (a string), else the file stem
+** (sqlite3_malloc'ed; NULL when out of memory). */
+char *cvVarName(CvConn *pConn, caterva_array *pArr, const char *zPath);
 
 /* ---- plan.c ------------------------------------------------------------------------- */
 

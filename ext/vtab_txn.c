@@ -160,7 +160,17 @@ int cvPrepareRead(CvVtab *pTab) {
   return SQLITE_OK;
 }
 
+static int cvStatementStartFirst(CvVtab *pTab);
+
 int cvStatementStart(CvVtab *pTab) {
+  int rc = cvStatementStartFirst(pTab);
+  if (rc == SQLITE_OK && pTab->nVar > 0 && !pTab->bInTxn && pTab->nCursor == 0)
+    rc = cvVarsRefresh(pTab);
+  return rc;
+}
+
+/* The first array of the table: read it again if another writer committed. */
+static int cvStatementStartFirst(CvVtab *pTab) {
   caterva_ctx *pCtx = pTab->pConn->pCtx;
   int rc = SQLITE_OK, bLocked = 0;
   if (pTab->bInTxn || pTab->nCursor > 0) return SQLITE_OK;

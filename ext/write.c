@@ -312,7 +312,7 @@ static int cvInsertCoord(CvVtab *pTab, int k, sqlite3_value *pCol, sqlite3_value
 static int cvInsertCoords(CvVtab *pTab, sqlite3_value **argv, int64_t *aCoord) {
   int k, rc;
   for (k = 0; k < pTab->nDim; k++) {
-    rc = cvInsertCoord(pTab, k, argv[2 + k], argv[3 + pTab->nDim + k], &aCoord[k]);
+    rc = cvInsertCoord(pTab, k, argv[2 + k], argv[3 + pTab->nDim + pTab->nVar + k], &aCoord[k]);
     if (rc != SQLITE_OK) return rc;
   }
   for (k = 1; k < pTab->nDim; k++) {
@@ -337,7 +337,7 @@ static int cvUpdateCoords(CvVtab *pTab, sqlite3_value **argv, int64_t *aCoord) {
   }
   rc = cvRowidCoords(pTab, sqlite3_value_int64(argv[0]), aCoord);
   for (k = 0; k < pTab->nDim && rc == SQLITE_OK; k++) {
-    sqlite3_value *pCol = argv[2 + k], *pIdx = argv[3 + pTab->nDim + k];
+    sqlite3_value *pCol = argv[2 + k], *pIdx = argv[3 + pTab->nDim + pTab->nVar + k];
     int64_t v;
     int bMoved = 0;
     if (!sqlite3_value_nochange(pIdx)) bMoved = cvExactInt(pIdx, &v) || v != aCoord[k];
@@ -368,6 +368,13 @@ int cvUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 
   const uint8_t *pItem = aItem;
   char *zErr = 0;
   int rc = SQLITE_OK, r, k;
+  if (pTab->nVar > 0) {
+    /* several files cannot be committed atomically: see vars.c */
+    cvSetError(pTab, "caterva: a table over several arrays is read-only; write through a "
+                     "table over one of them (CREATE VIRTUAL TABLE x USING caterva('%s'))",
+               pTab->zPath);
+    return SQLITE_READONLY;
+  }
   if (!pTab->bInTxn) rc = cvTxnBegin(pVtab);
   if (rc != SQLITE_OK) return rc;
   if (argc == 1) {                                     /* DELETE */

@@ -12,8 +12,10 @@
 3. Writes by label (INSERT with labels, growth of a regular first dimension, explicit labels
    refusing growth), caterva_set_coords (JSON numbers and dates, json_group_array),
    caterva_nearest, caterva_info's coords, and the errors of values of the wrong kind.
-4. Calendars: known day counts between dates (leap years, 360-day months, before 1970),
-   through the time column.
+4. Several variables in one table: values equal to the one-array tables, only the columns
+   read are decompressed (blocks counted against the one-array tables), boxes in labels
+   pushed down to every array, mismatched shapes and dimension names refused naming the
+   first difference, writes refused.
 
 Environment: top_builddir, CATERVA_LABEL_QUERIES (differential queries per array, default
 150), CATERVA_PRELOAD.
@@ -383,6 +385,76 @@ def test_create_errors(tmp):
     db.close()
 
 
+def test_variables(tmp):
+    db = connect()
+    pa, pb, pc, pd = (os.path.join(tmp, n) for n in ("t2m.b2nd", "tp.b2nd", "bad.b2nd", "names.b2nd"))
+    db.execute("CREATE VIRTUAL TABLE a USING caterva('%s', shape='40,30,20', dims='time,lat,lon', "
+               "coords='time:2023-01-01:1 day,lat:-87:6,lon:0:18', chunks='10,15,10', "
+               "blocks='5,5,5')" % pa)
+    db.execute("CREATE VIRTUAL TABLE b USING caterva('%s', shape='40,30,20', dims='time,lat,lon', "
+               "dtype='int32', chunks='20,10,20', blocks='4,10,5', fill=0)" % pb)
+    cte = ("WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 39) ")
+    db.execute(cte + "INSERT INTO a(time_index, lat_index, lon_index, value) SELECT x.i, y.i, z.i, "
+               "round(x.i * 0.5 + y.i - z.i * 0.25, 2) FROM n x, n y, n z WHERE y.i < 30 AND z.i < 20")
+    db.execute(cte + "INSERT INTO b(time_index, lat_index, lon_index, value) SELECT x.i, y.i, z.i, "
+               "(x.i * 7 + y.i * 3 + z.i) % 50 FROM n x, n y, n z WHERE y.i < 30 AND z.i < 20")
+    db.execute("CREATE VIRTUAL TABLE c USING caterva('%s', shape='40,31,20', dims='time,lat,lon')" % pc)
+    db.execute("CREATE VIRTUAL TABLE d USING caterva('%s', shape='40,30,20', dims='time,latitude,lon')" % pd)
+    db.close()
+    db = connect()
+    db.execute("CREATE VIRTUAL TABLE w USING caterva('%s', '%s')" % (pa, pb))
+    cols = [r[1] for r in q(db, "PRAGMA table_info(w)")]
+    report(cols == ["time", "lat", "lon", "t2m", "tp"], "value columns named by the file stems", cols)
+    db2 = connect()
+    db2.execute("CREATE VIRTUAL TABLE a USING caterva('%s')" % pa)
+    db2.execute("CREATE VIRTUAL TABLE b USING caterva('%s')" % pb)
+    ref = sorted(q(db2, "SELECT a.time, a.lat, a.lon, a.value, b.value FROM a JOIN b ON "
+                        "a.time_index = b.time_index AND a.lat_index = b.lat_index AND "
+                        "a.lon_index = b.lon_index"))
+    report(sorted(q(db, "SELECT * FROM w")) == ref and len(ref) == 24000,
+           "every row equals the one-array tables joined (%d rows)" % len(ref))
+    def fresh_blocks(sql, tables):
+        """Blocks decompressed by sql on a new connection (empty block caches)."""
+        c = connect()
+        for name, paths in tables:
+            c.execute("CREATE VIRTUAL TABLE %s USING caterva(%s)" %
+                      (name, ", ".join("'%s'" % x for x in paths)))
+        b = blocks(c)
+        q(c, sql)
+        n = blocks(c) - b
+        c.close()
+        return n
+    nb = fresh_blocks("SELECT sum(value) FROM b", [("b", [pb])])
+    na = fresh_blocks("SELECT sum(value) FROM a", [("a", [pa])])
+    wb = fresh_blocks("SELECT sum(tp) FROM w", [("w", [pa, pb])])
+    wa = fresh_blocks("SELECT sum(t2m) FROM w", [("w", [pa, pb])])
+    w0 = fresh_blocks("SELECT count(*) FROM w", [("w", [pa, pb])])
+    report(wb == nb and wa == na and w0 == 0 and nb > 0 and na > 0,
+           "only the columns read are decompressed: tp %d blocks (alone %d), t2m %d (alone %d), "
+           "count(*) %d" % (wb, nb, wa, na, w0))
+    db.close()
+    db = connect()
+    db.execute("CREATE VIRTUAL TABLE w USING caterva('%s', '%s', value='temp,precip')" % (pa, pb))
+    b0 = blocks(db)
+    box = q(db, "SELECT time, lat, lon, temp, precip FROM w WHERE time BETWEEN '2023-01-05' AND "
+                "'2023-01-08' AND lat = 3 AND lon >= 300")
+    nbox = blocks(db) - b0
+    refbox = [r for r in ref if "2023-01-05" <= r[0] <= "2023-01-08" and r[1] == 3 and r[2] >= 300]
+    report(sorted(box) == sorted(refbox) and len(box) == 4 * 1 * 3 and nbox == 3,
+           "a box in labels reads only its blocks of both arrays (%d rows, %d blocks)"
+           % (len(box), nbox))
+    e = err(db, "UPDATE w SET precip = 1 WHERE time_index = 0")
+    report(e is not None and "read-only" in e, "writes to several arrays are refused", e)
+    for other, frag in [(pc, "shape"), (pd, "named")]:
+        e = err(db, "CREATE VIRTUAL TABLE x USING caterva('%s', '%s')" % (pa, other))
+        report(e is not None and frag in e and os.path.basename(other) in e,
+               "a mismatched array is refused naming the difference", e)
+    e = err(db, "CREATE VIRTUAL TABLE x USING caterva('%s', '%s', value='only')" % (pa, pb))
+    report(e is not None and "value=" in e, "value= must name every array", e)
+    db.close()
+    db2.close()
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="test_sql_labels.")
     try:
@@ -391,6 +463,7 @@ def main():
         test_pushdown(tmp)
         test_writes(tmp)
         test_create_errors(tmp)
+        test_variables(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     for b1, ball, n1 in LABEL_FIGURES:

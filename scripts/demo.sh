@@ -1,13 +1,14 @@
 #!/bin/sh
 # Installs what is missing, builds, writes the demo data into ./demo (a year of daily
-# temperatures, 365 x 180 x 360 float32, and a stations table; tests/mkdemo) and runs
+# temperatures and precipitation, 365 x 180 x 360 float32 each, and a stations table;
+# tests/mkdemo) and runs
 # sql/demo.sql in the sqlite3 shell from there. Set DEMO_SHELL to use another sqlite3.
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 sh scripts/deps.sh
 sh scripts/build.sh build
-if [ ! -f demo/temp.b2nd ] || [ ! -f demo/stations.sql ] ||
+if [ ! -f demo/temp.b2nd ] || [ ! -f demo/precip.b2nd ] || [ ! -f demo/stations.sql ] ||
    [ build/tests/mkdemo -nt demo/temp.b2nd ]; then
   echo "writing demo/temp.b2nd and demo/stations.sql ..."
   build/tests/mkdemo demo

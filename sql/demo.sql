@@ -1,5 +1,6 @@
 -- demo.sql: a year of daily temperatures on a 1-degree global grid (365 x 180 x 360 float32,
--- ~24 million cells in one compressed file) queried as an ordinary SQL table.
+-- ~24 million cells in one compressed file) queried as an ordinary SQL table, and the same
+-- grid's precipitation (precip.b2nd) as a second variable of one table.
 --
 -- Run by scripts/demo.sh from the demo/ directory that tests/mkdemo fills (temp.b2nd and
 -- stations.sql):   cd demo && sqlite3 < ../sql/demo.sql
@@ -104,6 +105,22 @@ FROM stations AS s JOIN temps AS t
  AND t.lon_index = caterva_nearest('temps', 'lon', s.lon)
 WHERE s.name IN ('London', 'Singapore')
 GROUP BY month ORDER BY month;
+.timer off
+UPDATE mark SET n = caterva_blocks_read();
+.timer on
+
+.print
+.print '== Two variables in one table: temp.b2nd and precip.b2nd on the same grid'
+.print '   (the five wettest Julys among the stations; only the columns read are decompressed)'
+CREATE VIRTUAL TABLE weather USING caterva('temp.b2nd', 'precip.b2nd', value='celsius,precip');
+SELECT *, caterva_blocks_read() - (SELECT n FROM mark) AS blocks FROM (
+  SELECT s.name AS station, round(avg(w.celsius), 1) AS july_mean,
+         round(sum(w.precip), 0) AS july_mm
+  FROM stations AS s JOIN weather AS w
+    ON w.lat_index = caterva_nearest('weather', 'lat', s.lat)
+   AND w.lon_index = caterva_nearest('weather', 'lon', s.lon)
+  WHERE w.time BETWEEN '2023-07-01' AND '2023-07-31'
+  GROUP BY s.name ORDER BY july_mm DESC LIMIT 5);
 .timer off
 UPDATE mark SET n = caterva_blocks_read();
 .timer on

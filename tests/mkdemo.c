@@ -9,6 +9,7 @@
  *                 year, a 1-degree grid with cell centres at lat -89.5 .. 89.5 and lon
  *                 -179.5 .. 179.5), dimension names time, lat, lon, attributes
  *                 units = "degC", long_name, and the grid's origin and spacing;
+ *   precip.b2nd   the same grid's daily precipitation (mm, float32), a second variable;
  *   stations.sql  CREATE TABLE stations(name, lat, lon) and about 40 cities, in degrees.
  * The array's coordinates (the `_coords` attribute) label time with dates of 2023 and lat
  * and lon with degrees, so SQL selects by date and degree.
@@ -167,6 +168,19 @@ static int set_attr_f64(caterva_ctx *ctx, caterva_array *a, const char *name, do
   int32_t n = 0;
   mp_f64(buf, &n, v);
   return caterva_array_attr_set(ctx, a, name, buf, n);
+}
+
+/* Daily precipitation in mm (0.1 mm steps, often 0): a tropical rain belt that follows the
+** sun (8 degrees north in July, south in January), storm tracks near 45 degrees carried by
+** the same travelling waves as the temperature, drier continental interiors. */
+static double precipitation(int t, double lat, double lon, double land, uint32_t ti,
+                            uint32_t ii, uint32_t ji) {
+  double c = 8.0 * sin(2.0 * M_PI * (t - 80) / 365.0);
+  double belt = 12.0 * exp(-((lat - c) / 9.0) * ((lat - c) / 9.0));
+  double storms = 3.0 * exp(-((fabs(lat) - 45.0) / 12.0) * ((fabs(lat) - 45.0) / 12.0)) *
+                  (1.0 + sin(2.0 * M_PI * t / 6.3 - 3.0 * lon * DEG + 2.0 * lat * DEG));
+  double r = (belt + storms) * (1.0 - 0.6 * land) + 2.0 * noise(ti + 7u, ii, ji) - 1.0;
+  return r < 0.0 ? 0.0 : floor(r * 10.0 + 0.5) / 10.0;
 }
 
 /* Coordinates: days of 2023 (or nt instants spread over it), cell-centre latitudes and
@@ -328,6 +342,32 @@ int main(int argc, char **argv) {
       set_attr_f64(ctx, a, "dlat", dlat) < 0 ||
       set_attr_f64(ctx, a, "lon0", -180.0 + dlon / 2) < 0 ||
       set_attr_f64(ctx, a, "dlon", dlon) < 0 || set_coords(ctx, a, nt, dlat, dlon) < 0) {
+    fprintf(stderr, "mkdemo: %s: %s\n", path, caterva_ctx_errmsg(ctx));
+    goto done;
+  }
+  caterva_array_free(a);
+  a = NULL;
+  /* The second variable, on the same grid: precip.b2nd. */
+  for (t = 0; t < nt; t++) {
+    int day = nt == 365 ? t : (int)((int64_t)t * 365 / nt);
+    float *slab = buf + (size_t)t * nlat * nlon;
+    for (i = 0; i < nlat; i++)
+      for (j = 0; j < nlon; j++)
+        slab[(size_t)i * nlon + j] = (float)precipitation(
+            day, lat[i], lon[j], land[(size_t)i * nlon + j], (uint32_t)t, (uint32_t)i, (uint32_t)j);
+  }
+  snprintf(path, sizeof(path), "%s/precip.b2nd", dir);
+  if (unlink(path) != 0 && errno != ENOENT) {
+    fprintf(stderr, "mkdemo: cannot replace %s: %s\n", path, strerror(errno));
+    goto done;
+  }
+  if (caterva_array_from_buffer(ctx, &p, buf, (int64_t)sizeof(float) * nt * nlat * nlon, &a) <
+          0 ||
+      caterva_array_set_dim_names(ctx, a, names) < 0 ||
+      set_attr_str(ctx, a, "units", "mm/day") < 0 ||
+      set_attr_str(ctx, a, "name", "precip") < 0 ||
+      set_attr_str(ctx, a, "long_name", "daily precipitation (synthetic)") < 0 ||
+      set_coords(ctx, a, nt, dlat, dlon) < 0) {
     fprintf(stderr, "mkdemo: %s: %s\n", path, caterva_ctx_errmsg(ctx));
     goto done;
   }

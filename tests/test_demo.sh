@@ -35,7 +35,7 @@ check() {
 
 "$mkdemo" "$tmp/demo" 365 36 72 >"$tmp/out" 2>&1
 check $? "mkdemo writes a 365x36x72 sample"
-[ -f "$tmp/demo/temp.b2nd" ] && [ -f "$tmp/demo/stations.sql" ]
+[ -f "$tmp/demo/temp.b2nd" ] && [ -f "$tmp/demo/precip.b2nd" ] && [ -f "$tmp/demo/stations.sql" ]
 check $? "temp.b2nd and stations.sql exist"
 
 (cd "$tmp/demo" && env ${CATERVA_PRELOAD:+LD_PRELOAD=$CATERVA_PRELOAD} \
@@ -45,7 +45,7 @@ check $status "sql/demo.sql runs in the sqlite3 shell (exit status $status)"
 
 # Output that the demo must show, whatever the grid.
 ok=0
-for s in '\[365,36,72\]' 'degC' '^== One day' 'Run Time:' '^Yakutsk ' '^McMurdo Station ' '^07 ' \
+for s in '\[365,36,72\]' 'degC' '^== One day' 'Run Time:' '^Yakutsk ' '^McMurdo Station ' '^07 ' '^== Two variables' \
          '^946080 '; do
   grep -q "$s" "$tmp/out" || { echo "# missing: $s"; ok=1; }
 done

@@ -24,41 +24,32 @@ static uint64_t rnd(void) {
   return rng_state;
 }
 
-/* A daily axis "days since 1970-01-01" in calendar cal: key(i) / 86400000 is the day number. */
-static caterva_labels day_axis(const char *cal, int64_t n) {
+/* A daily axis "days since 1970-01-01" in calendar cal starting at day d0: key(i) / 86400000
+** is day d0 + i. */
+static int day_axis(const char *cal, int64_t d0, int64_t n, caterva_labels *l) {
   caterva_coord c;
-  caterva_labels l;
   memset(&c, 0, sizeof c);
   c.kind = CATERVA_COORD_REGULAR;
-  c.start = 0;
+  c.start = (double)d0;
   c.step = 1;
   c.units = "days since 1970-01-01";
   c.calendar = cal;
-  if (caterva_labels_init(ctx, &l, &c, n) != 0) memset(&l, 0, sizeof l);
-  return l;
+  return caterva_labels_init(ctx, l, &c, n);
 }
 
 /* Day number of date text in calendar cal, or NAN when it is not a date there. */
 static double day_of(const char *cal, const char *text) {
-  caterva_labels l = day_axis(cal, 1);
+  caterva_labels l;
   double k;
-  if (caterva_labels_parse_time(ctx, &l, text, &k) != 0) return NAN;
+  if (day_axis(cal, 0, 1, &l) != 0 || caterva_labels_parse_time(ctx, &l, text, &k) != 0) return NAN;
   return k / 86400000.0;
 }
 
 /* Text of day number d in calendar cal. */
 static const char *text_of(const char *cal, int64_t d) {
   static char buf[64];
-  caterva_coord c;
   caterva_labels l;
-  memset(&c, 0, sizeof c);
-  c.kind = CATERVA_COORD_REGULAR;
-  c.start = (double)d;
-  c.step = 1;
-  c.units = "days since 1970-01-01";
-  c.calendar = cal;
-  if (caterva_labels_init(ctx, &l, &c, 1) != 0 || caterva_labels_format(&l, 0, buf, sizeof buf))
-    return "(error)";
+  if (day_axis(cal, d, 1, &l) != 0 || caterva_labels_format(&l, 0, buf, sizeof buf)) return "(error)";
   return buf;
 }
 

@@ -58,8 +58,29 @@ def err(db, sql, args=()):
     return None
 
 
+def expect_errors(db, cases):
+    """Each (sql, fragment, description): the statement fails with a message holding fragment."""
+    for sql, frag, desc in cases:
+        e = err(db, sql)
+        report(e is not None and frag in e, desc, e)
+
+
 def blocks(db):
     return db.execute("SELECT caterva_blocks_read()").fetchone()[0]
+
+
+def fresh_query(sql, tables):
+    """Run sql on a new connection (empty block caches) over tables [(name, [paths])]:
+    (its rows, the blocks it decompressed)."""
+    c = connect()
+    for name, paths in tables:
+        c.execute("CREATE VIRTUAL TABLE %s USING caterva(%s)" %
+                  (name, ", ".join("'%s'" % x for x in paths)))
+    b = blocks(c)
+    rows = q(c, sql)
+    n = blocks(c) - b
+    c.close()
+    return rows, n
 
 
 # ---- model of coordinates (what the table must show) -------------------------------------
@@ -269,28 +290,17 @@ def test_pushdown(tmp):
                "INSERT INTO t(time_index, lat_index, lon_index, value) "
                "SELECT a.i, b.i, c.i, a.i + b.i FROM n a, n b, n c WHERE b.i < 180 AND c.i < 360")
     db.close()
-    db = connect()
-    db.execute("CREATE VIRTUAL TABLE t USING caterva('%s')" % path)
-    b0 = blocks(db)
-    n1, s1 = q(db, "SELECT count(*), sum(value) FROM t WHERE lat BETWEEN 35 AND 65 "
-                   "AND time BETWEEN '2023-08-01' AND '2023-08-07'")[0]
-    b1 = blocks(db) - b0
-    db.close()
-    db = connect()
-    db.execute("CREATE VIRTUAL TABLE t USING caterva('%s')" % path)
-    b0 = blocks(db)
+    tab = [("t", [path])]
+    ((n1, s1),), b1 = fresh_query("SELECT count(*), sum(value) FROM t WHERE lat BETWEEN 35 AND 65 "
+                                  "AND time BETWEEN '2023-08-01' AND '2023-08-07'", tab)
     # lat 35.5 is index 125 (35 itself falls between grid points); 2023-08-01 is day 212
-    n2, s2 = q(db, "SELECT count(*), sum(value) FROM t WHERE lat_index BETWEEN 125 AND 154 "
-                   "AND time_index BETWEEN 212 AND 218")[0]
-    b2 = blocks(db) - b0
-    b0 = blocks(db)
-    q(db, "SELECT sum(value) FROM t")
-    ball = blocks(db) - b0
+    ((n2, s2),), b2 = fresh_query("SELECT count(*), sum(value) FROM t WHERE lat_index BETWEEN "
+                                  "125 AND 154 AND time_index BETWEEN 212 AND 218", tab)
+    _, ball = fresh_query("SELECT sum(value) FROM t", tab)
     report(n1 == n2 == 30 * 7 * 360 and s1 == s2 and b1 == b2 and b1 * 20 < ball,
            "label box lat 35..65, 2023-08-01..07: %d rows, %d blocks (index box: %d; full scan %d)"
            % (n1, b1, b2, ball))
     LABEL_FIGURES.append((b1, ball, n1))
-    db.close()
 
 
 LABEL_FIGURES = []
@@ -308,20 +318,20 @@ def test_writes(tmp):
     report(q(db, "SELECT json_extract(caterva_info('w'), '$.shape')") == [("[5,4]",)] and
            q(db, "SELECT time FROM w WHERE value = 9") == [("2000-03-02",)],
            "a date past the end grows the regular time coordinate")
-    e = err(db, "INSERT INTO w(time, lat, value) VALUES ('2000-03-01', 0.25, 1)")
-    report(e is not None and "not a label" in e, "a latitude between grid points is refused", e)
-    e = err(db, "INSERT INTO w(time, lat, value) VALUES ('2000-03-01', 9.5, 1)")
-    report(e is not None and "out of range" in e, "a latitude past the end is refused", e)
-    e = err(db, "INSERT INTO w(time, lat, lat_index, value) VALUES ('2000-03-01', 1.0, 3, 1)")
-    report(e is not None and "different cells" in e, "label and index disagreeing is refused", e)
-    e = err(db, "UPDATE w SET lat = 2.0 WHERE lat = 1.5")
-    report(e is not None and "cannot change" in e, "UPDATE of a label is refused", e)
-    e = err(db, "SELECT * FROM w WHERE time = 20000301")
-    report(e is not None and "compares with dates" in e, "a number for a date is an error", e)
-    e = err(db, "SELECT * FROM w WHERE time = '2000-02-30'")
-    report(e is not None and "not a date" in e, "a date the calendar lacks is an error", e)
-    e = err(db, "SELECT * FROM w WHERE lat > 'north'")
-    report(e is not None and "compares with numbers" in e, "text for a number label is an error", e)
+    expect_errors(db, [
+        ("INSERT INTO w(time, lat, value) VALUES ('2000-03-01', 0.25, 1)", "not a label",
+         "a latitude between grid points is refused"),
+        ("INSERT INTO w(time, lat, value) VALUES ('2000-03-01', 9.5, 1)", "out of range",
+         "a latitude past the end is refused"),
+        ("INSERT INTO w(time, lat, lat_index, value) VALUES ('2000-03-01', 1.0, 3, 1)",
+         "different cells", "label and index disagreeing is refused"),
+        ("UPDATE w SET lat = 2.0 WHERE lat = 1.5", "cannot change", "UPDATE of a label is refused"),
+        ("SELECT * FROM w WHERE time = 20000301", "compares with dates",
+         "a number for a date is an error"),
+        ("SELECT * FROM w WHERE time = '2000-02-30'", "not a date",
+         "a date the calendar lacks is an error"),
+        ("SELECT * FROM w WHERE lat > 'north'", "compares with numbers",
+         "text for a number label is an error")])
     report(q(db, "SELECT count(*) FROM w WHERE lat = NULL") == [(0,)] and
            q(db, "SELECT count(*) FROM w WHERE lat > '1'") == [(5,)],
            "NULL matches nothing; numeric text compares as a number")
@@ -335,16 +345,16 @@ def test_writes(tmp):
               "\"2001-01-04\", \"2001-01-10\", \"2001-02-01\"]')")
     report(n == [(5,)] and q(db, "SELECT time FROM w WHERE value = 9") == [("2001-02-01",)],
            "caterva_set_coords with dates")
-    e = err(db, "INSERT INTO w(time, lat, value) VALUES ('2001-03-01', 10, 1)")
-    report(e is not None and "not a label" in e, "growth beyond explicit labels is refused", e)
-    e = err(db, "SELECT caterva_set_coords('w', 'lat', '[1, 3, 2, 4]')")
-    report(e is not None and "monotonic" in e, "non-monotonic labels are refused", e)
-    e = err(db, "SELECT caterva_set_coords('w', 'lat', '[1, 2]')")
-    report(e is not None and "extent" in e, "fewer labels than the extent are refused", e)
-    e = err(db, "SELECT caterva_set_coords('w', 'lat', '{bad')")
-    report(e is not None and "JSON" in e, "malformed JSON is refused", e)
-    e = err(db, "SELECT caterva_set_coords('w', 'depth', '[1]')")
-    report(e is not None and "no dimension" in e, "unknown dimension is refused", e)
+    expect_errors(db, [
+        ("INSERT INTO w(time, lat, value) VALUES ('2001-03-01', 10, 1)", "not a label",
+         "growth beyond explicit labels is refused"),
+        ("SELECT caterva_set_coords('w', 'lat', '[1, 3, 2, 4]')", "monotonic",
+         "non-monotonic labels are refused"),
+        ("SELECT caterva_set_coords('w', 'lat', '[1, 2]')", "extent",
+         "fewer labels than the extent are refused"),
+        ("SELECT caterva_set_coords('w', 'lat', '{bad')", "JSON", "malformed JSON is refused"),
+        ("SELECT caterva_set_coords('w', 'depth', '[1]')", "no dimension",
+         "unknown dimension is refused")])
     report(q(db, "SELECT caterva_nearest('w', 'lat', 24.9), caterva_nearest('w', 'lat', 25.1), "
                  "caterva_nearest('w', 'lat', -100), caterva_nearest('w', 'time', '2001-01-08')")
            == [(1, 2, 0, 3)], "caterva_nearest on numbers and dates")
@@ -413,22 +423,11 @@ def test_variables(tmp):
                         "a.lon_index = b.lon_index"))
     report(sorted(q(db, "SELECT * FROM w")) == ref and len(ref) == 24000,
            "every row equals the one-array tables joined (%d rows)" % len(ref))
-    def fresh_blocks(sql, tables):
-        """Blocks decompressed by sql on a new connection (empty block caches)."""
-        c = connect()
-        for name, paths in tables:
-            c.execute("CREATE VIRTUAL TABLE %s USING caterva(%s)" %
-                      (name, ", ".join("'%s'" % x for x in paths)))
-        b = blocks(c)
-        q(c, sql)
-        n = blocks(c) - b
-        c.close()
-        return n
-    nb = fresh_blocks("SELECT sum(value) FROM b", [("b", [pb])])
-    na = fresh_blocks("SELECT sum(value) FROM a", [("a", [pa])])
-    wb = fresh_blocks("SELECT sum(tp) FROM w", [("w", [pa, pb])])
-    wa = fresh_blocks("SELECT sum(t2m) FROM w", [("w", [pa, pb])])
-    w0 = fresh_blocks("SELECT count(*) FROM w", [("w", [pa, pb])])
+    _, nb = fresh_query("SELECT sum(value) FROM b", [("b", [pb])])
+    _, na = fresh_query("SELECT sum(value) FROM a", [("a", [pa])])
+    _, wb = fresh_query("SELECT sum(tp) FROM w", [("w", [pa, pb])])
+    _, wa = fresh_query("SELECT sum(t2m) FROM w", [("w", [pa, pb])])
+    _, w0 = fresh_query("SELECT count(*) FROM w", [("w", [pa, pb])])
     report(wb == nb and wa == na and w0 == 0 and nb > 0 and na > 0,
            "only the columns read are decompressed: tp %d blocks (alone %d), t2m %d (alone %d), "
            "count(*) %d" % (wb, nb, wa, na, w0))

@@ -1,10 +1,12 @@
 /*
  * fuzz_array.c -- libFuzzer target: open arbitrary bytes as an N-d array (frame, then the
  * b2nd/caterva metalayer and its geometry), read it whole, walk a box with the block
- * iterator, and read the dimension names. Any outcome but a crash, a sanitizer report or a
+ * iterator, and read the dimension names and coordinates (the `_coords` attribute, with a
+ * few lookups over its labels). Any outcome but a crash, a sanitizer report or a
  * hang is fine; when both whole reads succeed they must agree on the box.
  */
 #include "caterva.h"
+#include "caterva_array.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,22 @@ static void walk_blocks(caterva_ctx *ctx, caterva_array *a) {
   caterva_block_iter_free(it);
 }
 
+/* Coordinates: parse each dimension's, and look labels up both ways. */
+static void walk_coords(caterva_ctx *ctx, caterva_array *a) {
+  const int64_t *shape = caterva_array_shape(a);
+  for (int k = 0; k < caterva_array_ndim(a); k++) {
+    caterva_coord c;
+    caterva_labels l;
+    char buf[48];
+    int64_t lo, hi;
+    if (caterva_array_get_coord(ctx, a, k, &c) < 0 || c.kind == CATERVA_COORD_NONE) continue;
+    if (caterva_labels_init(ctx, &l, &c, shape[k]) < 0 || shape[k] == 0) continue;
+    (void)caterva_labels_format(&l, shape[k] - 1, buf, sizeof buf);
+    caterva_labels_range(&l, CATERVA_CMP_LE, caterva_labels_key(&l, 0), &lo, &hi);
+    (void)caterva_labels_nearest(&l, caterva_labels_key(&l, shape[k] - 1) + 0.5);
+  }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static caterva_ctx *ctx;
   caterva_schunk *sc = NULL;
@@ -49,6 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   if (caterva_array_get_dim_names(ctx, a, &names) == 0)
     caterva_array_free_names(names, caterva_array_ndim(a));
+  walk_coords(ctx, a);
   caterva_array_free(a);
   return 0;
 }

@@ -234,6 +234,7 @@ int32_t caterva_chunk_getitems(caterva_ctx *ctx, const void *chunk, size_t len, 
 #include "caterva_frame.h"
 #include "caterva_array.h"
 #include "caterva_npy.h"
+#include "caterva_png.h"
 
 #ifdef __cplusplus
 }

@@ -95,6 +95,8 @@ void cvJsonDouble(sqlite3_str *pStr, double r);
 int cvRegisterIo(sqlite3 *db, CvConn *pConn);
 /* io_export.c: caterva_export(src, dst [, start, stop]), registered by cvRegisterIo. */
 void cvExportFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+/* io_png.c: caterva_png(src [, start, stop [, options]]), registered by cvRegisterIo. */
+void cvPngFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 
 /* The importers caterva_import() dispatches to (io_npy.c, io_netcdf.c, io_bcolz.c): convert
 ** source zSrc into a new array zDst (an error if it exists); zVar (may be NULL) chooses what to

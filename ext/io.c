@@ -13,7 +13,8 @@
  * Each importer reports its own errors on pCtx and returns nothing; options are the importer's
  * to parse (see cvext.h).
  *
- * caterva_export(src, 'out.npy' [, start, stop]), the way out to NumPy, is io_export.c's.
+ * caterva_export(src, 'out.npy' [, start, stop]), the way out to NumPy, is io_export.c's;
+ * caterva_png(src [, start, stop [, options]]), pictures of slices, io_png.c's.
  */
 #include "config.h"
 
@@ -95,6 +96,10 @@ int cvRegisterIo(sqlite3 *db, CvConn *pConn) {
   for (int nArg = 2; nArg <= 4 && rc == SQLITE_OK; nArg++) {
     rc = sqlite3_create_function_v2(db, "caterva_export", nArg, SQLITE_UTF8 | SQLITE_DIRECTONLY,
                                     cvConnRef(pConn), cvExportFunc, 0, 0, cvConnUnref);
+  }
+  for (int nArg = 1; nArg <= 4 && rc == SQLITE_OK; nArg++) {
+    rc = sqlite3_create_function_v2(db, "caterva_png", nArg, SQLITE_UTF8 | SQLITE_DIRECTONLY,
+                                    cvConnRef(pConn), cvPngFunc, 0, 0, cvConnUnref);
   }
   return rc;
 }

@@ -130,3 +130,12 @@ UPDATE mark SET n = caterva_blocks_read();
 SELECT count(*) AS cells, round(avg(celsius), 2) AS mean,
        caterva_blocks_read() - (SELECT n FROM mark) AS blocks
 FROM temps;
+.timer off
+
+.print
+.print '== A picture: 15 July (time = 195) with caterva_png(), written to july15.png'
+SELECT writefile('july15.png',
+         caterva_png('temps', '[195,0,0]',
+                     json_array(196, json_extract(i, '$.shape[1]'), json_extract(i, '$.shape[2]')),
+                     'origin=lower colorbar=1 scale=2')) AS png_bytes
+FROM (SELECT caterva_info('temps') AS i);

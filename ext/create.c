@@ -253,12 +253,12 @@ static int cvStoreDims(caterva_ctx *pCtx, caterva_array *pArr, const char *zDims
 }
 
 int cvCreatePublish(CvConn *pConn, caterva_array *pArr, const char *zPath, const char *zDims,
-                    char **pzErr) {
+                    int bCompact, char **pzErr) {
   caterva_ctx *pCtx = pConn->pCtx;
   int rc = SQLITE_OK, r;
   if (zDims) rc = cvStoreDims(pCtx, pArr, zDims, caterva_array_ndim(pArr), pzErr);
   if (rc != SQLITE_OK) return rc;
-  r = caterva_schunk_compact(pCtx, caterva_array_schunk(pArr), 1);
+  r = caterva_schunk_compact(pCtx, caterva_array_schunk(pArr), bCompact);
   if (r >= 0) r = caterva_schunk_rename(pCtx, caterva_array_schunk(pArr), zPath);
   if (r == CATERVA_E_EXISTS) {
     *pzErr = sqlite3_mprintf("caterva: '%s' was created by someone else meanwhile", zPath);
@@ -327,7 +327,7 @@ int cvCreateArray(CvConn *pConn, const CvOptions *p, char **pzErr) {
   r = caterva_array_set_fill(pCtx, pArr, aFill, 1);
   if (r < 0) rc = cvCreateLib(pCtx, r, pzErr);
   if (rc == SQLITE_OK && p->zCoords) rc = cvCreateCoords(pCtx, pArr, p, par.ndim, pzErr);
-  if (rc == SQLITE_OK) rc = cvCreatePublish(pConn, pArr, p->zPath, p->zDims, pzErr);
+  if (rc == SQLITE_OK) rc = cvCreatePublish(pConn, pArr, p->zPath, p->zDims, 1, pzErr);
 create_out:
   caterva_array_free(pArr);
   if (rc != SQLITE_OK) cvCreateRemoveTemp(zTmp);

@@ -98,7 +98,7 @@ void cvImportNpy(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, const c
     cvResultLibError(pCtx, pConn, "caterva_import", r);
     goto import_out;
   }
-  rc = cvCreatePublish(pConn, pArr, zDst, opt.zDims, &zErr);
+  rc = cvCreatePublish(pConn, pArr, zDst, opt.zDims, 0, &zErr);
   if (rc == SQLITE_OK) sqlite3_result_int64(pCtx, caterva_array_nitems(pArr));
 import_out:
   caterva_array_free(pArr);

@@ -303,11 +303,13 @@ int cvCreateArray(CvConn *pConn, const CvOptions *p, char **pzErr);
 int cvCreatePartition(const CvOptions *p, caterva_array_params *pP, char **pzErr);
 /* A new array is written under the temporary name cvCreateTempName(zPath) (sqlite3_free it;
 ** NULL when out of memory), then cvCreatePublish stores the dimension names zDims (may be
-** NULL), compacts it and renames it to zPath without replacing anything. On failure the
-** caller frees the array and removes the temporary file with cvCreateRemoveTemp. */
+** NULL), compacts it (always with bCompact, else only when its dead bytes are a quarter of
+** it: a large import is not written twice) and renames it to zPath without replacing
+** anything. On failure the caller frees the array and removes the temporary file with
+** cvCreateRemoveTemp. */
 char *cvCreateTempName(const char *zPath);
 int cvCreatePublish(CvConn *pConn, caterva_array *pArr, const char *zPath, const char *zDims,
-                    char **pzErr);
+                    int bCompact, char **pzErr);
 void cvCreateRemoveTemp(const char *zTmp);
 
 /* ---- vtab_txn.c ---------------------------------------------------------------------- */

@@ -7,13 +7,17 @@ file, in C order and in Fortran order, then in the same run measures, best of RE
   - cp of the file (the floor: read and write the bytes once, no compression),
   - numpy.load of the file (the whole array into memory),
   - caterva_import() into a new array (default partitioning, zstd 5 + shuffle), C and F order,
+    and in C order with lz4 1 and with clevel 0 (chunks stored uncompressed: the cost of the
+    streaming path alone),
   - caterva_export() of the whole array back to .npy,
-and prints MB/s of the .npy size and the ratio to cp. The page cache is warm for every
+and prints wall time, MB/s of the .npy size, CPU time (user + system, cp's included: it
+runs as a child) and the ratios to cp. On a busy machine the CPU figures are the steadier. The page cache is warm for every
 step (the file was just written or read). Environment: top_builddir, BENCH_DIR (default:
 a directory under the build directory).
 """
 import json
 import os
+import resource
 import shutil
 import sqlite3
 import subprocess
@@ -27,14 +31,21 @@ BUILD = os.environ.get("top_builddir", ".")
 EXT = os.path.join(BUILD, ".libs", "caterva")
 
 
+def cpu():
+    """CPU seconds (user + system) of this process and its waited-for children."""
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
 def best(fn, repeat, cleanup=None):
-    t = float("inf")
+    """(wall seconds, CPU seconds) of the fastest of repeat runs."""
+    t = (float("inf"), 0.0)
     for _ in range(repeat):
         if cleanup:
             cleanup()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu()
         fn()
-        t = min(t, time.perf_counter() - t0)
+        t = min(t, (time.perf_counter() - t0, cpu() - c0))
     return t
 
 
@@ -72,10 +83,21 @@ def main():
         rows = []
         t_cp = best(lambda: subprocess.run(["cp", c_npy, cp_dst], check=True), repeat, rm(cp_dst))
         rows.append(("cp of the .npy file (floor)", t_cp))
+        def cp_sync():
+            subprocess.run(["cp", c_npy, cp_dst], check=True)
+            fd = os.open(cp_dst, os.O_RDONLY)
+            os.fsync(fd)
+            os.close(fd)
+        rows.append(("cp, then fsync of the copy (an import fsyncs its commit)",
+                     best(cp_sync, repeat, rm(cp_dst))))
         rows.append(("numpy.load (into memory)", best(lambda: np.load(c_npy), repeat)))
         rows.append(("caterva_import, C order", best(
             lambda: db.execute("SELECT caterva_import(?, ?)", (c_npy, arr)).fetchone(), repeat,
             rm(arr))))
+        for opt in ("codec=lz4 clevel=1", "clevel=0"):
+            rows.append(("caterva_import, C order, %s" % opt, best(
+                lambda: db.execute("SELECT caterva_import(?, ?, NULL, ?)",
+                                   (c_npy, arr + ".x", opt)).fetchone(), repeat, rm(arr + ".x"))))
         rows.append(("caterva_import, Fortran order", best(
             lambda: db.execute("SELECT caterva_import(?, ?)", (f_npy, arr_f)).fetchone(), repeat,
             rm(arr_f))))
@@ -89,10 +111,11 @@ def main():
                   n, n, n, size, info["chunkshape"], info["blockshape"], info["codec"],
                   info["clevel"], "+".join(info["filters"]), info["ratio"], repeat, ok))
         print()
-        print("| step | s | MB/s | time / cp |")
-        print("|---|---:|---:|---:|")
-        for name, t in rows:
-            print("| %s | %.2f | %.0f | %.2f |" % (name, t, size / t, t / t_cp))
+        print("| step | wall s | MB/s | wall / cp | CPU s | CPU / cp |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for name, (t, c) in rows:
+            print("| %s | %.2f | %.0f | %.2f | %.2f | %.2f |" % (
+                name, t, size / t, t / t_cp[0], c, c / max(t_cp[1], 1e-3)))
     finally:
         shutil.rmtree(tmp)
 

@@ -83,15 +83,13 @@ int cvColumnDim(const CvVtab *pTab, int iCol, int *pbLabel) {
   return -1;
 }
 
-int cvLabelKey(CvVtab *pTab, int k, sqlite3_value *pVal, double *pKey, char **pzErr) {
-  const CvLabel *p = &pTab->aLab[k];
+int cvValueKey(caterva_ctx *pCtx, const caterva_labels *pLab, const char *zName,
+               sqlite3_value *pVal, double *pKey, char **pzErr) {
   int eType = sqlite3_value_type(pVal);
-  const char *zName = pTab->azCol ? pTab->azCol[k] : "?";
   if (eType == SQLITE_NULL) return 1;
-  if (p->lab.is_time) {
-    caterva_ctx *pCtx = pTab->pConn->pCtx;
+  if (pLab->is_time) {
     if (eType == SQLITE_TEXT &&
-        caterva_labels_parse_time(pCtx, &p->lab, (const char *)sqlite3_value_text(pVal), pKey) ==
+        caterva_labels_parse_time(pCtx, pLab, (const char *)sqlite3_value_text(pVal), pKey) ==
             CATERVA_OK)
       return 0;
     *pzErr = sqlite3_mprintf("caterva: %s compares with dates: %s", zName,
@@ -107,6 +105,11 @@ int cvLabelKey(CvVtab *pTab, int k, sqlite3_value *pVal, double *pKey, char **pz
   *pzErr = sqlite3_mprintf("caterva: %s compares with numbers, not '%s'", zName,
                            eType == SQLITE_BLOB ? "(blob)" : (const char *)sqlite3_value_text(pVal));
   return -1;
+}
+
+int cvLabelKey(CvVtab *pTab, int k, sqlite3_value *pVal, double *pKey, char **pzErr) {
+  return cvValueKey(pTab->pConn->pCtx, &pTab->aLab[k].lab, pTab->azCol ? pTab->azCol[k] : "?",
+                    pVal, pKey, pzErr);
 }
 
 /* Intersect *p with [lo, hi]. */

@@ -120,20 +120,13 @@ static void cvNearestFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv)
     cvResultErr(pCtx, "caterva_nearest: %s%s", caterva_strerror(r), caterva_ctx_errmsg(ctx));
     goto nearest_out;
   }
-  if (l.is_time) {
-    if (sqlite3_value_type(argv[2]) != SQLITE_TEXT ||
-        caterva_labels_parse_time(ctx, &l, (const char *)sqlite3_value_text(argv[2]), &key) < 0) {
-      cvResultErr(pCtx, "caterva_nearest: %s (%s)", "the dimension holds dates",
-                  caterva_ctx_errmsg(ctx));
+  {
+    char *zErr = 0;
+    if (cvValueKey(ctx, &l, (const char *)sqlite3_value_text(argv[1]), argv[2], &key, &zErr)) {
+      sqlite3_result_error(pCtx, zErr ? zErr : "caterva_nearest: out of memory", -1);
+      sqlite3_free(zErr);
       goto nearest_out;
     }
-  } else {
-    int e = sqlite3_value_numeric_type(argv[2]);
-    if (e != SQLITE_INTEGER && e != SQLITE_FLOAT) {
-      sqlite3_result_error(pCtx, "caterva_nearest: the dimension holds numbers", -1);
-      goto nearest_out;
-    }
-    key = sqlite3_value_double(argv[2]);
   }
   {
     int64_t i = caterva_labels_nearest(&l, key);

@@ -222,8 +222,11 @@ int cvColumnDim(const CvVtab *pTab, int iCol, int *pbLabel);
 ** bLabel and the dimension has them, else indices (cvRangeApply). SQLite error code,
 ** message on pTab. */
 int cvBoundApply(CvVtab *pTab, int k, int bLabel, CvRange *p, int op, sqlite3_value *pVal);
-/* The key of an SQL value compared with dimension k's labels: 0 and *pKey; 1 for NULL; -1
-** with *pzErr (sqlite3_malloc'ed) for a value of the wrong kind. */
+/* The key of an SQL value compared with labels pLab of the dimension named zName: 0 and
+** *pKey; 1 for NULL; -1 with *pzErr (sqlite3_malloc'ed) for a value of the wrong kind. */
+int cvValueKey(caterva_ctx *pCtx, const caterva_labels *pLab, const char *zName,
+               sqlite3_value *pVal, double *pKey, char **pzErr);
+/* The same for dimension k of table pTab. */
 int cvLabelKey(CvVtab *pTab, int k, sqlite3_value *pVal, double *pKey, char **pzErr);
 /* The index whose label equals pVal exactly (also past the extent, for growth); error with
 ** a message on pTab otherwise. */

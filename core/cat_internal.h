@@ -224,5 +224,7 @@ int cat_codec_format_id(int codec);
 /* compcode of a format id found in a chunk header (lz4 and lz4hc share one), or -1. */
 int cat_codec_from_format_id(int format_id);
 const char *cat_codec_name(int codec);
+/* Whether this build decodes codec (snappy is optional). */
+bool cat_codec_available(int codec);
 
 #endif /* CAT_INTERNAL_H */

@@ -108,6 +108,9 @@ int64_t caterva_test_io_calls(void);
 #define CATERVA_LZ4HC   2
 #define CATERVA_ZLIB    4
 #define CATERVA_ZSTD    5
+/** Snappy (Blosc1 compcode 3): only in Blosc 1.x chunks, decoded when libcaterva was built with
+ * libsnappy, never written. */
+#define CATERVA_SNAPPY  3
 
 /** Filters, by their Blosc2 id. */
 #define CATERVA_NOFILTER    0
@@ -157,7 +160,7 @@ void caterva_cparams_init(caterva_cparams *cp);
 
 /** What a chunk header says, after validation against the buffer it came from. */
 typedef struct caterva_chunk_info {
-  int version;          /**< chunk format version (2..5) */
+  int version;          /**< chunk format version (2..5; 2 = Blosc 1.x) */
   int typesize;         /**< header typesize (for repeated-value chunks: the value's size) */
   int32_t nbytes;       /**< uncompressed size */
   int32_t blocksize;    /**< uncompressed size of each block but the last */
@@ -170,6 +173,7 @@ typedef struct caterva_chunk_info {
   int has_dict;         /**< a zstd/lz4 dictionary follows the block-start table */
   uint8_t filters[CATERVA_MAX_FILTERS];
   uint8_t filters_meta[CATERVA_MAX_FILTERS];
+  int header_size;      /**< 32, or 16 for a Blosc 1.x chunk (filters then come from its flags) */
 } caterva_chunk_info;
 
 /** Validate a chunk header and describe it.

@@ -18,6 +18,10 @@
  *
  * Special chunks (blosc2_flags bits 4-6) are header-only (plus the value for repeated-value
  * chunks); memcpyed chunks (flags bit 1) hold the raw bytes right after the header.
+ *
+ * Blosc 1.x chunks (flags bits 0 and 2 not both set) have only the first 16 bytes of that
+ * header; the block-start table or the memcpyed bytes follow at offset 16, and the filters
+ * come from the flags. See cat_parse_blosc1 and shared/spec/bcolz-format.md section 3.
  */
 #include "cat_internal.h"
 #include "filters.h"
@@ -26,6 +30,9 @@
 #include <stdlib.h>
 
 #define CAT_HDR CATERVA_CHUNK_HEADER_SIZE
+#define CAT_HDR1 16                /* Blosc 1.x header */
+#define CAT_MIN_SPLIT_ITEMS1 128   /* Blosc 1.x: split only blocks of >= 128 items ... */
+#define CAT_MAX_SPLIT_TS1 16       /* ... of typesize <= 16 */
 #define CAT_VERSION_WRITTEN 5
 #define CAT_MAX_DICT 32768
 
@@ -44,9 +51,13 @@
 typedef struct cat_chunk {
   const uint8_t *p;         /* chunk bytes; cbytes of them are valid */
   caterva_chunk_info info;
+  int32_t hdr;              /* header length: 32, or 16 for a Blosc 1.x chunk */
+  int32_t full_block;       /* blocks of this size are split (when split); smaller are not */
+  bool blosc1_rules;        /* version 2 Blosc 1.x chunk: c-blosc 1.x split and bitshuffle */
   int32_t data_start;       /* first byte a stream may occupy */
   const uint8_t *dict;      /* dictionary or NULL */
   int32_t dictlen;
+  const char *why;          /* what is wrong with a rejected header, or NULL */
 } cat_chunk;
 
 /* ---- header parsing ------------------------------------------------------------------- */
@@ -71,9 +82,7 @@ static int cat_parse_fixed(const uint8_t *h, size_t len, caterva_chunk_info *ci)
   ci->memcpyed = (flags & CAT_F_MEMCPYED) != 0;
   ci->has_dict = (b2flags & CAT_B2_DICT) != 0;
   ci->split = (flags & CAT_F_DONT_SPLIT) == 0;
-  if ((flags & (CAT_F_SHUFFLE_EXT | CAT_F_BITSHUFFLE_EXT)) !=
-      (CAT_F_SHUFFLE_EXT | CAT_F_BITSHUFFLE_EXT))
-    return CATERVA_E_UNSUPPORTED; /* Blosc1 16-byte header: frames never hold these */
+  ci->header_size = CAT_HDR;
   if (ci->version < 2 || ci->version > 5) return ci->version == 6 ? CATERVA_E_UNSUPPORTED
                                                                   : CATERVA_E_CORRUPT;
   if (h[30] & 0x01) return CATERVA_E_UNSUPPORTED; /* variable-length blocks */
@@ -145,14 +154,113 @@ static int cat_parse_regular(const uint8_t *h, cat_chunk *ck) {
   return CATERVA_OK;
 }
 
+/* ---- Blosc 1.x chunks -------------------------------------------------------------------
+ *
+ *   0       1          2      3         4        8           12       16
+ *   +-------+----------+------+---------+--------+-----------+--------+----------------------+
+ *   |versn  |versionlz |flags |typesize | nbytes | blocksize | cbytes | bstarts[nblocks] ... |
+ *   +-------+----------+------+---------+--------+-----------+--------+----------------------+
+ *   flags: 0x01 byte shuffle, 0x02 memcpyed, 0x04 bitshuffle (never with 0x01: that pair marks
+ *   the 32-byte header), 0x08 delta (c-blosc2 only), 0x10 dont-split, bits 5-7 codec format
+ *   (0 blosclz, 1 lz4/lz4hc, 2 snappy, 3 zlib, 4 zstd).
+ *
+ * Version 2 is every c-blosc 1.x release. Its decoder splits a full block into typesize streams
+ * iff dont-split is clear, typesize <= 16 and the block holds >= 128 items (chunks written
+ * before the dont-split flag existed rely on that rule); a short last block, or the only
+ * block when blocksize exceeds nbytes, is never split; it rejects flag 0x08; its bitshuffle
+ * leaves a block whose item count is not a multiple of 8 as it is. Versions 3-5 come from
+ * c-blosc2's Blosc1-compatible API and follow the Blosc2 rules (dont-split alone decides;
+ * blocksize clamped to nbytes; 0x08 means DELTA). Streams are framed as in Blosc2 chunks. */
+
+#define CAT_WHY(msg) (ck->why = (msg), CATERVA_E_CORRUPT)
+
+static int cat_blosc1_codec(cat_chunk *ck, int fid) {
+  caterva_chunk_info *ci = &ck->info;
+  ci->codec = fid == 2 ? CATERVA_SNAPPY : cat_codec_from_format_id(fid);
+  if (ci->codec < 0) {
+    ck->why = "Blosc 1.x chunk with an unknown codec format";
+    return CATERVA_E_UNSUPPORTED;
+  }
+  if (ci->codec == CATERVA_SNAPPY && !cat_codec_available(CATERVA_SNAPPY)) {
+    ck->why = "snappy chunk, but libcaterva was built without snappy";
+    return CATERVA_E_UNSUPPORTED;
+  }
+  return CATERVA_OK;
+}
+
+/* Sizes, version and filters of a 16-byte header. */
+static int cat_parse_blosc1_fixed(const uint8_t *h, size_t len, cat_chunk *ck) {
+  caterva_chunk_info *ci = &ck->info;
+  uint8_t flags = h[2];
+  ci->version = h[0];
+  ci->typesize = h[3];
+  ci->nbytes = cat_le32s(h + 4);
+  ci->blocksize = cat_le32s(h + 8);
+  ci->cbytes = cat_le32s(h + 12);
+  ci->memcpyed = (flags & CAT_F_MEMCPYED) != 0;
+  ci->header_size = CAT_HDR1;
+  ck->hdr = CAT_HDR1;
+  ck->blosc1_rules = ci->version == 2;
+  if (ci->version < 2 || ci->version > 5) return CAT_WHY("Blosc 1.x chunk: unknown version");
+  if (ci->nbytes < 0) return CAT_WHY("Blosc 1.x chunk: negative nbytes");
+  if (ci->cbytes < CAT_HDR1) return CAT_WHY("Blosc 1.x chunk: cbytes below the 16-byte header");
+  if ((size_t)ci->cbytes > len) return CAT_WHY("Blosc 1.x chunk: cbytes beyond the buffer");
+  if (ci->typesize < 1) return CAT_WHY("Blosc 1.x chunk: typesize 0");
+  if ((flags & CAT_F_DELTA) && ck->blosc1_rules) {
+    ck->why = "Blosc 1.x chunk (version 2) with the reserved flag 0x08";
+    return CATERVA_E_UNSUPPORTED;
+  }
+  if (ci->blocksize <= 0 && ci->nbytes > 0) return CAT_WHY("Blosc 1.x chunk: blocksize <= 0");
+  if (ci->blocksize < 0) ci->blocksize = 0;
+  /* c-blosc 1.x treats a block larger than nbytes as the short last block (not split). */
+  ck->full_block = ck->blosc1_rules ? ci->blocksize : 0;
+  if (ci->blocksize > ci->nbytes) ci->blocksize = ci->nbytes;
+  if (!ck->blosc1_rules) ck->full_block = ci->blocksize;
+  ci->nblocks = ci->blocksize > 0 ? (int32_t)cat_ceil_div64(ci->nbytes, ci->blocksize) : 0;
+  if (flags & CAT_F_BITSHUFFLE_EXT) ci->filters[CATERVA_MAX_FILTERS - 1] = CATERVA_BITSHUFFLE;
+  if (flags & CAT_F_SHUFFLE_EXT) ci->filters[CATERVA_MAX_FILTERS - 1] = CATERVA_SHUFFLE;
+  if (flags & CAT_F_DELTA) ci->filters[CATERVA_MAX_FILTERS - 2] = CATERVA_DELTA;
+  ci->split = (flags & CAT_F_DONT_SPLIT) == 0;
+  if (ck->blosc1_rules && (ci->typesize > CAT_MAX_SPLIT_TS1 ||
+                           ck->full_block / ci->typesize < CAT_MIN_SPLIT_ITEMS1))
+    ci->split = 0;
+  return CATERVA_OK;
+}
+
+static int cat_parse_blosc1(const uint8_t *h, size_t len, cat_chunk *ck) {
+  caterva_chunk_info *ci = &ck->info;
+  int64_t table_end;
+  int rc = cat_parse_blosc1_fixed(h, len, ck);
+  if (rc < 0) return rc;
+  if (ci->memcpyed) {
+    /* The codec bits of a memcpyed chunk say what was tried; the bytes are plain. */
+    ci->codec = (h[2] >> 5) == 2 ? CATERVA_SNAPPY : cat_codec_from_format_id(h[2] >> 5);
+    if ((int64_t)ci->cbytes != (int64_t)ci->nbytes + CAT_HDR1)
+      return CAT_WHY("Blosc 1.x memcpyed chunk: cbytes is not nbytes + 16");
+    return CATERVA_OK;
+  }
+  rc = cat_blosc1_codec(ck, h[2] >> 5);
+  if (rc < 0) return rc;
+  table_end = CAT_HDR1 + 4 * (int64_t)ci->nblocks;
+  if (table_end > ci->cbytes) return CAT_WHY("Blosc 1.x chunk: block table beyond cbytes");
+  ck->data_start = (int32_t)table_end;
+  return CATERVA_OK;
+}
+
 static int cat_chunk_parse(const void *chunk, size_t len, cat_chunk *ck) {
   const uint8_t *h = chunk;
   int rc;
   memset(ck, 0, sizeof *ck);
-  if (chunk == NULL || len < CAT_HDR) return CATERVA_E_CORRUPT;
+  if (chunk == NULL || len < CAT_HDR1) return CAT_WHY("chunk shorter than its header");
   ck->p = h;
+  if ((h[2] & (CAT_F_SHUFFLE_EXT | CAT_F_BITSHUFFLE_EXT)) !=
+      (CAT_F_SHUFFLE_EXT | CAT_F_BITSHUFFLE_EXT))
+    return cat_parse_blosc1(h, len, ck);
+  if (len < CAT_HDR) return CAT_WHY("chunk shorter than its header");
+  ck->hdr = CAT_HDR;
   rc = cat_parse_fixed(h, len, &ck->info);
   if (rc < 0) return rc;
+  ck->full_block = ck->info.blocksize;
   if (ck->info.special != CATERVA_SPECIAL_NONE) return cat_parse_special(&ck->info);
   if (ck->info.memcpyed) {
     ck->info.codec = cat_codec_from_format_id(h[2] >> 5);
@@ -172,6 +280,7 @@ int caterva_chunk_info_get(const void *chunk, size_t len, caterva_chunk_info *in
 
 static int cat_parse_ctx(caterva_ctx *ctx, const void *chunk, size_t len, cat_chunk *ck) {
   int rc = cat_chunk_parse(chunk, len, ck);
+  if (rc < 0 && ck->why != NULL) return cat_error(ctx, rc, "%s", ck->why);
   if (rc == CATERVA_E_UNSUPPORTED)
     return cat_error(ctx, rc, "chunk uses an unsupported codec, filter or format version");
   if (rc < 0) return cat_error(ctx, rc, "malformed chunk header");
@@ -186,8 +295,9 @@ static int32_t cat_block_size(const caterva_chunk_info *ci, int32_t j) {
 }
 
 /* Streams per block: typesize when split (the short last block is never split). */
-static int32_t cat_block_nstreams(const caterva_chunk_info *ci, int32_t bsize) {
-  if (ci->split && bsize == ci->blocksize && ci->typesize > 1 && bsize % ci->typesize == 0 &&
+static int32_t cat_block_nstreams(const cat_chunk *ck, int32_t bsize) {
+  const caterva_chunk_info *ci = &ck->info;
+  if (ci->split && bsize == ck->full_block && ci->typesize > 1 && bsize % ci->typesize == 0 &&
       bsize / ci->typesize >= 1)
     return ci->typesize;
   return 1;
@@ -221,7 +331,7 @@ static void cat_fill_pattern(const cat_chunk *ck, int64_t off, uint8_t *dst, int
 /* Copy bytes [off, off+n) of a special or memcpyed chunk's content. */
 static void cat_copy_plain(const cat_chunk *ck, int64_t off, uint8_t *dst, int64_t n) {
   if (ck->info.memcpyed && ck->info.special == CATERVA_SPECIAL_NONE)
-    memcpy(dst, ck->p + CAT_HDR + off, (size_t)n);
+    memcpy(dst, ck->p + ck->hdr + off, (size_t)n);
   else
     cat_fill_pattern(ck, off, dst, n);
 }
@@ -255,12 +365,19 @@ static int cat_decode_stream(cat_scratch *s, const cat_chunk *ck, cat_rdr *r, ui
   return got == neblock ? CATERVA_OK : CATERVA_E_CORRUPT;
 }
 
+/* Version 2 chunks (c-blosc 1.x): a block whose item count is not a multiple of 8 was not
+ * bitshuffled at all; later versions bitshuffle the multiple-of-8 part and copy the rest. */
+static bool cat_bitshuffle_whole_or_none(const cat_chunk *ck, int32_t bsize) {
+  return ck->info.version == 2 && (bsize / ck->info.typesize) % 8 != 0;
+}
+
 /* Undo the filter pipeline (slots 5 down to 0) on a block of bsize bytes held in scratch
  * buffer a, leaving the result in dst; b is a second scratch buffer. Steps that move bytes
  * (shuffles, bytedelta) alternate between a and b, and the last of them writes straight into
  * dst; DELTA works in place. ref is the decoded block 0 of the chunk (DELTA, blocks > 0). */
-static void cat_unfilter(const caterva_chunk_info *ci, int32_t j, uint8_t *a, uint8_t *b,
+static void cat_unfilter(const cat_chunk *ck, int32_t j, uint8_t *a, uint8_t *b,
                          uint8_t *dst, int32_t bsize, const uint8_t *ref) {
+  const caterva_chunk_info *ci = &ck->info;
   uint8_t *cur = a;
   int last_moving = -1;
   for (int i = CATERVA_MAX_FILTERS - 1; i >= 0; i--) {
@@ -272,7 +389,10 @@ static void cat_unfilter(const caterva_chunk_info *ci, int32_t j, uint8_t *a, ui
     uint8_t *out = i == last_moving ? dst : (cur == a ? b : a);
     switch (f) {
     case CATERVA_SHUFFLE: cat_unshuffle(meta ? meta : ci->typesize, bsize, cur, out); break;
-    case CATERVA_BITSHUFFLE: cat_bitunshuffle(ci->typesize, bsize, cur, out); break;
+    case CATERVA_BITSHUFFLE:
+      if (cat_bitshuffle_whole_or_none(ck, bsize)) memcpy(out, cur, (size_t)bsize);
+      else cat_bitunshuffle(ci->typesize, bsize, cur, out);
+      break;
     case CATERVA_BYTEDELTA: cat_bytedelta_decode(meta ? meta : ci->typesize, bsize, cur, out); break;
     case CATERVA_DELTA: cat_delta_decode(ci->typesize, j, ref, bsize, cur); continue;
     default: continue; /* NOFILTER, TRUNC_PREC (lossy: nothing to undo) */
@@ -287,9 +407,9 @@ static int cat_decode_block(caterva_ctx *ctx, int w, const cat_chunk *ck, int32_
                             uint8_t *dst, const uint8_t *ref) {
   const caterva_chunk_info *ci = &ck->info;
   int32_t bsize = cat_block_size(ci, j);
-  int32_t nstreams = cat_block_nstreams(ci, bsize);
+  int32_t nstreams = cat_block_nstreams(ck, bsize);
   int32_t neblock = bsize / nstreams;
-  int32_t bstart = cat_le32s(ck->p + CAT_HDR + 4 * (size_t)j);
+  int32_t bstart = cat_le32s(ck->p + ck->hdr + 4 * (size_t)j);
   bool filtered = false;
   uint8_t *buf = dst, *tmp = NULL;
   cat_rdr r;
@@ -309,7 +429,7 @@ static int cat_decode_block(caterva_ctx *ctx, int w, const cat_chunk *ck, int32_
     if (rc < 0) return rc;
   }
   __atomic_fetch_add(&ctx->blocks_decompressed, 1, __ATOMIC_RELAXED);
-  if (filtered) cat_unfilter(ci, j, buf, tmp, dst, bsize, ref);
+  if (filtered) cat_unfilter(ck, j, buf, tmp, dst, bsize, ref);
   return CATERVA_OK;
 }
 

@@ -1,7 +1,8 @@
 /*
  * codecs.c -- the stream codecs of Blosc2 chunks: BloscLZ (ours), LZ4, LZ4HC, zlib and Zstd
- * (the system libraries). A stream is one codec block with no framing of its own; the chunk
- * layer stores its length in front of it.
+ * (the system libraries), and Snappy for reading Blosc 1.x chunks (libsnappy, optional).
+ * A stream is one codec block with no framing of its own; the chunk layer stores its length
+ * in front of it.
  */
 #include "cat_internal.h"
 #include "blosclz.h"
@@ -13,6 +14,9 @@
 #include <zlib.h>
 #include <zstd.h>
 #include <zstd_errors.h>
+#ifdef HAVE_SNAPPY
+#include <snappy-c.h>
+#endif
 
 /* compcode -> chunk-header format id (flags bits 5-7). */
 int cat_codec_format_id(int codec) {
@@ -43,8 +47,16 @@ const char *cat_codec_name(int codec) {
   case CATERVA_LZ4HC: return "lz4hc";
   case CATERVA_ZLIB: return "zlib";
   case CATERVA_ZSTD: return "zstd";
+  case CATERVA_SNAPPY: return "snappy";
   default: return "unknown";
   }
+}
+
+bool cat_codec_available(int codec) {
+#ifdef HAVE_SNAPPY
+  if (codec == CATERVA_SNAPPY) return true;
+#endif
+  return cat_codec_format_id(codec) >= 0;
 }
 
 /* The reference maps clevel 1..9 onto Zstd levels this way (spec 1.8). */
@@ -135,6 +147,20 @@ static int32_t cat_lz4_decompress(const uint8_t *in, int32_t n, uint8_t *out, in
   return r == nout ? nout : CATERVA_E_CORRUPT;
 }
 
+#ifdef HAVE_SNAPPY
+/* A raw snappy stream (no framing) states its uncompressed length first; it must be nout. */
+static int32_t cat_snappy_decompress(const uint8_t *in, int32_t n, uint8_t *out, int32_t nout) {
+  size_t ulen = 0;
+  if (snappy_uncompressed_length((const char *)in, (size_t)n, &ulen) != SNAPPY_OK ||
+      ulen != (size_t)nout)
+    return CATERVA_E_CORRUPT;
+  if (snappy_uncompress((const char *)in, (size_t)n, (char *)out, &ulen) != SNAPPY_OK ||
+      ulen != (size_t)nout)
+    return CATERVA_E_CORRUPT;
+  return nout;
+}
+#endif
+
 int32_t cat_codec_decompress(cat_scratch *s, int codec, const uint8_t *in, int32_t n,
                              uint8_t *out, int32_t nout, const uint8_t *dict, int32_t dictlen) {
   switch (codec) {
@@ -143,6 +169,9 @@ int32_t cat_codec_decompress(cat_scratch *s, int codec, const uint8_t *in, int32
   case CATERVA_LZ4HC: return cat_lz4_decompress(in, n, out, nout, dict, dictlen);
   case CATERVA_ZLIB: return cat_zlib_decompress(in, n, out, nout);
   case CATERVA_ZSTD: return cat_zstd_decompress(s, in, n, out, nout, dict, dictlen);
+#ifdef HAVE_SNAPPY
+  case CATERVA_SNAPPY: return cat_snappy_decompress(in, n, out, nout);
+#endif
   default: return CATERVA_E_UNSUPPORTED;
   }
 }

@@ -103,7 +103,10 @@ static void test_lying_headers(void) {
       {"codec format 6 with unknown compcode 99", 22, 1, 99, CATERVA_E_UNSUPPORTED},
       {"special kind 5", 31, 1, 0x50, CATERVA_E_CORRUPT},
       {"unknown filter 99", 21, 1, 99, CATERVA_E_UNSUPPORTED},
-      {"Blosc1 header (no extended bits)", 2, 1, 0x20, CATERVA_E_UNSUPPORTED},
+      /* Without both extended bits the chunk reads as Blosc 1.x: its block table would start
+       * at byte 16, inside what is really the extended header (filters 0: bstart 0). */
+      {"extended bits cleared: a Blosc 1.x chunk whose block table is wrong", 2, 1, 0x20,
+       CATERVA_E_CORRUPT},
       {"memcpyed with cbytes != nbytes + 32", 2, 1, 0x27, CATERVA_E_CORRUPT},
       {"dictionary flag without a valid size", 31, 1, 0x01, CATERVA_E_CORRUPT},
   };

@@ -322,6 +322,36 @@ static void test_pre_split_flag(void) {
   free(out);
 }
 
+/* BLOSC1_SEEDS=dir: write small libblosc chunks as fuzz seeds (tests/corpus/chunk/b1_*):
+ * every codec with noshuffle, shuffle and bitshuffle, split and not, a short last block,
+ * memcpyed and empty chunks. */
+static void write_seeds(const char *dir) {
+  static const char *codecs[] = {"blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd"};
+  static const struct { int shuf, ts, clevel; int32_t n, bs; } kinds[] = {
+      {1, 4, 5, 3000, 1024}, {2, 8, 5, 2600, 512}, {0, 2, 9, 1500, 0}, {1, 16, 1, 4100, 2048}};
+  uint8_t src[5000], c[5000 + 16];
+  int written = 0;
+  for (int k = 0; k < 6; k++) {
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+      char path[512];
+      FILE *f;
+      int32_t cb;
+      fill(src, (size_t)kinds[i].n, kinds[i].ts, (int)(i % 2));
+      cb = blosc_compress_ctx(kinds[i].clevel, kinds[i].shuf, (size_t)kinds[i].ts,
+                              (size_t)kinds[i].n, src, c, sizeof c, codecs[k],
+                              (size_t)kinds[i].bs, 1);
+      if (i == 3 && k == 0) cb = blosc_compress_ctx(0, 1, 4, 200, src, c, sizeof c, "lz4", 0, 1);
+      if (i == 3 && k == 1) cb = blosc_compress_ctx(5, 1, 8, 0, src, c, sizeof c, "lz4", 0, 1);
+      snprintf(path, sizeof path, "%s/b1_%s_%zu.chunk", dir, codecs[k], i);
+      if (cb > 0 && (f = fopen(path, "wb")) != NULL) {
+        written += fwrite(c, 1, (size_t)cb, f) == (size_t)cb;
+        fclose(f);
+      }
+    }
+  }
+  tap_ok(written == 24, "wrote %d seeds to %s", written, dir);
+}
+
 int main(void) {
   const char *full = getenv("BLOSC1_FULL");
   if (caterva_ctx_new(1, &ctx) < 0) return 1;
@@ -329,6 +359,12 @@ int main(void) {
   tap_diag("libblosc %s, codecs %s", blosc_get_version_string(), blosc_list_compressors());
   tap_ok(strstr(blosc_list_compressors(), "snappy") != NULL,
          "libblosc lists every codec bcolz writes");
+  if (getenv("BLOSC1_SEEDS") != NULL) {
+    write_seeds(getenv("BLOSC1_SEEDS"));
+    blosc_destroy();
+    caterva_ctx_free(ctx);
+    return tap_done();
+  }
   test_matrix(full != NULL && *full != '\0' && *full != '0');
   tap_diag("decoded %ld chunks (%ld blocks one by one): %ld memcpyed, %ld split, %ld unsplit, "
            "%ld bitshuffled, %ld with a short last block, %ld raw streams",

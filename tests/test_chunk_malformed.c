@@ -146,6 +146,140 @@ static void test_lying_headers(void) {
          "NULL chunk rejected");
 }
 
+/* ---- Blosc 1.x chunks (16-byte header) ----------------------------------------------------
+ * Made from our Blosc2 chunks: header cut to 16 bytes, filters into the flags, block starts
+ * moved by -16 (typesize 4 and 1024-byte blocks: the version-2 split rule agrees). */
+static int32_t make_blosc1(int codec, uint8_t shuffle_flag, uint8_t *dst, uint8_t *src,
+                           int32_t n) {
+  static const uint8_t shuffle[6] = {0, 0, 0, 0, 0, CATERVA_SHUFFLE};
+  static const uint8_t none[6] = {0, 0, 0, 0, 0, 0};
+  uint8_t b2[8192 + 64];
+  caterva_chunk_info ci;
+  int32_t cb = make_chunk(codec, shuffle_flag ? shuffle : none, b2, sizeof b2, src, n);
+  if (cb <= 0 || caterva_chunk_info_get(b2, (size_t)cb, &ci) < 0 || ci.special) return -1;
+  memcpy(dst, b2, 16);
+  dst[0] = 2;
+  dst[2] = (uint8_t)((b2[2] & 0xf2) | shuffle_flag);
+  cat_put_le32(dst + 12, (uint32_t)(cb - 16));
+  memcpy(dst + 16, b2 + 32, (size_t)cb - 32);
+  for (int32_t j = 0; !ci.memcpyed && j < ci.nblocks; j++)
+    cat_put_le32(dst + 16 + 4 * j, (uint32_t)(cat_le32s(b2 + 32 + 4 * j) - 16));
+  return cb - 16;
+}
+
+static void test_blosc1_damage(int codec, const char *name) {
+  uint8_t src[8192], chunk[8192 + 64], out[8192];
+  int32_t n = make_blosc1(codec, 0x01, chunk, src, sizeof src);
+  int bad = 0, rejected = 0, tries = 0;
+  uint32_t x = 777;
+  caterva_chunk_info ci;
+  tap_ok(n > 0 && caterva_chunk_info_get(chunk, (size_t)n, &ci) == 0 && ci.header_size == 16 &&
+             caterva_chunk_decompress(ctx, chunk, (size_t)n, out, sizeof out) == (int)sizeof out &&
+             memcmp(out, src, sizeof src) == 0,
+         "Blosc 1.x %s chunk (flags 0x%02x) decodes", name, n > 0 ? chunk[2] : 0);
+  for (int32_t len = 0; len < n; len++) {
+    uint8_t *copy = malloc((size_t)len + 1);
+    memcpy(copy, chunk, (size_t)len);
+    if (decode_all_ways(copy, (size_t)len, out, sizeof out) >= 0) bad++;
+    free(copy);
+  }
+  tap_ok(n > 0 && bad == 0, "Blosc 1.x %s: every truncation (%d lengths) is rejected", name, n);
+  for (int t = 0; t < 2000; t++) {
+    uint8_t *copy = malloc((size_t)n);
+    int32_t pos = t < 16 * 8 ? t / 8 : (int32_t)((x = x * 1664525u + 1013904223u) % (uint32_t)n);
+    memcpy(copy, chunk, (size_t)n);
+    copy[pos] ^= (uint8_t)(1u << (t % 8));
+    tries++;
+    if (decode_all_ways(copy, (size_t)n, out, sizeof out) < 0) rejected++;
+    free(copy);
+  }
+  tap_ok(rejected > 0, "Blosc 1.x %s: %d bit flips, %d rejected, no crash", name, tries,
+         rejected);
+}
+
+static void test_blosc1_lies(void) {
+  uint8_t src[4096], good[4096 + 64], c[4096 + 64], out[8192];
+  int32_t n = make_blosc1(CATERVA_LZ4, 0x01, good, src, sizeof src);
+  struct {
+    const char *what;
+    int off, size;
+    int32_t value;
+    int expect;
+    const char *msg;
+  } lies[] = {
+      {"nbytes negative", 4, 4, -5, CATERVA_E_CORRUPT, "negative nbytes"},
+      {"nbytes larger than the blocks", 4, 4, 4096 + 1024, CATERVA_E_CORRUPT, NULL},
+      {"nbytes smaller: streams longer than the blocks", 4, 4, 3000, CATERVA_E_CORRUPT, NULL},
+      {"blocksize zero", 8, 4, 0, CATERVA_E_CORRUPT, "blocksize"},
+      {"blocksize 1: block table beyond cbytes", 8, 4, 1, CATERVA_E_CORRUPT, "block table"},
+      {"blocksize 2048: streams do not decode", 8, 4, 2048, CATERVA_E_CORRUPT, NULL},
+      {"cbytes beyond buffer", 12, 4, 1 << 20, CATERVA_E_CORRUPT, "beyond the buffer"},
+      {"cbytes below header", 12, 4, 15, CATERVA_E_CORRUPT, "below the 16-byte header"},
+      {"cbytes cuts the last stream", 12, 4, n - 1, CATERVA_E_CORRUPT, NULL},
+      {"typesize 0", 3, 1, 0, CATERVA_E_CORRUPT, "typesize 0"},
+      {"typesize 8: other streams", 3, 1, 8, CATERVA_E_CORRUPT, NULL},
+      {"bstart 0", 16, 4, 0, CATERVA_E_CORRUPT, NULL},
+      {"bstart inside the block table", 16, 4, 20, CATERVA_E_CORRUPT, NULL},
+      {"bstart beyond cbytes", 16, 4, 1 << 20, CATERVA_E_CORRUPT, NULL},
+      {"bstart negative", 16, 4, -40, CATERVA_E_CORRUPT, NULL},
+      {"version 1", 0, 1, 1, CATERVA_E_CORRUPT, "unknown version"},
+      {"version 6", 0, 1, 6, CATERVA_E_CORRUPT, "unknown version"},
+      {"version 2 with flag 0x08", 2, 1, 0x21 | 0x08, CATERVA_E_UNSUPPORTED, "0x08"},
+      {"codec format 5", 2, 1, 0x01 | (5 << 5), CATERVA_E_UNSUPPORTED, "unknown codec"},
+      {"codec format 7", 2, 1, 0x01 | (7 << 5), CATERVA_E_UNSUPPORTED, "unknown codec"},
+      {"lz4 streams read as zlib", 2, 1, 0x01 | (3 << 5), CATERVA_E_CORRUPT, NULL},
+      {"memcpyed with cbytes != nbytes + 16", 2, 1, 0x23, CATERVA_E_CORRUPT, "nbytes + 16"},
+      {"bitshuffle instead of shuffle", 2, 1, 0x24, -1, NULL},
+  };
+  tap_ok(n > 0 && !(good[2] & 0x02) && good[0] == 2, "Blosc 1.x lz4 chunk for header lies (%d bytes)",
+         n);
+  for (size_t i = 0; i < sizeof lies / sizeof *lies; i++) {
+    int rc;
+    memcpy(c, good, (size_t)n);
+    if (lies[i].size == 4) put32(c + lies[i].off, lies[i].value);
+    else c[lies[i].off] = (uint8_t)lies[i].value;
+    rc = caterva_chunk_decompress(ctx, c, (size_t)n, out, sizeof out);
+    if (lies[i].expect == -1) /* a flag that changes the filter: other bytes, no error */
+      tap_ok(rc == (int)sizeof src && memcmp(out, src, sizeof src) != 0, "%s: %d", lies[i].what,
+             rc);
+    else
+      tap_ok(rc == lies[i].expect &&
+                 (lies[i].msg == NULL || strstr(caterva_ctx_errmsg(ctx), lies[i].msg) != NULL),
+             "%s: %d (%s)", lies[i].what, rc, caterva_ctx_errmsg(ctx));
+  }
+  /* A snappy chunk: garbage streams are corrupt with libsnappy, unsupported without it. */
+  memcpy(c, good, (size_t)n);
+  c[2] = 0x01 | (2 << 5);
+  {
+    int rc = caterva_chunk_decompress(ctx, c, (size_t)n, out, sizeof out);
+    if (cat_codec_available(CATERVA_SNAPPY))
+      tap_ok(rc == CATERVA_E_CORRUPT, "snappy chunk with lz4 streams: %d (%s)", rc,
+             caterva_ctx_errmsg(ctx));
+    else
+      tap_ok(rc == CATERVA_E_UNSUPPORTED &&
+                 strstr(caterva_ctx_errmsg(ctx), "built without snappy") != NULL,
+             "snappy chunk in a build without snappy: %d (%s)", rc, caterva_ctx_errmsg(ctx));
+  }
+  /* A memcpyed snappy chunk needs no codec. */
+  memcpy(c, good, 16);
+  c[2] = 0x02 | (2 << 5);
+  put32(c + 12, 16 + 64);
+  put32(c + 4, 64);
+  memcpy(c + 16, src, 64);
+  tap_ok(caterva_chunk_decompress(ctx, c, 80, out, sizeof out) == 64 && memcmp(out, src, 64) == 0,
+         "memcpyed snappy chunk reads in any build");
+  /* nbytes 0: c-blosc 1.x writes a header-only memcpyed chunk with blocksize 1. */
+  {
+    static const uint8_t empty[16] = {2, 1, 0x12, 8, 0, 0, 0, 0, 1, 0, 0, 0, 16, 0, 0, 0};
+    caterva_chunk_info ci;
+    tap_ok(caterva_chunk_info_get(empty, 16, &ci) == 0 && ci.nbytes == 0 && ci.nblocks == 0 &&
+               caterva_chunk_decompress(ctx, empty, 16, out, 0) == 0,
+           "empty Blosc 1.x chunk");
+    tap_ok(caterva_chunk_decompress(ctx, empty, 15, out, 0) == CATERVA_E_CORRUPT,
+           "15 bytes: shorter than the Blosc 1.x header");
+  }
+}
+
 int main(void) {
   static const int codecs[] = {CATERVA_BLOSCLZ, CATERVA_LZ4, CATERVA_LZ4HC, CATERVA_ZLIB,
                                CATERVA_ZSTD};
@@ -155,6 +289,9 @@ int main(void) {
     test_bitflips(codecs[i], cat_codec_name(codecs[i]));
   }
   test_lying_headers();
+  for (size_t i = 0; i < sizeof codecs / sizeof *codecs; i++)
+    test_blosc1_damage(codecs[i], cat_codec_name(codecs[i]));
+  test_blosc1_lies();
   caterva_ctx_free(ctx);
   return tap_done();
 }

@@ -1,5 +1,6 @@
 /*
- * fuzz_chunk.c -- libFuzzer target: decode arbitrary bytes as a Blosc2 chunk, whole, block by
+ * fuzz_chunk.c -- libFuzzer target: decode arbitrary bytes as a chunk (Blosc2, or Blosc 1.x with
+ * the 16-byte header; seeds b1_* come from libblosc), whole, block by
  * block and by item range. Any outcome but a crash, a sanitizer report or a hang is fine;
  * a successful whole decode must agree with the block-by-block decode.
  */

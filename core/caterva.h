@@ -8,6 +8,7 @@
  *   chunks                caterva_chunk_*      one Blosc2 chunk: a compressed buffer of blocks
  *   super-chunks, frames  caterva_schunk_*     (caterva_frame.h) ordered chunks in a frame
  *   arrays                caterva_array_*      (caterva_array.h) N-d arrays over a super-chunk
+ *   bcolz directories     caterva_bcolz_*      (caterva_bcolz.h) reading and converting them
  *
  * Conventions, for every function of the library:
  *  - Functions that can fail return an int (or int32_t/int64_t) that is negative on failure,
@@ -239,6 +240,7 @@ int32_t caterva_chunk_getitems(caterva_ctx *ctx, const void *chunk, size_t len, 
 #include "caterva_array.h"
 #include "caterva_npy.h"
 #include "caterva_png.h"
+#include "caterva_bcolz.h"
 
 #ifdef __cplusplus
 }

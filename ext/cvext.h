@@ -109,6 +109,14 @@ void cvImportNetcdf(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, cons
 void cvImportBcolz(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, const char *zDst,
                    const char *zVar, const char *zOpt);
 
+/* io_bcolz.c: bcolz directories in caterva_info() and caterva_slice(). cvBzPathArg is the
+** path argument pArg names (a table of the connection or a path) when that is a bcolz
+** directory, else NULL; the two others set the function's result. */
+const char *cvBzPathArg(sqlite3_context *pCtx, CvConn *pConn, sqlite3_value *pArg);
+void cvBzInfo(sqlite3_context *pCtx, CvConn *pConn, const char *zPath);
+void cvBzSlice(sqlite3_context *pCtx, CvConn *pConn, const char *zPath, int argc,
+               sqlite3_value **argv);
+
 /*
 ** How the items of an array become SQL values (see "The SQL surface" in design.md).
 */

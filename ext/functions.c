@@ -256,7 +256,12 @@ static void cvInfoFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   int nDim, i, n, nOut;
   int64_t nBytes, cBytes;
   char *zJson;
+  const char *zBcolz = cvBzPathArg(pCtx, pConn, argv[0]);   /* io_bcolz.c */
   (void)argc;
+  if (zBcolz) {
+    cvBzInfo(pCtx, pConn, zBcolz);
+    return;
+  }
   pArr = cvOpenArg(pCtx, pConn, argv[0], "caterva_info");
   if (pArr == 0) return;
   pSc = caterva_array_schunk(pArr);
@@ -399,8 +404,13 @@ static void cvSliceFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   double nByte;
   int k, rc;
   uint8_t *aBuf;
+  const char *zBcolz;
   if (argc == 2) {
     sqlite3_result_error(pCtx, "caterva_slice: give both start and stop, or neither", -1);
+    return;
+  }
+  if ((zBcolz = cvBzPathArg(pCtx, pConn, argv[0])) != 0) {   /* io_bcolz.c */
+    cvBzSlice(pCtx, pConn, zBcolz, argc, argv);
     return;
   }
   pArr = cvOpenArg(pCtx, pConn, argv[0], "caterva_slice");

@@ -1,17 +1,401 @@
 /*
- * io_bcolz.c -- caterva_import() of a bcolz source (a placeholder until issue 11 lands it).
+ * io_bcolz.c -- bcolz directories in the SQL functions: caterva_import() of a carray or a
+ * ctable, and what caterva_info() and caterva_slice() say about one (functions.c sends
+ * bcolz paths here). The library does the work (caterva_bcolz.h).
+ *
+ *   caterva_import('x.bcolz', 'x.b2nd' [, NULL [, options]])     a carray -> one array
+ *   caterva_import('t.bcolz', 't.b2nd.d' [, NULL [, options]])   a ctable -> a directory of
+ *                                     <column>.b2nd arrays plus ctable.json (names, attrs)
+ *   caterva_import('t.bcolz', 'c.b2nd', 'price' [, options])     one ctable column -> one array
+ *
+ * options: 'key=value' pairs separated by ';' or spaces:
+ *   chunks=   chunk shape (default: the bcolz chunklen rows by the other axes)
+ *   blocks=   block shape (needs chunks=; default automatic)
+ *   codec=    blosclz, lz4, lz4hc, zlib, zstd (default zstd)     clevel=  0-9 (default 5)
+ *   filters=  shuffle, bitshuffle or none (default shuffle)      sparse=1 a sparse directory
+ * Each member of __attrs__ becomes a user attribute. The result is the number of items
+ * written. The destination must not exist; it appears complete or not at all.
  */
 #include "config.h"
 
 #include "cvext.h"
 SQLITE_EXTENSION_INIT3
 
+#include <stdlib.h>
+#include <string.h>
+
+static void cvBzResultError(sqlite3_context *pCtx, CvConn *pConn, const char *zWhat, int rc) {
+  const char *zMsg = caterva_ctx_errmsg(pConn->pCtx);
+  char *z;
+  if (rc == CATERVA_E_NOMEM) {
+    sqlite3_result_error_nomem(pCtx);
+    return;
+  }
+  z = sqlite3_mprintf("caterva: %s: %s%s%s", zWhat, caterva_strerror(rc), zMsg[0] ? ": " : "",
+                      zMsg);
+  sqlite3_result_error(pCtx, z ? z : "caterva: error", -1);
+  sqlite3_free(z);
+}
+
+static void cvBzMessage(sqlite3_context *pCtx, char *z) {
+  sqlite3_result_error(pCtx, z ? z : "caterva: error", -1);
+  sqlite3_free(z);
+}
+
+/* Open a bcolz directory or report why not; NULL after an error. */
+static caterva_bcolz *cvBzOpenArg(sqlite3_context *pCtx, CvConn *pConn, const char *zPath,
+                                  const char *zFunc) {
+  caterva_bcolz *pBz = 0;
+  int rc = caterva_bcolz_open(pConn->pCtx, zPath, &pBz);
+  if (rc < 0) {
+    char *zWhat = sqlite3_mprintf("%s: cannot open bcolz \"%s\"", zFunc, zPath);
+    cvBzResultError(pCtx, pConn, zWhat ? zWhat : zFunc, rc);
+    sqlite3_free(zWhat);
+    return 0;
+  }
+  return pBz;
+}
+
+/* ---- caterva_info ------------------------------------------------------------------------- */
+
+/* Append z as a JSON string. */
+static void cvBzJsonStr(sqlite3_str *pStr, const char *z) {
+  sqlite3_str_appendchar(pStr, 1, '"');
+  for (; *z; z++) {
+    unsigned char c = (unsigned char)*z;
+    if (c == '"' || c == '\\') sqlite3_str_appendf(pStr, "\\%c", c);
+    else if (c < 0x20) sqlite3_str_appendf(pStr, "\\u%04x", c);
+    else sqlite3_str_appendchar(pStr, 1, (char)c);
+  }
+  sqlite3_str_appendchar(pStr, 1, '"');
+}
+
+static void cvBzJsonColumn(sqlite3_str *pStr, const caterva_bcolz_column *pC) {
+  sqlite3_str_appendall(pStr, "\"shape\":[");
+  for (int k = 0; k < pC->ndim; k++)
+    sqlite3_str_appendf(pStr, "%s%lld", k ? "," : "", (long long)pC->shape[k]);
+  sqlite3_str_appendall(pStr, "],\"dtype\":");
+  cvBzJsonStr(pStr, pC->dtype);
+  sqlite3_str_appendall(pStr, ",\"bcolz_dtype\":");
+  cvBzJsonStr(pStr, pC->bcolz_dtype);
+  sqlite3_str_appendf(pStr, ",\"itemsize\":%d,\"chunklen\":%lld,\"nchunks\":%lld,\"codec\":",
+                      pC->itemsize, (long long)pC->chunklen, (long long)pC->nchunks);
+  cvBzJsonStr(pStr, pC->codec);
+  sqlite3_str_appendf(pStr, ",\"clevel\":%d,\"shuffle\":%d", pC->clevel, pC->shuffle);
+}
+
+const char *cvBzPathArg(sqlite3_context *pCtx, CvConn *pConn, sqlite3_value *pArg) {
+  const char *zArg = (const char *)sqlite3_value_text(pArg);
+  const char *zPath;
+  void *pTab;
+  if (zArg == 0 || zArg[0] == 0) return 0;
+  zPath = cvConnResolve(pConn, sqlite3_context_db_handle(pCtx), zArg, &pTab);
+  return caterva_bcolz_kind(zPath) != CATERVA_BCOLZ_NONE ? zPath : 0;
+}
+
+/* caterva_info(bcolz path) -> JSON text. */
+void cvBzInfo(sqlite3_context *pCtx, CvConn *pConn, const char *zPath) {
+  caterva_bcolz *pBz = cvBzOpenArg(pCtx, pConn, zPath, "caterva_info");
+  sqlite3_str *pStr;
+  int i;
+  if (pBz == 0) return;
+  pStr = sqlite3_str_new(sqlite3_context_db_handle(pCtx));
+  if (caterva_bcolz_is_ctable(pBz)) {
+    sqlite3_str_appendf(pStr, "{\"format\":\"bcolz\",\"kind\":\"ctable\",\"len\":%lld,"
+                        "\"columns\":[", (long long)caterva_bcolz_len(pBz));
+    for (i = 0; i < caterva_bcolz_ncols(pBz); i++) {
+      const caterva_bcolz_column *pC = caterva_bcolz_column_get(pBz, i);
+      sqlite3_str_appendf(pStr, "%s{\"name\":", i ? "," : "");
+      cvBzJsonStr(pStr, pC->name);
+      sqlite3_str_appendchar(pStr, 1, ',');
+      cvBzJsonColumn(pStr, pC);
+      sqlite3_str_appendf(pStr, ",\"attributes\":%s}", pC->attrs);
+    }
+    sqlite3_str_appendall(pStr, "]");
+  } else {
+    const caterva_bcolz_column *pC = caterva_bcolz_column_get(pBz, 0);
+    sqlite3_str_appendf(pStr, "{\"format\":\"bcolz\",\"kind\":\"carray\",\"ndim\":%d,",
+                        pC->ndim);
+    cvBzJsonColumn(pStr, pC);
+  }
+  sqlite3_str_appendf(pStr, ",\"attributes\":%s}", caterva_bcolz_attrs(pBz));
+  caterva_bcolz_free(pBz);
+  if (sqlite3_str_errcode(pStr) == SQLITE_NOMEM) {
+    sqlite3_free(sqlite3_str_finish(pStr));
+    sqlite3_result_error_nomem(pCtx);
+    return;
+  }
+  sqlite3_result_text(pCtx, sqlite3_str_finish(pStr), -1, sqlite3_free);
+}
+
+/* ---- caterva_slice ------------------------------------------------------------------------ */
+
+/* A start or stop argument: an integer (a row along axis 0, the other axes whole) or a JSON
+** list of ndim integers. Returns 0, or a static description of what is wrong. */
+static const char *cvBzBoxArg(sqlite3_value *pVal, int nDim, int64_t *a) {
+  const char *z;
+  int n = 0;
+  if (sqlite3_value_type(pVal) == SQLITE_INTEGER) {
+    a[0] = sqlite3_value_int64(pVal);
+    return 0;
+  }
+  z = (const char *)sqlite3_value_text(pVal);
+  if (z == 0) return "is not an integer or a JSON list of integers";
+  while (*z == ' ') z++;
+  if (*z++ != '[') return "is not an integer or a JSON list of integers";
+  for (;;) {
+    char *zEnd;
+    long long v;
+    while (*z == ' ') z++;
+    if (*z == ']' && n == 0) break;
+    if (n == nDim) return "has more entries than the carray has dimensions";
+    if (!(*z == '-' || (*z >= '0' && *z <= '9'))) return "is not a JSON list of integers";
+    v = strtoll(z, &zEnd, 10);
+    a[n++] = v;
+    z = zEnd;
+    while (*z == ' ') z++;
+    if (*z == ',') { z++; continue; }
+    if (*z != ']') return "is not a JSON list of integers";
+    break;
+  }
+  if (z[1] != 0 || n != nDim) return "must list one integer per dimension";
+  return 0;
+}
+
+/* Copy the box [aStart, aStop) of column 0 in C order into aOut, run by run along the last
+** axis, through one reader (so no block is decompressed twice). */
+static int cvBzCopyBox(caterva_ctx *pLib, caterva_bcolz *pBz, const caterva_bcolz_column *pC,
+                       const int64_t *aStart, const int64_t *aStop, uint8_t *aOut) {
+  caterva_bcolz_reader *pR = 0;
+  int64_t aCoord[CATERVA_MAX_DIM], aStride[CATERVA_MAX_DIM];
+  int nDim = pC->ndim, d, rc;
+  size_t isz = (size_t)pC->itemsize;
+  rc = caterva_bcolz_reader_new(pLib, pBz, 0, &pR);
+  for (d = nDim - 1; d >= 0; d--) {
+    aStride[d] = d == nDim - 1 ? 1 : aStride[d + 1] * pC->shape[d + 1];
+    aCoord[d] = aStart[d];
+  }
+  while (rc >= 0) {
+    int64_t i = 0, nRun = aStop[nDim - 1] - aStart[nDim - 1];
+    for (d = 0; d < nDim; d++) i += aCoord[d] * aStride[d];
+    while (nRun > 0 && rc >= 0) {
+      const uint8_t *p;
+      int64_t n;
+      rc = caterva_bcolz_reader_items(pLib, pR, i, nRun, &p, &n);
+      if (rc < 0) break;
+      if (n > nRun) n = nRun;
+      memcpy(aOut, p, (size_t)n * isz);
+      aOut += (size_t)n * isz;
+      i += n;
+      nRun -= n;
+    }
+    for (d = nDim - 2; d >= 0; d--) {
+      if (++aCoord[d] < aStop[d]) break;
+      aCoord[d] = aStart[d];
+    }
+    if (d < 0) break;
+  }
+  caterva_bcolz_reader_free(pR);
+  return rc;
+}
+
+/* caterva_slice(bcolz carray [, start, stop]) -> BLOB of the items in C order, as stored. */
+void cvBzSlice(sqlite3_context *pCtx, CvConn *pConn, const char *zPath, int argc,
+               sqlite3_value **argv) {
+  caterva_bcolz *pBz = cvBzOpenArg(pCtx, pConn, zPath, "caterva_slice");
+  const caterva_bcolz_column *pC;
+  int64_t aStart[CATERVA_MAX_DIM], aStop[CATERVA_MAX_DIM];
+  double nByte;
+  uint8_t *aBuf;
+  int k, rc;
+  if (pBz == 0) return;
+  pC = caterva_bcolz_column_get(pBz, 0);
+  if (caterva_bcolz_is_ctable(pBz)) {
+    cvBzMessage(pCtx, sqlite3_mprintf("caterva_slice: \"%s\" is a bcolz ctable: slice one of "
+                                      "its columns ('%s')", zPath, pC->path));
+    goto bz_slice_out;
+  }
+  for (k = 0; k < pC->ndim; k++) aStart[k] = 0, aStop[k] = pC->shape[k];
+  for (k = 1; k < argc; k++) {
+    const char *zErr;
+    if (sqlite3_value_type(argv[k]) == SQLITE_NULL) continue;
+    zErr = cvBzBoxArg(argv[k], pC->ndim, k == 1 ? aStart : aStop);
+    if (zErr) {
+      cvBzMessage(pCtx, sqlite3_mprintf("caterva_slice: %s %s", k == 1 ? "start" : "stop", zErr));
+      goto bz_slice_out;
+    }
+  }
+  nByte = pC->itemsize;
+  for (k = 0; k < pC->ndim; k++) {
+    if (aStart[k] < 0 || aStart[k] > aStop[k] || aStop[k] > pC->shape[k]) {
+      cvBzMessage(pCtx, sqlite3_mprintf("caterva_slice: dimension %d: [%lld, %lld) is not inside "
+                                        "[0, %lld) with start <= stop", k, (long long)aStart[k],
+                                        (long long)aStop[k], (long long)pC->shape[k]));
+      goto bz_slice_out;
+    }
+    nByte *= (double)(aStop[k] - aStart[k]);
+  }
+  if (nByte > (double)sqlite3_limit(sqlite3_context_db_handle(pCtx), SQLITE_LIMIT_LENGTH, -1)) {
+    sqlite3_result_error_toobig(pCtx);
+    goto bz_slice_out;
+  }
+  if (nByte == 0) {
+    sqlite3_result_zeroblob(pCtx, 0);
+    goto bz_slice_out;
+  }
+  aBuf = sqlite3_malloc64((sqlite3_uint64)nByte);
+  if (aBuf == 0) {
+    sqlite3_result_error_nomem(pCtx);
+    goto bz_slice_out;
+  }
+  rc = cvBzCopyBox(pConn->pCtx, pBz, pC, aStart, aStop, aBuf);
+  if (rc < 0) {
+    sqlite3_free(aBuf);
+    cvBzResultError(pCtx, pConn, "caterva_slice", rc);
+    goto bz_slice_out;
+  }
+  sqlite3_result_blob64(pCtx, aBuf, (sqlite3_uint64)nByte, sqlite3_free);
+bz_slice_out:
+  caterva_bcolz_free(pBz);
+}
+
+/* ---- caterva_import ------------------------------------------------------------------------ */
+
+/* 'a,b,c' into exactly n values in [1, INT32_MAX]; 0 on success. */
+static int cvBzList(const char *z, int n, int32_t *a) {
+  int k = 0;
+  while (*z) {
+    char *zEnd;
+    long long v;
+    if (k == n || *z < '0' || *z > '9') return 1;
+    v = strtoll(z, &zEnd, 10);
+    if (v < 1 || v > INT32_MAX) return 1;
+    a[k++] = (int32_t)v;
+    z = zEnd;
+    if (*z == ',' && z[1]) z++;
+    else if (*z) return 1;
+  }
+  return k != n;
+}
+
+static int cvBzCodec(const char *z) {
+  static const struct { const char *zName; int id; } aCodec[] = {
+      {"blosclz", CATERVA_BLOSCLZ}, {"lz4", CATERVA_LZ4}, {"lz4hc", CATERVA_LZ4HC},
+      {"zlib", CATERVA_ZLIB},       {"zstd", CATERVA_ZSTD}};
+  for (size_t i = 0; i < sizeof(aCodec) / sizeof(aCodec[0]); i++)
+    if (sqlite3_stricmp(z, aCodec[i].zName) == 0) return aCodec[i].id;
+  return -1;
+}
+
+/* One key=value option into *pP; returns an sqlite3_mprintf'ed message, or 0. */
+static char *cvBzOption(const char *zKey, const char *zVal, int nDim, caterva_array_params *pP,
+                        int *pbBlocks) {
+  if (strcmp(zKey, "chunks") == 0) {
+    if (cvBzList(zVal, nDim, pP->chunkshape) == 0) return 0;
+  } else if (strcmp(zKey, "blocks") == 0) {
+    *pbBlocks = 1;
+    if (cvBzList(zVal, nDim, pP->blockshape) == 0) return 0;
+  } else if (strcmp(zKey, "codec") == 0) {
+    if ((pP->cparams.codec = cvBzCodec(zVal)) >= 0) return 0;
+    return sqlite3_mprintf("codec= must be blosclz, lz4, lz4hc, zlib or zstd, not \"%s\"", zVal);
+  } else if (strcmp(zKey, "clevel") == 0) {
+    if (zVal[0] >= '0' && zVal[0] <= '9' && zVal[1] == 0) {
+      pP->cparams.clevel = zVal[0] - '0';
+      return 0;
+    }
+  } else if (strcmp(zKey, "filters") == 0) {
+    memset(pP->cparams.filters, 0, sizeof(pP->cparams.filters));
+    if (strcmp(zVal, "shuffle") == 0) pP->cparams.filters[CATERVA_MAX_FILTERS - 1] = CATERVA_SHUFFLE;
+    else if (strcmp(zVal, "bitshuffle") == 0)
+      pP->cparams.filters[CATERVA_MAX_FILTERS - 1] = CATERVA_BITSHUFFLE;
+    else if (strcmp(zVal, "none") != 0) return sqlite3_mprintf("filters= must be shuffle, "
+                                                               "bitshuffle or none");
+    return 0;
+  } else if (strcmp(zKey, "sparse") == 0) {
+    if (strcmp(zVal, "0") == 0 || strcmp(zVal, "1") == 0) {
+      pP->store = zVal[0] == '1' ? CATERVA_STORE_SPARSE : CATERVA_STORE_CONTIGUOUS;
+      return 0;
+    }
+  } else {
+    return sqlite3_mprintf("unknown option \"%s\" (chunks, blocks, codec, clevel, filters, "
+                           "sparse)", zKey);
+  }
+  return sqlite3_mprintf("bad value for %s=: \"%s\"", zKey, zVal);
+}
+
+/* Parse the options string into *pP (initialised here). */
+static char *cvBzOptions(const char *zOpt, int nDim, caterva_array_params *pP) {
+  char *zCopy, *z, *zSave = 0, *zErr = 0;
+  int bBlocks = 0, bChunks;
+  caterva_array_params_init(pP);
+  pP->store = CATERVA_STORE_CONTIGUOUS;
+  if (zOpt == 0) return 0;
+  zCopy = sqlite3_mprintf("%s", zOpt);
+  if (zCopy == 0) return sqlite3_mprintf("out of memory");
+  for (z = strtok_r(zCopy, "; \t", &zSave); z && zErr == 0; z = strtok_r(0, "; \t", &zSave)) {
+    char *zEq = strchr(z, '=');
+    if (zEq == 0) zErr = sqlite3_mprintf("option \"%s\" is not key=value", z);
+    else *zEq = 0, zErr = cvBzOption(z, zEq + 1, nDim, pP, &bBlocks);
+  }
+  sqlite3_free(zCopy);
+  bChunks = pP->chunkshape[0] != 0;
+  if (zErr == 0 && bBlocks && !bChunks) zErr = sqlite3_mprintf("blocks= needs chunks=");
+  for (int k = 0; zErr == 0 && bBlocks && k < nDim; k++)
+    if (pP->blockshape[k] > pP->chunkshape[k])
+      zErr = sqlite3_mprintf("blocks= must be no larger than chunks=");
+  return zErr;
+}
+
+/* The column zVar names, or -1 after an error. */
+static int cvBzPickColumn(sqlite3_context *pCtx, caterva_bcolz *pBz, const char *zSrc,
+                          const char *zVar) {
+  if (zVar == 0) return caterva_bcolz_is_ctable(pBz) ? -2 : 0;
+  if (!caterva_bcolz_is_ctable(pBz)) {
+    cvBzMessage(pCtx, sqlite3_mprintf("caterva_import: \"%s\" is a bcolz carray: it has no "
+                                      "variable \"%s\" (pass NULL)", zSrc, zVar));
+    return -1;
+  }
+  for (int i = 0; i < caterva_bcolz_ncols(pBz); i++)
+    if (strcmp(caterva_bcolz_column_get(pBz, i)->name, zVar) == 0) return i;
+  cvBzMessage(pCtx, sqlite3_mprintf("caterva_import: the bcolz ctable \"%s\" has no column "
+                                    "\"%s\"", zSrc, zVar));
+  return -1;
+}
+
 void cvImportBcolz(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, const char *zDst,
-                const char *zVar, const char *zOpt) {
-  (void)pConn;
-  (void)zSrc;
-  (void)zDst;
-  (void)zVar;
-  (void)zOpt;
-  sqlite3_result_error(pCtx, "caterva_import: bcolz sources are not supported yet", -1);
+                   const char *zVar, const char *zOpt) {
+  caterva_bcolz *pBz = cvBzOpenArg(pCtx, pConn, zSrc, "caterva_import");
+  caterva_array_params p;
+  int64_t nItem = 0;
+  char *zErr;
+  int iCol, rc, nDim;
+  if (pBz == 0) return;
+  iCol = cvBzPickColumn(pCtx, pBz, zSrc, zVar);
+  if (iCol == -1) goto import_out;
+  nDim = caterva_bcolz_column_get(pBz, iCol < 0 ? 0 : iCol)->ndim;
+  zErr = cvBzOptions(zOpt, nDim, &p);
+  if (zErr) {
+    cvBzMessage(pCtx, sqlite3_mprintf("caterva_import: %s", zErr));
+    sqlite3_free(zErr);
+    goto import_out;
+  }
+  p.path = zDst;
+  if (iCol >= 0) rc = caterva_bcolz_convert(pConn->pCtx, pBz, iCol, &p, 0);
+  else rc = caterva_bcolz_convert_ctable(pConn->pCtx, pBz, zDst, &p);
+  if (rc < 0) {
+    char *zWhat = sqlite3_mprintf("caterva_import: \"%s\" to \"%s\"", zSrc, zDst);
+    cvBzResultError(pCtx, pConn, zWhat ? zWhat : "caterva_import", rc);
+    sqlite3_free(zWhat);
+    goto import_out;
+  }
+  for (int i = 0; i < caterva_bcolz_ncols(pBz); i++) {
+    const caterva_bcolz_column *pC = caterva_bcolz_column_get(pBz, i);
+    int64_t n = 1;
+    if (iCol >= 0 && i != iCol) continue;
+    for (int k = 0; k < pC->ndim; k++) n *= pC->shape[k];
+    nItem += n;
+  }
+  sqlite3_result_int64(pCtx, nItem);
+import_out:
+  caterva_bcolz_free(pBz);
 }

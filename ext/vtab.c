@@ -124,6 +124,11 @@ static int cvConnectImpl(sqlite3 *db, void *pAux, int argc, const char *const *a
   memset(azName, 0, sizeof(azName));
   *ppVtab = 0;
   rc = cvOptionsParse(&opt, argc, argv, pzErr);
+  if (rc == SQLITE_OK && caterva_bcolz_kind(opt.zPath) != CATERVA_BCOLZ_NONE) {
+    rc = cvBzConnect(db, pConn, argv, &opt, ppVtab, pzErr);   /* bcolz_vtab.c */
+    cvOptionsFree(&opt);
+    return rc;
+  }
   if (rc == SQLITE_OK && cvParseSync(opt.zSync) < 0) {
     *pzErr = sqlite3_mprintf("caterva: synchronous= must be full, normal or off");
     rc = SQLITE_ERROR;
@@ -200,14 +205,57 @@ static int catervaConnect(sqlite3 *db, void *pAux, int argc, const char *const *
 }
 
 static int catervaDisconnect(sqlite3_vtab *pVtab) {
-  cvVtabFree((CvVtab *)pVtab);
+  if (((CvVtab *)pVtab)->pBcolz) cvBzFree((CvVtab *)pVtab);
+  else cvVtabFree((CvVtab *)pVtab);
   return SQLITE_OK;
 }
 
 /* DROP TABLE: the array file belongs to the user, not to the table; it stays. */
 static int catervaDestroy(sqlite3_vtab *pVtab) {
-  cvVtabFree((CvVtab *)pVtab);
-  return SQLITE_OK;
+  return catervaDisconnect(pVtab);
+}
+
+/* ---- bcolz directories ------------------------------------------------------------------
+** A bcolz directory is a table of this module too, with its own plan and cursor
+** (bcolz_vtab.c): these slots send its calls there. It never writes, so xBegin (reached
+** only by a statement that writes it) and xUpdate refuse; the other transaction slots do
+** nothing for a table that is not in a transaction. */
+#define CV_IS_BCOLZ(pVtab) (((CvVtab *)(pVtab))->pBcolz != 0)
+
+static int catervaBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
+  return CV_IS_BCOLZ(pVtab) ? cvBzBestIndex(pVtab, pInfo) : cvBestIndex(pVtab, pInfo);
+}
+static int catervaOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor) {
+  return CV_IS_BCOLZ(pVtab) ? cvBzOpen(pVtab, ppCursor) : cvCursorOpen(pVtab, ppCursor);
+}
+static int catervaClose(sqlite3_vtab_cursor *pCur) {
+  return CV_IS_BCOLZ(pCur->pVtab) ? cvBzClose(pCur) : cvCursorClose(pCur);
+}
+static int catervaFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int argc,
+                         sqlite3_value **argv) {
+  return CV_IS_BCOLZ(pCur->pVtab) ? cvBzFilter(pCur, idxNum, idxStr, argc, argv)
+                                  : cvCursorFilter(pCur, idxNum, idxStr, argc, argv);
+}
+static int catervaNext(sqlite3_vtab_cursor *pCur) {
+  return CV_IS_BCOLZ(pCur->pVtab) ? cvBzNext(pCur) : cvCursorNext(pCur);
+}
+static int catervaEof(sqlite3_vtab_cursor *pCur) {
+  return CV_IS_BCOLZ(pCur->pVtab) ? cvBzEof(pCur) : cvCursorEof(pCur);
+}
+static int catervaColumn(sqlite3_vtab_cursor *pCur, sqlite3_context *pCtx, int iCol) {
+  return CV_IS_BCOLZ(pCur->pVtab) ? cvBzColumn(pCur, pCtx, iCol)
+                                  : cvCursorColumn(pCur, pCtx, iCol);
+}
+static int catervaRowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid) {
+  return CV_IS_BCOLZ(pCur->pVtab) ? cvBzRowid(pCur, pRowid) : cvCursorRowid(pCur, pRowid);
+}
+static int catervaUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv,
+                         sqlite3_int64 *pRowid) {
+  return CV_IS_BCOLZ(pVtab) ? cvBzUpdate(pVtab, argc, argv, pRowid)
+                            : cvUpdate(pVtab, argc, argv, pRowid);
+}
+static int catervaBegin(sqlite3_vtab *pVtab) {
+  return CV_IS_BCOLZ(pVtab) ? cvBzUpdate(pVtab, 0, 0, 0) : cvTxnBegin(pVtab);
 }
 
 /* ALTER TABLE RENAME: nothing is stored under the table's name; the functions taking
@@ -223,18 +271,18 @@ static sqlite3_module catervaModule = {
   /* iVersion      */ 2,  /* xSavepoint, xRelease, xRollbackTo */
   /* xCreate       */ catervaCreate,
   /* xConnect      */ catervaConnect,
-  /* xBestIndex    */ cvBestIndex,      /* plan.c */
+  /* xBestIndex    */ catervaBestIndex, /* plan.c (bcolz: bcolz_vtab.c) */
   /* xDisconnect   */ catervaDisconnect,
   /* xDestroy      */ catervaDestroy,
-  /* xOpen         */ cvCursorOpen,     /* cursor.c, as are the slots down to xRowid */
-  /* xClose        */ cvCursorClose,
-  /* xFilter       */ cvCursorFilter,
-  /* xNext         */ cvCursorNext,
-  /* xEof          */ cvCursorEof,
-  /* xColumn       */ cvCursorColumn,
-  /* xRowid        */ cvCursorRowid,
-  /* xUpdate       */ cvUpdate,         /* write.c */
-  /* xBegin        */ cvTxnBegin,       /* vtab_txn.c, as are the transaction slots */
+  /* xOpen         */ catervaOpen,      /* cursor.c, as are the slots down to xRowid */
+  /* xClose        */ catervaClose,
+  /* xFilter       */ catervaFilter,
+  /* xNext         */ catervaNext,
+  /* xEof          */ catervaEof,
+  /* xColumn       */ catervaColumn,
+  /* xRowid        */ catervaRowid,
+  /* xUpdate       */ catervaUpdate,    /* write.c */
+  /* xBegin        */ catervaBegin,     /* vtab_txn.c, as are the transaction slots */
   /* xSync         */ cvTxnSync,
   /* xCommit       */ cvTxnCommit,
   /* xRollback     */ cvTxnRollback,

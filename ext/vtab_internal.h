@@ -31,6 +31,7 @@ struct CvRange {
 
 typedef struct CvVtab CvVtab;
 typedef struct CvRetired CvRetired;
+typedef struct CvBcolzTab CvBcolzTab;
 
 /* An array replaced while cursors may still read it (vtab_txn.c). */
 struct CvRetired {
@@ -116,6 +117,8 @@ struct CvVtab {
   int eFast;                          /* CV_FAST_*: items read inline by xColumn */
   int64_t szCache;                    /* Bytes the block cache may use */
   CvCache cache;                      /* Decompressed blocks shared by the cursors */
+  CvBcolzTab *pBcolz;                 /* A bcolz directory (bcolz_vtab.c), else NULL; then
+                                      ** only base, pConn, db and zPath above are used */
 };
 
 /*
@@ -343,5 +346,24 @@ void cvFillInit(CvVtab *pTab, caterva_array *pArr);
 
 /* xUpdate. */
 int cvUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 *pRowid);
+
+/* ---- bcolz_vtab.c: bcolz directories as tables of the module ----------------------- */
+
+/* xConnect for a path caterva_bcolz_kind() recognises (options already parsed). */
+int cvBzConnect(sqlite3 *db, CvConn *pConn, const char *const *argv, const CvOptions *pOpt,
+                sqlite3_vtab **ppVtab, char **pzErr);
+/* xDisconnect and xDestroy. */
+void cvBzFree(CvVtab *pTab);
+/* The module slots of a bcolz table (vtab.c sends its calls here). */
+int cvBzBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo);
+int cvBzOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor);
+int cvBzClose(sqlite3_vtab_cursor *pCursor);
+int cvBzFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr, int argc,
+               sqlite3_value **argv);
+int cvBzNext(sqlite3_vtab_cursor *pCursor);
+int cvBzEof(sqlite3_vtab_cursor *pCursor);
+int cvBzColumn(sqlite3_vtab_cursor *pCursor, sqlite3_context *pCtx, int iCol);
+int cvBzRowid(sqlite3_vtab_cursor *pCursor, sqlite3_int64 *pRowid);
+int cvBzUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 *pRowid);
 
 #endif /* VTAB_INTERNAL_H */

@@ -41,8 +41,9 @@
 #define BLP_HEADER 16
 /* Meta and attribute files larger than this are refused (bcolz writes a few hundred bytes). */
 #define META_MAX (16 << 20)
-/* Blocks a reader decompresses at once beyond those of the first item. */
+/* Blocks, and bytes, a reader decompresses at once beyond those of the first item. */
 #define WINDOW_BLOCKS 16
+#define WINDOW_BYTES (4 << 20)
 
 typedef struct bz_col {
   caterva_bcolz_column pub;    /* what caterva_bcolz_column_get returns */
@@ -641,7 +642,10 @@ int caterva_bcolz_reader_items(caterva_ctx *ctx, caterva_bcolz_reader *r, int64_
     off = (i - r->cfirst) * isz;
     b0 = (int32_t)(off / r->info.blocksize);
     b1 = (int32_t)(((last - r->cfirst) * isz + isz - 1) / r->info.blocksize) + 1;
-    limit = (int32_t)((off + isz - 1) / r->info.blocksize) + 1 + WINDOW_BLOCKS;
+    /* beyond the blocks of item i itself, at most WINDOW_BLOCKS blocks and WINDOW_BYTES */
+    limit = WINDOW_BYTES / r->info.blocksize;
+    if (limit > WINDOW_BLOCKS) limit = WINDOW_BLOCKS;
+    limit += (off + isz - 1) / r->info.blocksize + 1;
     if (b1 > limit) b1 = (int32_t)limit;
     CAT_CHECK(leave, b1 <= r->info.nblocks, CATERVA_E_CORRUPT, "block %d past the chunk's %d",
               b1, r->info.nblocks);

@@ -6,7 +6,8 @@
  *
  * vtab.c's xConnect hands a path that caterva_bcolz_kind() recognises to cvBzConnect, and
  * the module's slots send calls on such a table here (the table is a CvVtab whose pBcolz is
- * set; its array fields are unused). The tables are read-only.
+ * set; its array fields are unused). The tables are read-only. cache_mb= is accepted and has
+ * no effect: each cursor's readers keep the blocks they are reading.
  *
  *   carray of shape (n, a, b)  columns d0, d1, d2, value; one row per item; the rowid is the
  *                              C-order item index (= d0 for a 1-D carray)

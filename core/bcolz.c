@@ -579,9 +579,10 @@ static int bz_decode(caterva_ctx *ctx, caterva_bcolz_reader *r, int32_t b0, int3
     got = caterva_chunk_decompress_blocks(ctx, r->cbuf + BLP_HEADER, r->clen - BLP_HEADER,
                                           blocks, n, r->wbuf + off, r->wcap - off);
     if (got < 0) {
-      char rel[48];
-      snprintf(rel, sizeof rel, "data/__%lld.blp", (long long)r->chunk);
-      CAT_FAIL(leave, (int)got, "'%s/%s': %s", r->c->path, rel, caterva_ctx_errmsg(ctx));
+      char why[CAT_ERRMSG_SIZE];  /* the decoder's message, copied: cat_error rewrites it */
+      snprintf(why, sizeof why, "%s", ctx ? caterva_ctx_errmsg(ctx) : "");
+      CAT_FAIL(leave, (int)got, "'%s/data/__%lld.blp': %s", r->c->path, (long long)r->chunk,
+               why);
     }
     off += (size_t)n * (size_t)r->info.blocksize;
     b0 += n;

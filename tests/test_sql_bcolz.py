@@ -422,6 +422,8 @@ def test_errors(d, tmp):
          ["__1.blp", "too long"]),
         ("nbytes", "i32_blocks", lambda p: patch(blp(p), 20, struct.pack("<i", 39996)), False,
          ["__1.blp", "meta/sizes"]),
+        ("bstarts", "i32_blocks", lambda p: patch(blp(p), 32, struct.pack("<i", 0x7ffffff0)), False,
+         ["__1.blp"]),
         ("missing_chunk", "i32_blocks", lambda p: os.remove(blp(p, 3)), False, ["__3.blp", "missing"]),
         ("longer_meta", "exact", lambda p: write(os.path.join(p, "meta", "sizes"),
                                                    b'{"shape": [8001], "nbytes": 1, "cbytes": 1}\n'),

@@ -8,11 +8,10 @@
  *                                     <column>.b2nd arrays plus ctable.json (names, attrs)
  *   caterva_import('t.bcolz', 'c.b2nd', 'price' [, options])     one ctable column -> one array
  *
- * options: 'key=value' pairs separated by ';' or spaces:
- *   chunks=   chunk shape (default: the bcolz chunklen rows by the other axes)
- *   blocks=   block shape (needs chunks=; default automatic)
- *   codec=    blosclz, lz4, lz4hc, zlib, zstd (default zstd)     clevel=  0-9 (default 5)
- *   filters=  shuffle, bitshuffle or none (default shuffle)      sparse=1 a sparse directory
+ * options: 'key=value ...' with CREATE VIRTUAL TABLE's syntax and meanings (cvOptionsParseString,
+ * cvCreatePartition): chunks= (default: the bcolz chunklen rows by the other axes), blocks=
+ * (needs chunks=; default automatic), codec= (default zstd), clevel= (default 5), filters=
+ * (default shuffle), sparse=1 (a sparse directory).
  * Each member of __attrs__ becomes a user attribute. The result is the number of items
  * written. The destination must not exist; it appears complete or not at all.
  */
@@ -20,6 +19,8 @@
 
 #include "cvext.h"
 SQLITE_EXTENSION_INIT3
+
+#include "vtab_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -261,88 +262,45 @@ bz_slice_out:
 
 /* ---- caterva_import ------------------------------------------------------------------------ */
 
-/* 'a,b,c' into exactly n values in [1, INT32_MAX]; 0 on success. */
-static int cvBzList(const char *z, int n, int32_t *a) {
-  int k = 0;
-  while (*z) {
-    char *zEnd;
-    long long v;
-    if (k == n || *z < '0' || *z > '9') return 1;
-    v = strtoll(z, &zEnd, 10);
-    if (v < 1 || v > INT32_MAX) return 1;
-    a[k++] = (int32_t)v;
-    z = zEnd;
-    if (*z == ',' && z[1]) z++;
-    else if (*z) return 1;
-  }
-  return k != n;
+/* The first option given that a bcolz import does not take, or NULL. */
+static const char *cvBzBadOption(const CvOptions *p) {
+  if (p->zPath) return "path";
+  if (p->zShape) return "shape";
+  if (p->zDtype) return "dtype";
+  if (p->zDims) return "dims";
+  if (p->zValue) return "value";
+  if (p->zFill) return "fill";
+  if (p->zSync) return "synchronous";
+  if (p->zLockReads) return "lock_reads";
+  return 0;
 }
 
-static int cvBzCodec(const char *z) {
-  static const struct { const char *zName; int id; } aCodec[] = {
-      {"blosclz", CATERVA_BLOSCLZ}, {"lz4", CATERVA_LZ4}, {"lz4hc", CATERVA_LZ4HC},
-      {"zlib", CATERVA_ZLIB},       {"zstd", CATERVA_ZSTD}};
-  for (size_t i = 0; i < sizeof(aCodec) / sizeof(aCodec[0]); i++)
-    if (sqlite3_stricmp(z, aCodec[i].zName) == 0) return aCodec[i].id;
-  return -1;
-}
-
-/* One key=value option into *pP; returns an sqlite3_mprintf'ed message, or 0. */
-static char *cvBzOption(const char *zKey, const char *zVal, int nDim, caterva_array_params *pP,
-                        int *pbBlocks) {
-  if (strcmp(zKey, "chunks") == 0) {
-    if (cvBzList(zVal, nDim, pP->chunkshape) == 0) return 0;
-  } else if (strcmp(zKey, "blocks") == 0) {
-    *pbBlocks = 1;
-    if (cvBzList(zVal, nDim, pP->blockshape) == 0) return 0;
-  } else if (strcmp(zKey, "codec") == 0) {
-    if ((pP->cparams.codec = cvBzCodec(zVal)) >= 0) return 0;
-    return sqlite3_mprintf("codec= must be blosclz, lz4, lz4hc, zlib or zstd, not \"%s\"", zVal);
-  } else if (strcmp(zKey, "clevel") == 0) {
-    if (zVal[0] >= '0' && zVal[0] <= '9' && zVal[1] == 0) {
-      pP->cparams.clevel = zVal[0] - '0';
-      return 0;
-    }
-  } else if (strcmp(zKey, "filters") == 0) {
-    memset(pP->cparams.filters, 0, sizeof(pP->cparams.filters));
-    if (strcmp(zVal, "shuffle") == 0) pP->cparams.filters[CATERVA_MAX_FILTERS - 1] = CATERVA_SHUFFLE;
-    else if (strcmp(zVal, "bitshuffle") == 0)
-      pP->cparams.filters[CATERVA_MAX_FILTERS - 1] = CATERVA_BITSHUFFLE;
-    else if (strcmp(zVal, "none") != 0) return sqlite3_mprintf("filters= must be shuffle, "
-                                                               "bitshuffle or none");
-    return 0;
-  } else if (strcmp(zKey, "sparse") == 0) {
-    if (strcmp(zVal, "0") == 0 || strcmp(zVal, "1") == 0) {
-      pP->store = zVal[0] == '1' ? CATERVA_STORE_SPARSE : CATERVA_STORE_CONTIGUOUS;
-      return 0;
-    }
-  } else {
-    return sqlite3_mprintf("unknown option \"%s\" (chunks, blocks, codec, clevel, filters, "
-                           "sparse)", zKey);
-  }
-  return sqlite3_mprintf("bad value for %s=: \"%s\"", zKey, zVal);
-}
-
-/* Parse the options string into *pP (initialised here). */
+/* The options string (CREATE VIRTUAL TABLE's syntax and meanings) into *pP for an array of
+** nDim dimensions; an sqlite3_mprintf'ed message on error, else 0. */
 static char *cvBzOptions(const char *zOpt, int nDim, caterva_array_params *pP) {
-  char *zCopy, *z, *zSave = 0, *zErr = 0;
-  int bBlocks = 0, bChunks;
+  CvOptions opt;
+  char *zErr = 0;
+  const char *zBad;
+  int rc = cvOptionsParseString(&opt, zOpt, &zErr);
   caterva_array_params_init(pP);
+  pP->ndim = nDim;
   pP->store = CATERVA_STORE_CONTIGUOUS;
-  if (zOpt == 0) return 0;
-  zCopy = sqlite3_mprintf("%s", zOpt);
-  if (zCopy == 0) return sqlite3_mprintf("out of memory");
-  for (z = strtok_r(zCopy, "; \t", &zSave); z && zErr == 0; z = strtok_r(0, "; \t", &zSave)) {
-    char *zEq = strchr(z, '=');
-    if (zEq == 0) zErr = sqlite3_mprintf("option \"%s\" is not key=value", z);
-    else *zEq = 0, zErr = cvBzOption(z, zEq + 1, nDim, pP, &bBlocks);
+  if (rc == SQLITE_OK && (zBad = cvBzBadOption(&opt)) != 0) {
+    zErr = sqlite3_mprintf("option %s= does not apply to a bcolz import (it takes chunks, "
+                           "blocks, codec, clevel, filters, sparse)", zBad);
+    rc = SQLITE_ERROR;
   }
-  sqlite3_free(zCopy);
-  bChunks = pP->chunkshape[0] != 0;
-  if (zErr == 0 && bBlocks && !bChunks) zErr = sqlite3_mprintf("blocks= needs chunks=");
-  for (int k = 0; zErr == 0 && bBlocks && k < nDim; k++)
-    if (pP->blockshape[k] > pP->chunkshape[k])
-      zErr = sqlite3_mprintf("blocks= must be no larger than chunks=");
+  if (rc == SQLITE_OK && opt.zSparse) {
+    if (strcmp(opt.zSparse, "0") != 0 && strcmp(opt.zSparse, "1") != 0) {
+      zErr = sqlite3_mprintf("sparse= must be 0 or 1");
+      rc = SQLITE_ERROR;
+    } else if (opt.zSparse[0] == '1') {
+      pP->store = CATERVA_STORE_SPARSE;
+    }
+  }
+  if (rc == SQLITE_OK) rc = cvCreatePartition(&opt, pP, &zErr);
+  cvOptionsFree(&opt);
+  if (rc != SQLITE_OK && zErr == 0) zErr = sqlite3_mprintf("bad options");
   return zErr;
 }
 
@@ -375,7 +333,8 @@ void cvImportBcolz(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, const
   nDim = caterva_bcolz_column_get(pBz, iCol < 0 ? 0 : iCol)->ndim;
   zErr = cvBzOptions(zOpt, nDim, &p);
   if (zErr) {
-    cvBzMessage(pCtx, sqlite3_mprintf("caterva_import: %s", zErr));
+    const char *z = strncmp(zErr, "caterva: ", 9) == 0 ? zErr + 9 : zErr;
+    cvBzMessage(pCtx, sqlite3_mprintf("caterva_import: %s", z));
     sqlite3_free(zErr);
     goto import_out;
   }

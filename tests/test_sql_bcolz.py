@@ -351,7 +351,7 @@ def test_import(d, man, tmp):
            and info["attributes"].get("nested") == {"a": "\u00e9\U0001F600"},
            "caterva_import: __attrs__ become user attributes", str(info["attributes"]))
     out = os.path.join(tmp, "opts.b2nd")
-    db.execute("select caterva_import(?, ?, NULL, 'chunks=500;blocks=100 codec=lz4 clevel=9 "
+    db.execute("select caterva_import(?, ?, NULL, 'chunks=500 blocks=100 codec=lz4 clevel=9 "
                "filters=bitshuffle')", (os.path.join(d, "f64"), out))
     info = json.loads(db.execute("select caterva_info(?)", (out,)).fetchone()[0])
     got = db.execute("select caterva_slice(?)", (out,)).fetchone()[0]

@@ -248,9 +248,11 @@ void cvBzFree(CvVtab *pTab) {
 
 /* Options that mean something for arrays only. */
 static int cvBzCheckOptions(const CvOptions *pOpt, char **pzErr) {
-  if (cvHasCreateOptions(pOpt) || pOpt->zDtype || pOpt->zSync || pOpt->zLockReads) {
-    *pzErr = sqlite3_mprintf("caterva: '%s' is a bcolz directory: it opens read-only, and takes "
-                             "only the options dims=, value= and cache_mb=", pOpt->zPath);
+  if (cvHasCreateOptions(pOpt) || pOpt->zDtype || pOpt->zSync || pOpt->zLockReads ||
+      pOpt->nMore > 0) {
+    *pzErr = sqlite3_mprintf("caterva: '%s' is a bcolz directory: it opens read-only, alone "
+                             "(a ctable is already several columns), and takes only the options "
+                             "dims=, value= and cache_mb=", pOpt->zPath);
     return SQLITE_ERROR;
   }
   return SQLITE_OK;

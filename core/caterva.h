@@ -241,6 +241,7 @@ int32_t caterva_chunk_getitems(caterva_ctx *ctx, const void *chunk, size_t len, 
 #include "caterva_npy.h"
 #include "caterva_png.h"
 #include "caterva_bcolz.h"
+#include "caterva_netcdf.h"
 
 #ifdef __cplusplus
 }

@@ -71,8 +71,10 @@ static int cvParseCount(const char *z, int64_t *pN) {
   return 1;
 }
 
-/* Parse one argument of CREATE VIRTUAL TABLE into p. */
-static int cvParseArg(CvOptions *p, const char *zArg, char **pzErr) {
+/* Parse one argument of CREATE VIRTUAL TABLE into p; a key that is not one of its options
+** goes to xExtra when there is one (cvOptionsParseStringExtra), else is an error. */
+static int cvParseArg(CvOptions *p, const char *zArg, CvExtraOption xExtra, void *pArg,
+                      char **pzErr) {
   const char *zEq = 0, *z;
   char *zKey = 0, *zVal = 0, **pzSlot = 0;
   int rc = SQLITE_OK;
@@ -123,6 +125,9 @@ static int cvParseArg(CvOptions *p, const char *zArg, char **pzErr) {
       rc = SQLITE_ERROR;
     }
     goto parse_arg_out;
+  } else if (xExtra) {
+    rc = xExtra(pArg, zKey, zVal, pzErr);
+    goto parse_arg_out;
   } else {
     *pzErr = sqlite3_mprintf("caterva: unknown option \"%s\" (known: path, dims, value, dtype, "
                              "cache_mb, synchronous, lock_reads; to create: shape, chunks, blocks, codec, "
@@ -147,7 +152,7 @@ int cvOptionsParse(CvOptions *pOpt, int argc, const char *const *argv, char **pz
   int i, rc = SQLITE_OK;
   memset(pOpt, 0, sizeof(*pOpt));
   pOpt->nCacheMb = CV_DEFAULT_CACHE_MB;
-  for (i = 3; i < argc && rc == SQLITE_OK; i++) rc = cvParseArg(pOpt, argv[i], pzErr);
+  for (i = 3; i < argc && rc == SQLITE_OK; i++) rc = cvParseArg(pOpt, argv[i], 0, 0, pzErr);
   if (rc != SQLITE_OK) return rc;
   if (pOpt->zPath == 0 || pOpt->zPath[0] == 0) {
     *pzErr = sqlite3_mprintf("caterva: no file given: USING caterva('path' [, option=value ...])");
@@ -157,6 +162,11 @@ int cvOptionsParse(CvOptions *pOpt, int argc, const char *const *argv, char **pz
 }
 
 int cvOptionsParseString(CvOptions *pOpt, const char *zOpt, char **pzErr) {
+  return cvOptionsParseStringExtra(pOpt, zOpt, 0, 0, pzErr);
+}
+
+int cvOptionsParseStringExtra(CvOptions *pOpt, const char *zOpt, CvExtraOption xExtra,
+                              void *pArg, char **pzErr) {
   const char *z = zOpt ? zOpt : "";
   int rc = SQLITE_OK;
   memset(pOpt, 0, sizeof(*pOpt));
@@ -180,7 +190,7 @@ int cvOptionsParseString(CvOptions *pOpt, const char *zOpt, char **pzErr) {
       *pzErr = sqlite3_mprintf("caterva: \"%s\" is not an option=value pair", zArg);
       rc = SQLITE_ERROR;
     } else {
-      rc = cvParseArg(pOpt, zArg, pzErr);
+      rc = cvParseArg(pOpt, zArg, xExtra, pArg, pzErr);
     }
     sqlite3_free(zArg);
   }

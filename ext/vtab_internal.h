@@ -195,6 +195,12 @@ int cvOptionsParse(CvOptions *pOpt, int argc, const char *const *argv, char **pz
 ** with ', " or ` to hold blanks) with the names and meanings of CREATE VIRTUAL TABLE's
 ** options into *pOpt (zeroed first; zOpt may be NULL). Same ownership as cvOptionsParse. */
 int cvOptionsParseString(CvOptions *pOpt, const char *zOpt, char **pzErr);
+/* The same for an importer with options of its own: a key that is not one of CREATE VIRTUAL
+** TABLE's is passed, dequoted, to xExtra(pArg, zKey, zVal, pzErr), which returns SQLITE_OK
+** or an error with *pzErr (e.g. for a key it does not know either). */
+typedef int (*CvExtraOption)(void *pArg, const char *zKey, const char *zVal, char **pzErr);
+int cvOptionsParseStringExtra(CvOptions *pOpt, const char *zOpt, CvExtraOption xExtra,
+                              void *pArg, char **pzErr);
 /* Free the strings of *p (not p itself). */
 void cvOptionsFree(CvOptions *p);
 /* Copy the geometry of the open array pTab->pArr into the table. */

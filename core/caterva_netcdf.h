@@ -1,0 +1,112 @@
+/*
+ * caterva_netcdf.h -- import of one variable of a NetCDF file (NetCDF-3 classic, 64-bit
+ * offset, CDF-5, or NetCDF-4/HDF5) into a new array, through libnetcdf (part of the public
+ * interface; include caterva.h, which includes this file).
+ *
+ * NetCDF support is optional at build time: configure enables it when it finds libnetcdf
+ * (Debian: libnetcdf-dev) and says so. Without it the functions below exist and
+ * caterva_netcdf_import fails with CATERVA_E_UNSUPPORTED ("built without libnetcdf").
+ *
+ * What the new array holds (the CF conventions, https://cfconventions.org, section 8.1 and
+ * 2.5.1, as xarray and netCDF4-python read them):
+ *  - dtype: the variable's type (byte |i1, ubyte |u1, short <i2, ushort <u2, int <i4,
+ *    uint <u4, int64 <i8, uint64 <u8, float <f4, double <f8; host byte order). char and
+ *    string variables, and user-defined types, are refused (CATERVA_E_UNSUPPORTED).
+ *  - packing: a variable with scale_factor and/or add_offset is unpacked by default to
+ *    value = packed * scale_factor + add_offset, computed in double, stored as float64 when
+ *    either attribute is a double (or not a float) and float32 when they are floats; with
+ *    keep_packed the packed integers are stored as they are, and the attributes with them.
+ *  - missing values: in float results (float variables and unpacked ones), items equal to
+ *    _FillValue or to one of the missing_value values become NaN, unless keep_fill. Without a
+ *    _FillValue attribute, NetCDF's default fill value of the type counts (what the library
+ *    writes into cells never written), except for byte and ubyte variables and variables
+ *    declared without fill. The array's fill (caterva_array_set_fill, attribute _FillValue)
+ *    is then NaN; otherwise it is the variable's _FillValue, when it has one.
+ *  - dimension names: caterva_array_set_dim_names (the _ARRAY_DIMENSIONS attribute).
+ *  - the variable's other attributes (units, long_name, standard_name, ...) as user
+ *    attributes of the same name, msgpack-encoded: text as a string, one number as a number
+ *    (int, uint, float32 or float64 as the attribute's type), several as an array, string
+ *    attributes as a string or an array of strings. Not copied: _FillValue (the fill, above),
+ *    attributes that unpacking or masking has applied (scale_factor, add_offset,
+ *    missing_value), and names longer than CATERVA_METALAYER_NAME_MAX bytes (counted in
+ *    caterva_netcdf_stats.attrs_skipped).
+ *
+ * The data are read hyperslab by hyperslab: each read covers whole chunks of the new array
+ * (one chunk, widened to the whole extent of the trailing dimensions while it fits in
+ * read_bytes, 32 MiB by default), so memory stays bounded whatever the size of the variable.
+ */
+#ifndef CATERVA_NETCDF_H
+#define CATERVA_NETCDF_H
+
+#ifndef CATERVA_H
+#error "include caterva.h instead"
+#endif
+
+/** @defgroup netcdf NetCDF import
+ * @{ */
+
+/** Progress of an import: called after each hyperslab with the items written so far and the
+ * variable's total. A non-zero return stops the import, which then fails with that value when
+ * it is a negative CATERVA_E_* code, else with CATERVA_E_INVALID. */
+typedef int (*caterva_progress_fn)(void *arg, int64_t done, int64_t total);
+
+/** What to import and how. Initialise with caterva_netcdf_params_init. */
+typedef struct caterva_netcdf_params {
+  const char *variable;          /**< name of the variable to import (NULL fails with
+                                      CATERVA_E_INVALID, the message listing the file's
+                                      variables) */
+  int keep_packed;               /**< 1: store packed integers as they are (default 0: unpack) */
+  int keep_fill;                 /**< 1: keep fill/missing values as numbers (default 0: NaN) */
+  caterva_array_params array;    /**< partitioning, compression, store and path of the new
+                                      array; shape, itemsize and dtype are ignored (they come
+                                      from the variable); ndim is 0 or the number of extents
+                                      given in chunkshape and blockshape, which must then be
+                                      the variable's. Zero chunk and block shapes:
+                                      chosen automatically -- for a chunked NetCDF-4 variable,
+                                      a multiple of its chunks of about 1 to 8 MiB; otherwise
+                                      the library's default */
+  const char *const *dim_names;  /**< NULL: the variable's dimension names; else n_dim_names
+                                      names to store instead (as many as the variable has
+                                      dimensions, else CATERVA_E_INVALID) */
+  int n_dim_names;
+  int64_t read_bytes;            /**< memory for one hyperslab (as read plus as stored);
+                                      0: 32 MiB. A hyperslab holds at least one chunk */
+  caterva_progress_fn progress;  /**< may be NULL */
+  void *progress_arg;            /**< passed to progress */
+} caterva_netcdf_params;
+
+/** Defaults: no variable, unpack, mask, caterva_array_params_init's array parameters. */
+void caterva_netcdf_params_init(caterva_netcdf_params *p);
+
+/** What an import did. */
+typedef struct caterva_netcdf_stats {
+  int unpacked;             /**< scale_factor/add_offset were applied */
+  int64_t masked;           /**< items that became NaN (fill or missing values) */
+  int attrs_copied;         /**< attributes stored as user attributes */
+  int attrs_skipped;        /**< attributes not stored (names too long) */
+  int nc_chunked;           /**< the variable is stored in chunks in the NetCDF file */
+} caterva_netcdf_stats;
+
+/** 1 when the library was built with libnetcdf, else 0. */
+int caterva_netcdf_available(void);
+
+/** Import variable p->variable of the NetCDF file src into a new array.
+ * For file stores the array is written under a temporary name beside p->array.path and
+ * renamed to it once complete, never replacing anything (CATERVA_E_EXISTS when the path
+ * exists, checked at the end too); on failure nothing is left behind.
+ * @param[in]  ctx    context (threads compress the chunks; the error message)
+ * @param[in]  src    path of the NetCDF file (untrusted; libnetcdf parses it)
+ * @param[in]  p      what to import and how (borrowed for the call)
+ * @param[out] stats  filled on success; may be NULL
+ * @param[out] out    the new array, open for writing, owned by the caller
+ *                    (caterva_array_free); NULL on failure
+ * @return CATERVA_OK; CATERVA_E_NOTFOUND (no such file or variable), CATERVA_E_CORRUPT (not a
+ *         NetCDF file, or a truncated or damaged one), CATERVA_E_UNSUPPORTED (char, string or
+ *         user-defined variable, more than CATERVA_MAX_DIM dimensions, built without
+ *         libnetcdf), CATERVA_E_EXISTS, CATERVA_E_IO, CATERVA_E_NOMEM, or what the progress
+ *         callback returned. */
+int caterva_netcdf_import(caterva_ctx *ctx, const char *src, const caterva_netcdf_params *p,
+                          caterva_netcdf_stats *stats, caterva_array **out);
+/** @} */
+
+#endif /* CATERVA_NETCDF_H */

@@ -1,0 +1,617 @@
+/*
+ * test_netcdf.c -- caterva_netcdf_import against libnetcdf's own reading.
+ *
+ * The NetCDF files are made at test time by ncgen from the CDL text in tests/netcdf/:
+ * classic.cdl as NetCDF-3 classic, 64-bit offset, CDF-5 and NetCDF-4, nc4.cdl as NetCDF-4
+ * (chunked and deflated variables, every numeric type). Every numeric variable is imported
+ * and each item compared with what nc_get_var reads, unpacked and masked here by the CF
+ * rules written out independently of the library (expected_item); then the cells the CDL
+ * files plant on purpose (fill values, missing values, extremes) are checked by value, and
+ * the attributes, dimension names, partitioning, options and errors.
+ *
+ * Environment: NCGEN (the ncgen program), top_srcdir (for tests/netcdf).
+ */
+#include "caterva.h"
+#include "fsutil.h"
+#include "tap.h"
+
+#include <float.h>
+#include <math.h>
+#include <msgpack.h>
+#include <netcdf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmpdir[256];
+static caterva_ctx *ctx;
+
+/* ---- files ---------------------------------------------------------------------------- */
+
+static int make_nc(const char *cdl, const char *kind, char *out, size_t cap) {
+  const char *top = getenv("top_srcdir"), *ncgen = getenv("NCGEN");
+  char cmd[1024];
+  snprintf(out, cap, "%s/%s-%s.nc", tmpdir, cdl, kind);
+  snprintf(cmd, sizeof cmd, "'%s' -k %s -o '%s' '%s/tests/netcdf/%s.cdl'",
+           ncgen && *ncgen ? ncgen : "ncgen", kind, out, top ? top : ".", cdl);
+  return system(cmd) == 0;
+}
+
+static int exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+/* Import var of src into a new file; rc of the import, *a the array. */
+static int import(const char *src, const char *var, caterva_netcdf_params *p, const char *dst,
+                  caterva_netcdf_stats *st, caterva_array **a) {
+  caterva_netcdf_params def;
+  char path[512];
+  if (p == NULL) {
+    caterva_netcdf_params_init(&def);
+    p = &def;
+  }
+  snprintf(path, sizeof path, "%s/%s", tmpdir, dst);
+  tu_rm_tree(path);
+  p->variable = var;
+  p->array.store = CATERVA_STORE_CONTIGUOUS;
+  p->array.path = path;
+  return caterva_netcdf_import(ctx, src, p, st, a);
+}
+
+/* ---- the oracle: CF unpacking and masking, written out here -------------------------- */
+
+/* A numeric attribute as doubles (at most cap); the count, 0 when absent. */
+static size_t att_doubles(int ncid, int varid, const char *name, double *v, size_t cap) {
+  size_t len;
+  nc_type t;
+  if (nc_inq_att(ncid, varid, name, &t, &len) != NC_NOERR || t == NC_CHAR || t == NC_STRING ||
+      len == 0 || len > cap)
+    return 0;
+  return nc_get_att_double(ncid, varid, name, v) == NC_NOERR ? len : 0;
+}
+
+static int type_size(nc_type t) {
+  switch (t) {
+  case NC_BYTE: case NC_UBYTE: return 1;
+  case NC_SHORT: case NC_USHORT: return 2;
+  case NC_INT: case NC_UINT: case NC_FLOAT: return 4;
+  case NC_INT64: case NC_UINT64: case NC_DOUBLE: return 8;
+  default: return 0;
+  }
+}
+
+static long double raw_item(nc_type t, const void *p, size_t i) {
+  switch (t) {
+  case NC_BYTE: return ((const signed char *)p)[i];
+  case NC_UBYTE: return ((const unsigned char *)p)[i];
+  case NC_SHORT: return ((const short *)p)[i];
+  case NC_USHORT: return ((const unsigned short *)p)[i];
+  case NC_INT: return ((const int *)p)[i];
+  case NC_UINT: return ((const unsigned int *)p)[i];
+  case NC_INT64: return ((const long long *)p)[i];
+  case NC_UINT64: return ((const unsigned long long *)p)[i];
+  case NC_FLOAT: return ((const float *)p)[i];
+  default: return ((const double *)p)[i];
+  }
+}
+
+/* The NUG's default fill values. */
+static long double default_fill(nc_type t) {
+  switch (t) {
+  case NC_SHORT: return NC_FILL_SHORT;
+  case NC_USHORT: return NC_FILL_USHORT;
+  case NC_INT: return NC_FILL_INT;
+  case NC_UINT: return NC_FILL_UINT;
+  case NC_INT64: return NC_FILL_INT64;
+  case NC_UINT64: return NC_FILL_UINT64;
+  case NC_FLOAT: return NC_FILL_FLOAT;
+  case NC_DOUBLE: return NC_FILL_DOUBLE;
+  default: return NAN; /* bytes: none */
+  }
+}
+
+typedef struct oracle {
+  nc_type t;
+  int packed, to_double, floats;
+  double scale, offset;
+  long double miss[8];
+  int nmiss;
+} oracle;
+
+static void oracle_init(int ncid, int varid, nc_type t, oracle *o) {
+  double v[8];
+  nc_type at;
+  size_t len;
+  memset(o, 0, sizeof *o);
+  o->t = t;
+  o->scale = 1;
+  if (att_doubles(ncid, varid, "scale_factor", v, 1)) o->packed = 1, o->scale = v[0];
+  if (att_doubles(ncid, varid, "add_offset", v, 1)) o->packed = 1, o->offset = v[0];
+  o->to_double = 1;
+  if (o->packed) {
+    int f = 1;
+    if (nc_inq_att(ncid, varid, "scale_factor", &at, &len) == NC_NOERR) f &= at == NC_FLOAT;
+    if (nc_inq_att(ncid, varid, "add_offset", &at, &len) == NC_NOERR) f &= at == NC_FLOAT;
+    o->to_double = !(f && (t == NC_BYTE || t == NC_UBYTE || t == NC_SHORT || t == NC_USHORT));
+  } else {
+    o->to_double = t == NC_DOUBLE;
+  }
+  o->floats = o->packed || t == NC_FLOAT || t == NC_DOUBLE;
+  if (nc_inq_att(ncid, varid, "_FillValue", &at, &len) == NC_NOERR) {
+    /* exact for every type: read in the variable's own type */
+    unsigned char buf[8];
+    if (nc_get_att(ncid, varid, "_FillValue", buf) == NC_NOERR) o->miss[o->nmiss++] = raw_item(t, buf, 0);
+  } else if (!isnan((double)default_fill(t))) {
+    o->miss[o->nmiss++] = default_fill(t);
+  }
+  size_t n = att_doubles(ncid, varid, "missing_value", v, 8);
+  for (size_t k = 0; k < n; k++) {
+    long double m = v[k];
+    if (t == NC_FLOAT) m = (float)v[k];
+    o->miss[o->nmiss++] = m;
+  }
+}
+
+/* Item i as the array should hold it: NaN (masked) or the value, as a double. */
+static double expected_item(const oracle *o, const void *raw, size_t i) {
+  long double x = raw_item(o->t, raw, i);
+  for (int k = 0; k < o->nmiss; k++)
+    if (x == o->miss[k]) return NAN;
+  if (!o->packed) return (double)x;
+  double d = (double)x * o->scale + o->offset;
+  return o->to_double ? d : (double)(float)d;
+}
+
+/* Compare the whole array with the variable; returns mismatches. */
+static int64_t compare_var(const char *src, const char *var, caterva_array *a, int64_t *nan) {
+  int ncid, varid, ndim;
+  nc_type t;
+  oracle o;
+  int64_t n = caterva_array_nitems(a), bad = 0;
+  void *raw = NULL, *got = NULL;
+  *nan = 0;
+  if (nc_open(src, NC_NOWRITE, &ncid) != NC_NOERR) return -1;
+  if (nc_inq_varid(ncid, var, &varid) != NC_NOERR ||
+      nc_inq_var(ncid, varid, NULL, &t, &ndim, NULL, NULL) != NC_NOERR) {
+    nc_close(ncid);
+    return -1;
+  }
+  oracle_init(ncid, varid, t, &o);
+  raw = malloc((size_t)(n * 8 + 8));
+  got = malloc((size_t)(n * 8 + 8));
+  if (nc_get_var(ncid, varid, raw) != NC_NOERR ||
+      caterva_array_to_buffer(ctx, a, got, n * 8 + 8) != CATERVA_OK) {
+    bad = -1;
+    goto out;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    if (o.floats) {
+      double e = expected_item(&o, raw, (size_t)i);
+      double g = o.to_double ? ((double *)got)[i] : ((float *)got)[i];
+      if (isnan(e)) (*nan)++;
+      if (!(isnan(e) ? isnan(g) : e == g)) {
+        if (bad < 3) tap_diag("%s[%lld]: expected %.17g, got %.17g", var, (long long)i, e, g);
+        bad++;
+      }
+    } else if (memcmp((char *)raw + i * type_size(t), (char *)got + i * type_size(t),
+                      (size_t)type_size(t)) != 0) {
+      bad++;
+    }
+  }
+out:
+  free(raw);
+  free(got);
+  nc_close(ncid);
+  return bad;
+}
+
+/* ---- helpers on the result ------------------------------------------------------------ */
+
+static double item_at(caterva_array *a, int64_t i) {
+  int64_t n = caterva_array_nitems(a);
+  int sz = caterva_array_itemsize(a);
+  double r = NAN;
+  uint8_t *buf = malloc((size_t)(n * sz));
+  if (buf && caterva_array_to_buffer(ctx, a, buf, n * sz) == CATERVA_OK) {
+    if (sz == 4) r = ((float *)buf)[i];
+    else r = ((double *)buf)[i];
+  }
+  free(buf);
+  return r;
+}
+
+/* The msgpack value of attribute name, unpacked into up (1 on success). Strings in up point
+ * into the attribute's bytes, kept until the next call. */
+static uint8_t *attr_bytes;
+
+static int attr(caterva_array *a, const char *name, msgpack_unpacked *up) {
+  int32_t len = 0;
+  size_t off = 0;
+  free(attr_bytes);
+  attr_bytes = NULL;
+  return caterva_array_attr_get(ctx, a, name, &attr_bytes, &len) == CATERVA_OK &&
+         msgpack_unpack_next(up, (const char *)attr_bytes, (size_t)len, &off) ==
+             MSGPACK_UNPACK_SUCCESS;
+}
+
+static int attr_is_str(caterva_array *a, const char *name, const char *want) {
+  msgpack_unpacked up;
+  int ok;
+  msgpack_unpacked_init(&up);
+  ok = attr(a, name, &up) && up.data.type == MSGPACK_OBJECT_STR &&
+       up.data.via.str.size == strlen(want) && memcmp(up.data.via.str.ptr, want, strlen(want)) == 0;
+  msgpack_unpacked_destroy(&up);
+  return ok;
+}
+
+static int has_attr(caterva_array *a, const char *name) {
+  uint8_t *v = NULL;
+  int32_t len;
+  int r = caterva_array_attr_get(ctx, a, name, &v, &len);
+  free(v);
+  return r == CATERVA_OK;
+}
+
+static int dims_are(caterva_array *a, const char *const *want) {
+  char **names = NULL;
+  int ok = caterva_array_get_dim_names(ctx, a, &names) == CATERVA_OK;
+  for (int k = 0; ok && k < caterva_array_ndim(a); k++) ok = strcmp(names[k], want[k]) == 0;
+  caterva_array_free_names(names, caterva_array_ndim(a));
+  return ok;
+}
+
+/* ---- the tests ------------------------------------------------------------------------ */
+
+static const char *expected_dtype(nc_type t, int packed_double, int packed) {
+  if (packed) return packed_double ? "<f8" : "<f4";
+  switch (t) {
+  case NC_BYTE: return "|i1";
+  case NC_UBYTE: return "|u1";
+  case NC_SHORT: return "<i2";
+  case NC_USHORT: return "<u2";
+  case NC_INT: return "<i4";
+  case NC_UINT: return "<u4";
+  case NC_INT64: return "<i8";
+  case NC_UINT64: return "<u8";
+  case NC_FLOAT: return "<f4";
+  default: return "<f8";
+  }
+}
+
+/* Every numeric variable of src: dtype, shape, dimension names and every item. */
+static void round_trip_all(const char *src, const char *label) {
+  int ncid, nvars = 0;
+  if (!tap_ok(nc_open(src, NC_NOWRITE, &ncid) == NC_NOERR, "%s: opens", label)) return;
+  nc_inq_nvars(ncid, &nvars);
+  for (int varid = 0; varid < nvars; varid++) {
+    char name[NC_MAX_NAME + 1], dimnames[CATERVA_MAX_DIM][NC_MAX_NAME + 1];
+    const char *dp[CATERVA_MAX_DIM];
+    int ndim, dimids[NC_MAX_VAR_DIMS], shape_ok = 1, rc;
+    nc_type t;
+    oracle o;
+    caterva_array *a = NULL;
+    caterva_netcdf_stats st;
+    int64_t nan = 0, bad;
+    nc_inq_var(ncid, varid, name, &t, &ndim, dimids, NULL);
+    if (type_size(t) == 0) continue; /* char and string: the error tests below */
+    oracle_init(ncid, varid, t, &o);
+    rc = import(src, name, NULL, "rt.b2nd", &st, &a);
+    if (!tap_ok(rc == CATERVA_OK, "%s: %s imports (%s)", label, name, caterva_ctx_errmsg(ctx)))
+      continue;
+    for (int k = 0; k < ndim; k++) {
+      size_t len;
+      nc_inq_dimlen(ncid, dimids[k], &len);
+      nc_inq_dimname(ncid, dimids[k], dimnames[k]);
+      dp[k] = dimnames[k];
+      shape_ok &= caterva_array_shape(a)[k] == (int64_t)len;
+    }
+    tap_ok(caterva_array_ndim(a) == ndim && shape_ok, "%s: %s has the variable's shape", label,
+           name);
+    tap_ok(strcmp(caterva_array_dtype(a), expected_dtype(t, o.to_double, o.packed)) == 0,
+           "%s: %s: dtype %s", label, name, caterva_array_dtype(a));
+    tap_ok(ndim == 0 || dims_are(a, dp), "%s: %s keeps the dimension names", label, name);
+    bad = compare_var(src, name, a, &nan);
+    tap_ok(bad == 0, "%s: %s: every item equals libnetcdf's, unpacked and masked (%lld NaN)",
+           label, name, (long long)nan);
+    tap_ok(st.masked == (o.floats ? nan : 0) || (o.t == NC_DOUBLE && st.masked <= nan),
+           "%s: %s: %lld items masked", label, name, (long long)st.masked);
+    caterva_array_free(a);
+  }
+  nc_close(ncid);
+}
+
+/* The cells classic.cdl plants on purpose, checked by value. */
+static void planted_classic(const char *src, const char *label) {
+  caterva_array *a = NULL;
+  caterva_netcdf_stats st;
+  uint8_t fill[8];
+  static const char *const tll[] = {"time", "lat", "lon"};
+  if (tap_ok(import(src, "t2m", NULL, "p.b2nd", &st, &a) == CATERVA_OK, "%s: t2m", label)) {
+    float s = 0.01f, off = 273.15f;
+    tap_ok(isnan(item_at(a, 5)), "%s: t2m[5] (_FillValue) is NaN", label);
+    tap_ok(isnan(item_at(a, 17)), "%s: t2m[17] (missing_value) is NaN", label);
+    tap_ok(item_at(a, 30) == (double)(float)(32767.0 * s + off), "%s: t2m[30] = 32767*scale+offset",
+           label);
+    tap_ok(item_at(a, 31) == (double)(float)(-32765.0 * s + off), "%s: t2m[31] = -32765*scale+offset",
+           label);
+    tap_ok(st.unpacked && st.masked == 2, "%s: t2m: unpacked, 2 masked", label);
+    tap_ok(dims_are(a, tll), "%s: t2m: dims time, lat, lon", label);
+    tap_ok(caterva_array_shape(a)[0] == 5, "%s: t2m: 5 records along the unlimited dimension",
+           label);
+    tap_ok(attr_is_str(a, "units", "K") && attr_is_str(a, "long_name", "2 metre temperature"),
+           "%s: t2m: units and long_name", label);
+    tap_ok(!has_attr(a, "scale_factor") && !has_attr(a, "add_offset") &&
+               !has_attr(a, "missing_value"),
+           "%s: t2m: applied packing attributes are not copied", label);
+    tap_ok(caterva_array_get_fill(a, fill, 8) == 1 && isnan(*(float *)fill),
+           "%s: t2m: the array's fill is NaN", label);
+    caterva_array_free(a);
+  }
+  if (tap_ok(import(src, "sst", NULL, "p.b2nd", &st, &a) == CATERVA_OK, "%s: sst", label)) {
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    tap_ok(isnan(item_at(a, 3)) && isnan(item_at(a, 44)) && isnan(item_at(a, 8)),
+           "%s: sst: fill and missing values are NaN", label);
+    tap_ok(attr(a, "valid_range", &up) && up.data.type == MSGPACK_OBJECT_ARRAY &&
+               up.data.via.array.size == 2 &&
+               up.data.via.array.ptr[0].type == MSGPACK_OBJECT_FLOAT32 &&
+               up.data.via.array.ptr[0].via.f64 == -5.0 && up.data.via.array.ptr[1].via.f64 == 40.0,
+           "%s: sst: valid_range is a msgpack array of two float32", label);
+    msgpack_unpacked_destroy(&up);
+    caterva_array_free(a);
+  }
+  if (tap_ok(import(src, "count", NULL, "p.b2nd", &st, &a) == CATERVA_OK, "%s: count", label)) {
+    int32_t f = 0;
+    tap_ok(strcmp(caterva_array_dtype(a), "<i4") == 0 && st.masked == 0,
+           "%s: count: int32, nothing masked", label);
+    tap_ok(caterva_array_get_fill(a, &f, 4) == 1 && f == -1, "%s: count: fill -1 from _FillValue",
+           label);
+    caterva_array_free(a);
+  }
+  if (tap_ok(import(src, "dd", NULL, "p.b2nd", &st, &a) == CATERVA_OK, "%s: dd", label)) {
+    tap_ok(isnan(item_at(a, 7)) && st.masked == 1,
+           "%s: dd: the default fill (no _FillValue) is NaN", label);
+    caterva_array_free(a);
+  }
+  if (tap_ok(import(src, "scalar", NULL, "p.b2nd", &st, &a) == CATERVA_OK, "%s: scalar", label)) {
+    int32_t v = 0;
+    tap_ok(caterva_array_ndim(a) == 0 && caterva_array_to_buffer(ctx, a, &v, 4) == CATERVA_OK &&
+               v == 42, "%s: scalar: a 0-d array holding 42", label);
+    caterva_array_free(a);
+  }
+  if (tap_ok(import(src, "time", NULL, "p.b2nd", &st, &a) == CATERVA_OK, "%s: time", label)) {
+    tap_ok(attr_is_str(a, "calendar", "noleap") &&
+               attr_is_str(a, "units", "days since 2000-01-01 00:00:00") && item_at(a, 3) == 3.5,
+           "%s: time: values, units and calendar", label);
+    caterva_array_free(a);
+  }
+}
+
+/* Options: packed data kept, fill values kept, user chunks with small hyperslabs. */
+static void options(const char *src, const char *label) {
+  caterva_netcdf_params p;
+  caterva_array *a = NULL;
+  caterva_netcdf_stats st;
+  int64_t nan;
+  caterva_netcdf_params_init(&p);
+  p.keep_packed = 1;
+  if (tap_ok(import(src, "t2m", &p, "o.b2nd", &st, &a) == CATERVA_OK, "%s: keep_packed", label)) {
+    int16_t f = 0;
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    tap_ok(strcmp(caterva_array_dtype(a), "<i2") == 0 && !st.unpacked && st.masked == 0,
+           "%s: keep_packed: int16, nothing masked", label);
+    tap_ok(compare_var(src, "t2m", a, &nan) > 0, "%s: keep_packed: items are not unpacked", label);
+    tap_ok(attr(a, "scale_factor", &up) && up.data.type == MSGPACK_OBJECT_FLOAT32 &&
+               (float)up.data.via.f64 == 0.01f && has_attr(a, "missing_value"),
+           "%s: keep_packed: scale_factor (float32) and missing_value kept", label);
+    tap_ok(caterva_array_get_fill(a, &f, 2) == 1 && f == -32767,
+           "%s: keep_packed: fill = the packed _FillValue", label);
+    msgpack_unpacked_destroy(&up);
+    caterva_array_free(a);
+  }
+  caterva_netcdf_params_init(&p);
+  p.keep_fill = 1;
+  if (tap_ok(import(src, "sst", &p, "o.b2nd", &st, &a) == CATERVA_OK, "%s: keep_fill", label)) {
+    float f = 0;
+    tap_ok(item_at(a, 3) == -999.0 && item_at(a, 8) == -999.5 && st.masked == 0,
+           "%s: keep_fill: fill and missing values stay numbers", label);
+    tap_ok(caterva_array_get_fill(a, &f, 4) == 1 && f == -999.0f, "%s: keep_fill: fill -999",
+           label);
+    caterva_array_free(a);
+  }
+  caterva_netcdf_params_init(&p);
+  p.array.ndim = 3;
+  p.array.chunkshape[0] = 2, p.array.chunkshape[1] = 2, p.array.chunkshape[2] = 3;
+  p.array.blockshape[0] = 1, p.array.blockshape[1] = 2, p.array.blockshape[2] = 2;
+  p.array.cparams.codec = CATERVA_LZ4;
+  p.read_bytes = 1; /* one chunk per hyperslab */
+  if (tap_ok(import(src, "t2m", &p, "o.b2nd", &st, &a) == CATERVA_OK, "%s: small chunks",
+             label)) {
+    tap_ok(caterva_array_chunkshape(a)[2] == 3 && caterva_array_blockshape(a)[1] == 2 &&
+               compare_var(src, "t2m", a, &nan) == 0 && nan == 2,
+           "%s: chunks 2x2x3, blocks 1x2x2, one chunk per read: every item right", label);
+    caterva_array_free(a);
+  }
+  p.read_bytes = 0;
+  p.array.ndim = 2;
+  tap_ok(import(src, "t2m", &p, "o.b2nd", &st, &a) == CATERVA_E_INVALID && a == NULL,
+         "%s: chunks of 2 dimensions for a 3-d variable: CATERVA_E_INVALID", label);
+}
+
+static int progress_calls;
+static int64_t progress_last;
+static int progress_stop_at;
+
+static int on_progress(void *arg, int64_t done, int64_t total) {
+  (void)arg;
+  progress_calls++;
+  progress_last = done == total ? done : -1;
+  return progress_stop_at && progress_calls == progress_stop_at ? CATERVA_E_INVALID : 0;
+}
+
+static void progress(const char *src) {
+  caterva_netcdf_params p;
+  caterva_array *a = NULL;
+  char dst[512];
+  caterva_netcdf_params_init(&p);
+  p.array.ndim = 3;
+  p.array.chunkshape[0] = 1, p.array.chunkshape[1] = 3, p.array.chunkshape[2] = 4;
+  p.read_bytes = 1;
+  p.progress = on_progress;
+  tap_ok(import(src, "t2m", &p, "prog.b2nd", NULL, &a) == CATERVA_OK && progress_calls == 5 &&
+             progress_last == 60, "progress: called once per hyperslab (5), last with 60 of 60");
+  caterva_array_free(a);
+  a = NULL;
+  progress_calls = 0;
+  progress_stop_at = 2;
+  snprintf(dst, sizeof dst, "%s/prog.b2nd", tmpdir);
+  tap_ok(import(src, "t2m", &p, "prog.b2nd", NULL, &a) == CATERVA_E_INVALID && a == NULL &&
+             progress_calls == 2 && !exists(dst),
+         "progress: a callback's error stops the import and leaves nothing");
+}
+
+/* nc4.cdl's planted cells and NetCDF-4 specifics. */
+static void planted_nc4(const char *src) {
+  caterva_array *a = NULL;
+  caterva_netcdf_stats st;
+  msgpack_unpacked up;
+  msgpack_unpacked_init(&up);
+  if (tap_ok(import(src, "vf", NULL, "n.b2nd", &st, &a) == CATERVA_OK, "nc4: vf")) {
+    const int32_t *c = caterva_array_chunkshape(a);
+    tap_ok(st.nc_chunked && (c[1] % 3 == 0 || c[1] == 6) && (c[2] % 4 == 0 || c[2] == 10),
+           "nc4: vf: default chunks %dx%dx%d are whole NetCDF-4 chunks (1x3x4)", c[0], c[1], c[2]);
+    tap_ok(attr(a, "names", &up) && up.data.type == MSGPACK_OBJECT_ARRAY &&
+               up.data.via.array.size == 2 && up.data.via.array.ptr[1].type == MSGPACK_OBJECT_STR &&
+               up.data.via.array.ptr[1].via.str.size == 4,
+           "nc4: vf: a string attribute of two values is an array of strings");
+    tap_ok(attr_is_str(a, "one_name", "gamma"), "nc4: vf: a string attribute of one value");
+    tap_ok(isnan(item_at(a, 3)) && item_at(a, 100) == (double)1e-45f,
+           "nc4: vf: fill is NaN, the smallest subnormal float kept");
+    caterva_array_free(a);
+  }
+  if (tap_ok(import(src, "vi64", NULL, "n.b2nd", &st, &a) == CATERVA_OK, "nc4: vi64")) {
+    int64_t v[3], f = 0;
+    caterva_array_get_slice(ctx, a, (int64_t[]){0, 0}, (int64_t[]){1, 3}, v, sizeof v);
+    tap_ok(v[0] == INT64_MIN + 2 && v[1] == INT64_MAX && v[2] == -9223372036854775806LL,
+           "nc4: vi64: extremes exact, the fill kept (integers are not masked)");
+    tap_ok(caterva_array_get_fill(a, &f, 8) == 1 && f == -9223372036854775806LL,
+           "nc4: vi64: fill from _FillValue");
+    tap_ok(attr(a, "big", &up) && up.data.type == MSGPACK_OBJECT_ARRAY &&
+               up.data.via.array.ptr[0].via.u64 == (uint64_t)INT64_MAX &&
+               up.data.via.array.ptr[1].via.i64 == -INT64_MAX,
+           "nc4: vi64: int64 attribute values exact");
+    caterva_array_free(a);
+  }
+  if (tap_ok(import(src, "vu64", NULL, "n.b2nd", &st, &a) == CATERVA_OK, "nc4: vu64")) {
+    uint64_t v[2];
+    caterva_array_get_slice(ctx, a, (int64_t[]){0, 0}, (int64_t[]){1, 2}, v, sizeof v);
+    tap_ok(v[0] == 0 && v[1] == UINT64_MAX, "nc4: vu64: 0 and 2^64-1");
+    tap_ok(attr(a, "ubig", &up) && up.data.type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+               up.data.via.u64 == UINT64_MAX, "nc4: vu64: uint64 attribute exact");
+    caterva_array_free(a);
+  }
+  if (tap_ok(import(src, "pus", NULL, "n.b2nd", &st, &a) == CATERVA_OK, "nc4: pus")) {
+    tap_ok(strcmp(caterva_array_dtype(a), "<f8") == 0 && isnan(item_at(a, 2)) &&
+               isnan(item_at(a, 3)) && st.attrs_skipped == 1,
+           "nc4: pus: ushort packed with double scale -> float64, fill and missing NaN, the "
+           "long attribute name skipped");
+    caterva_array_free(a);
+  }
+  if (tap_ok(import(src, "vd", NULL, "n.b2nd", &st, &a) == CATERVA_OK, "nc4: vd")) {
+    tap_ok(item_at(a, 0) == 5e-324 && isnan(item_at(a, 1)), "nc4: vd: subnormal kept, NaN fill");
+    caterva_array_free(a);
+  }
+  msgpack_unpacked_destroy(&up);
+}
+
+static void errors(const char *classic, const char *nc4) {
+  caterva_array *a = (caterva_array *)1;
+  char path[512], dst[512];
+  FILE *f;
+  snprintf(dst, sizeof dst, "%s/err.b2nd", tmpdir);
+  tap_ok(import(classic, "nope", NULL, "err.b2nd", NULL, &a) == CATERVA_E_NOTFOUND && a == NULL &&
+             strstr(caterva_ctx_errmsg(ctx), "t2m") != NULL && !exists(dst),
+         "a missing variable: NOTFOUND, the message lists the variables (%s)",
+         caterva_ctx_errmsg(ctx));
+  tap_ok(import(classic, NULL, NULL, "err.b2nd", NULL, &a) == CATERVA_E_INVALID &&
+             strstr(caterva_ctx_errmsg(ctx), "which variable") != NULL,
+         "no variable named: INVALID, with the list");
+  tap_ok(import(classic, "name", NULL, "err.b2nd", NULL, &a) == CATERVA_E_UNSUPPORTED &&
+             strstr(caterva_ctx_errmsg(ctx), "char") != NULL && !exists(dst),
+         "a char variable: UNSUPPORTED (%s)", caterva_ctx_errmsg(ctx));
+  tap_ok(import(nc4, "vstr", NULL, "err.b2nd", NULL, &a) == CATERVA_E_UNSUPPORTED &&
+             strstr(caterva_ctx_errmsg(ctx), "string") != NULL,
+         "a string variable: UNSUPPORTED");
+  snprintf(path, sizeof path, "%s/no-such.nc", tmpdir);
+  tap_ok(import(path, "t2m", NULL, "err.b2nd", NULL, &a) == CATERVA_E_NOTFOUND && !exists(dst),
+         "a nonexistent file: NOTFOUND (%s)", caterva_ctx_errmsg(ctx));
+  /* truncated copies of both kinds, and garbage after a NetCDF-3 magic number */
+  for (int k = 0; k < 2; k++) {
+    const char *src = k ? nc4 : classic;
+    FILE *in = fopen(src, "rb");
+    char *buf = malloc(1 << 20);
+    size_t n = in ? fread(buf, 1, 1 << 20, in) : 0;
+    if (in) fclose(in);
+    snprintf(path, sizeof path, "%s/trunc%d.nc", tmpdir, k);
+    f = fopen(path, "wb");
+    fwrite(buf, 1, n * 2 / 3, f);
+    fclose(f);
+    free(buf);
+    int rc = import(path, k ? "vf" : "t2m", NULL, "err.b2nd", NULL, &a);
+    tap_ok(rc == CATERVA_E_CORRUPT && a == NULL && !exists(dst),
+           "a truncated %s file: CORRUPT (%s)", k ? "NetCDF-4" : "NetCDF-3",
+           caterva_ctx_errmsg(ctx));
+  }
+  snprintf(path, sizeof path, "%s/garbage.nc", tmpdir);
+  f = fopen(path, "wb");
+  fwrite("CDF\001\377\377\377\377garbage garbage garbage", 1, 32, f);
+  fclose(f);
+  tap_ok(import(path, "t2m", NULL, "err.b2nd", NULL, &a) == CATERVA_E_CORRUPT,
+         "garbage after the NetCDF-3 magic: CORRUPT (%s)", caterva_ctx_errmsg(ctx));
+  tap_ok(import(classic, "t2m", NULL, "err.b2nd", NULL, &a) == CATERVA_OK, "import to err.b2nd");
+  caterva_array_free(a);
+  {
+    caterva_netcdf_params p;
+    caterva_netcdf_params_init(&p);
+    p.variable = "sst";
+    p.array.store = CATERVA_STORE_CONTIGUOUS;
+    p.array.path = dst;
+    tap_ok(caterva_netcdf_import(ctx, classic, &p, NULL, &a) == CATERVA_E_EXISTS && a == NULL,
+           "an existing destination: EXISTS");
+    tap_ok(caterva_array_open(ctx, dst, CATERVA_OPEN_READ, &a) == CATERVA_OK &&
+               strcmp(caterva_array_dtype(a), "<f4") == 0 && caterva_array_shape(a)[0] == 5,
+           "... and the existing array is untouched");
+    caterva_array_free(a);
+  }
+}
+
+int main(void) {
+  char classic[512], path[512], nc4[512];
+  static const char *const kinds[] = {"classic", "64-bit-offset", "cdf5", "nc4"};
+  if (!caterva_netcdf_available()) return tap_skip_all("built without libnetcdf");
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/test_netcdf.XXXXXX");
+  if (mkdtemp(tmpdir) == NULL || caterva_ctx_new(2, &ctx) != CATERVA_OK) return 1;
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    if (!tap_ok(make_nc("classic", kinds[k], path, sizeof path), "ncgen -k %s classic.cdl",
+                kinds[k]))
+      continue;
+    round_trip_all(path, kinds[k]);
+    planted_classic(path, kinds[k]);
+    if (k == 0) strcpy(classic, path);
+  }
+  if (tap_ok(make_nc("nc4", "nc4", nc4, sizeof nc4), "ncgen -k nc4 nc4.cdl")) {
+    round_trip_all(nc4, "nc4.cdl");
+    planted_nc4(nc4);
+  }
+  options(classic, "classic");
+  progress(classic);
+  errors(classic, nc4);
+  tap_ok(caterva_netcdf_available() == 1, "caterva_netcdf_available");
+  free(attr_bytes);
+  caterva_ctx_free(ctx);
+  tu_rm_tree(tmpdir);
+  return tap_done();
+}

@@ -23,6 +23,12 @@
  *    declared without fill. The array's fill (caterva_array_set_fill, attribute _FillValue)
  *    is then NaN; otherwise it is the variable's _FillValue, when it has one.
  *  - dimension names: caterva_array_set_dim_names (the _ARRAY_DIMENSIONS attribute).
+ *  - coordinates: a dimension with a coordinate variable (CF section 5: a 1-D numeric
+ *    variable named like the dimension, along it) gets its values, unpacked, as the
+ *    dimension's coordinate (caterva_array_set_coord): regular when exactly evenly spaced,
+ *    else explicit, with the variable's units and calendar attributes verbatim (so "days
+ *    since ..." times keep their calendar). One the library refuses is left out and counted
+ *    (caterva_netcdf_stats.coords_skipped).
  *  - the variable's other attributes (units, long_name, standard_name, ...) as user
  *    attributes of the same name, msgpack-encoded: text as a string, one number as a number
  *    (int, uint, float32 or float64 as the attribute's type), several as an array, string
@@ -85,6 +91,9 @@ typedef struct caterva_netcdf_stats {
   int attrs_copied;         /**< attributes stored as user attributes */
   int attrs_skipped;        /**< attributes not stored (names too long) */
   int nc_chunked;           /**< the variable is stored in chunks in the NetCDF file */
+  int coords;               /**< dimensions given a coordinate */
+  int coords_skipped;       /**< coordinate variables the library refused (not strictly
+                                 monotonic or not finite labels, unknown units or calendar) */
 } caterva_netcdf_stats;
 
 /** 1 when the library was built with libnetcdf, else 0. */

@@ -10,6 +10,7 @@
  *   choose_chunks   default partitioning: whole NetCDF-4 chunks, about 1 to 8 MiB
  *   copy_data       hyperslabs covering whole chunks: nc_get_vara, convert, set_slice
  *   copy_attrs      dimension names, the fill, the variable's attributes as msgpack
+ *   copy_coords     coordinate variables as the array's coordinates (caterva_array_set_coord)
  * A file store is written inside one transaction under a temporary name and renamed at the
  * end, so a failure (or a crash) never leaves a half-imported array at the destination.
  */
@@ -737,7 +738,9 @@ leave:
 
 /* Attributes stored by other means, or applied to the data. */
 static int attr_skipped(const nc_var *v, const char *name) {
-  if (strcmp(name, "_FillValue") == 0 || strcmp(name, "_ARRAY_DIMENSIONS") == 0) return 1;
+  if (strcmp(name, "_FillValue") == 0 || strcmp(name, "_ARRAY_DIMENSIONS") == 0 ||
+      strcmp(name, "_coords") == 0)
+    return 1;
   if (v->unpack && (strcmp(name, "scale_factor") == 0 || strcmp(name, "add_offset") == 0))
     return 1;
   return v->mask && strcmp(name, "missing_value") == 0;
@@ -833,6 +836,93 @@ static int set_fill(caterva_ctx *ctx, const nc_var *v, caterva_array *a) {
   return caterva_array_set_fill(ctx, a, item, 1);
 }
 
+/* ---- coordinates -------------------------------------------------------------------- */
+
+/* Text attribute name of variable varid (malloc'ed), or NULL when it has none. */
+static char *att_text(int ncid, int varid, const char *name) {
+  nc_type t;
+  size_t len;
+  char *s = NULL, *p = NULL;
+  if (nc_inq_att(ncid, varid, name, &t, &len) != NC_NOERR || len > 65536) return NULL;
+  if (t == NC_STRING && len == 1 && nc_get_att_string(ncid, varid, name, &p) == NC_NOERR) {
+    s = strdup(p != NULL ? p : "");
+    nc_free_string(1, &p);
+  } else if (t == NC_CHAR && (s = calloc(len + 1, 1)) != NULL &&
+             nc_get_att_text(ncid, varid, name, s) != NC_NOERR) {
+    free(s);
+    s = NULL;
+  }
+  return s;
+}
+
+/* The labels of dimension dimid (n of them) from its coordinate variable -- a 1-D numeric
+ * variable of the same name along it (CF 5) --, unpacked; NULL when there is none. */
+static double *coord_values(int ncid, int dimid, int64_t n, int *cvarid) {
+  char name[NC_MAX_NAME + 1], dt[8];
+  int varid, nd, d;
+  nc_type t, at;
+  size_t len;
+  double *vals, scale = 1.0, offset = 0.0;
+  if (n < 1 || nc_inq_dimname(ncid, dimid, name) != NC_NOERR ||
+      nc_inq_varid(ncid, name, &varid) != NC_NOERR ||
+      nc_inq_var(ncid, varid, NULL, &t, &nd, NULL, NULL) != NC_NOERR || nd != 1 ||
+      nc_inq_vardimid(ncid, varid, &d) != NC_NOERR || d != dimid || type_dtype(t, dt) == 0)
+    return NULL;
+  vals = malloc((size_t)n * sizeof *vals);
+  if (vals == NULL || nc_get_var_double(ncid, varid, vals) != NC_NOERR) {
+    free(vals);
+    return NULL;
+  }
+  if (nc_inq_att(ncid, varid, "scale_factor", &at, &len) == NC_NOERR && len == 1)
+    nc_get_att_double(ncid, varid, "scale_factor", &scale);
+  if (nc_inq_att(ncid, varid, "add_offset", &at, &len) == NC_NOERR && len == 1)
+    nc_get_att_double(ncid, varid, "add_offset", &offset);
+  for (int64_t i = 0; i < n; i++) vals[i] = vals[i] * scale + offset;
+  *cvarid = varid;
+  return vals;
+}
+
+/* Evenly spaced labels, exactly: a regular coordinate (else explicit). */
+static void coord_shape(caterva_coord *c, const double *vals, int64_t n) {
+  double step = n > 1 ? vals[1] - vals[0] : 1.0;
+  int regular = step != 0.0 && isfinite(step);
+  for (int64_t i = 2; i < n && regular; i++) regular = vals[i] == vals[0] + step * (double)i;
+  c->kind = regular ? CATERVA_COORD_REGULAR : CATERVA_COORD_EXPLICIT;
+  c->start = vals[0];
+  c->step = step;
+  c->nvalues = n;
+  c->values = vals;
+}
+
+/* Coordinate variables become the array's coordinates, with their units and calendar
+ * verbatim. One the library refuses (labels not finite or not strictly monotonic, units or
+ * calendar it does not know) is left out and counted. */
+static int copy_coords(caterva_ctx *ctx, const nc_var *v, caterva_array *a,
+                       caterva_netcdf_stats *stats) {
+  int rc = CATERVA_OK;
+  for (int k = 0; k < v->ndim && rc >= 0; k++) {
+    int cvarid = -1, r;
+    double *vals = coord_values(v->ncid, v->dimids[k], v->shape[k], &cvarid);
+    caterva_coord c;
+    char *units, *calendar;
+    if (vals == NULL) continue;
+    memset(&c, 0, sizeof c);
+    coord_shape(&c, vals, v->shape[k]);
+    units = att_text(v->ncid, cvarid, "units");
+    calendar = att_text(v->ncid, cvarid, "calendar");
+    c.units = units;
+    c.calendar = calendar;
+    r = caterva_array_set_coord(ctx, a, k, &c);
+    if (r == CATERVA_E_INVALID) stats->coords_skipped++;
+    else if (r < 0) rc = r;
+    else stats->coords++;
+    free(units);
+    free(calendar);
+    free(vals);
+  }
+  return rc;
+}
+
 /* ---- the import --------------------------------------------------------------------- */
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *f) {
@@ -881,6 +971,7 @@ static int import_var(caterva_ctx *ctx, nc_var *v, const caterva_netcdf_params *
   CAT_TRY(leave, copy_dim_names(ctx, v, p, a));
   CAT_TRY(leave, set_fill(ctx, v, a));
   CAT_TRY(leave, copy_attrs(ctx, v, a, stats));
+  CAT_TRY(leave, copy_coords(ctx, v, a, stats));
   if (txn) CAT_TRY(leave, caterva_array_commit(ctx, a, 1));
   txn = 0;
 leave:

@@ -179,10 +179,11 @@ static char *cvNcSummary(caterva_array *pArr, const char *zVar, const caterva_ne
   cvJsonInts(pStr, "chunks", nDim, 0, caterva_array_chunkshape(pArr));
   cvJsonInts(pStr, "blocks", nDim, 0, caterva_array_blockshape(pArr));
   sqlite3_str_appendf(pStr, ",\"unpacked\":%s,\"masked\":%lld,\"attributes\":%d,"
-                      "\"attributes_skipped\":%d,\"nbytes\":%lld,\"cbytes\":%lld,"
+                      "\"attributes_skipped\":%d,\"coordinates\":%d,\"coordinates_skipped\":%d,"
+                      "\"nbytes\":%lld,\"cbytes\":%lld,"
                       "\"seconds\":%.3f}",
                       s->unpacked ? "true" : "false", (long long)s->masked, s->attrs_copied,
-                      s->attrs_skipped,
+                      s->attrs_skipped, s->coords, s->coords_skipped,
                       (long long)(caterva_array_nitems(pArr) * caterva_array_itemsize(pArr)),
                       (long long)caterva_schunk_cbytes(sc), secs);
   return sqlite3_str_finish(pStr);

@@ -322,6 +322,25 @@ static void round_trip_all(const char *src, const char *label) {
   nc_close(ncid);
 }
 
+/* t2m's coordinates: time explicit (3.5 breaks the spacing) with units and calendar
+ * verbatim, lat and lon regular. */
+static void coords_classic(caterva_array *a, const caterva_netcdf_stats *st, const char *label) {
+  caterva_coord c;
+  tap_ok(st->coords == 3 && st->coords_skipped == 0, "%s: t2m: 3 coordinates", label);
+  tap_ok(caterva_array_get_coord(ctx, a, 0, &c) == CATERVA_OK &&
+             c.kind == CATERVA_COORD_EXPLICIT && c.nvalues == 5 && c.values[3] == 3.5 &&
+             c.values[4] == 4.0 && c.units && strcmp(c.units, "days since 2000-01-01 00:00:00") == 0 &&
+             c.calendar && strcmp(c.calendar, "noleap") == 0,
+         "%s: t2m: time is an explicit coordinate with units and calendar verbatim", label);
+  tap_ok(caterva_array_get_coord(ctx, a, 1, &c) == CATERVA_OK &&
+             c.kind == CATERVA_COORD_REGULAR && c.start == -10.0 && c.step == 10.0 &&
+             c.units && strcmp(c.units, "degrees_north") == 0,
+         "%s: t2m: lat is regular (-10, step 10, degrees_north)", label);
+  tap_ok(caterva_array_get_coord(ctx, a, 2, &c) == CATERVA_OK &&
+             c.kind == CATERVA_COORD_REGULAR && c.start == 0.0 && c.step == 90.0,
+         "%s: t2m: lon is regular (0, step 90)", label);
+}
+
 /* The cells classic.cdl plants on purpose, checked by value. */
 static void planted_classic(const char *src, const char *label) {
   caterva_array *a = NULL;
@@ -347,6 +366,7 @@ static void planted_classic(const char *src, const char *label) {
            "%s: t2m: applied packing attributes are not copied", label);
     tap_ok(caterva_array_get_fill(a, fill, 8) == 1 && isnan(*(float *)fill),
            "%s: t2m: the array's fill is NaN", label);
+    coords_classic(a, &st, label);
     caterva_array_free(a);
   }
   if (tap_ok(import(src, "sst", NULL, "p.b2nd", &st, &a) == CATERVA_OK, "%s: sst", label)) {
@@ -490,6 +510,16 @@ static void planted_nc4(const char *src) {
     tap_ok(attr_is_str(a, "one_name", "gamma"), "nc4: vf: a string attribute of one value");
     tap_ok(isnan(item_at(a, 3)) && item_at(a, 100) == (double)1e-45f,
            "nc4: vf: fill is NaN, the smallest subnormal float kept");
+    {
+      caterva_coord c;
+      tap_ok(st.coords == 2 && caterva_array_get_coord(ctx, a, 0, &c) == CATERVA_OK &&
+                 c.kind == CATERVA_COORD_NONE &&
+                 caterva_array_get_coord(ctx, a, 1, &c) == CATERVA_OK &&
+                 c.kind == CATERVA_COORD_REGULAR && c.step == -2.5 &&
+                 caterva_array_get_coord(ctx, a, 2, &c) == CATERVA_OK &&
+                 c.kind == CATERVA_COORD_REGULAR && c.start == 0.5 && c.step == 1.0,
+             "nc4: vf: t has no coordinate variable; y (step -2.5) and x (0.5, step 1) do");
+    }
     caterva_array_free(a);
   }
   if (tap_ok(import(src, "vi64", NULL, "n.b2nd", &st, &a) == CATERVA_OK, "nc4: vi64")) {
@@ -518,6 +548,13 @@ static void planted_nc4(const char *src) {
                isnan(item_at(a, 3)) && st.attrs_skipped == 1,
            "nc4: pus: ushort packed with double scale -> float64, fill and missing NaN, the "
            "long attribute name skipped");
+    caterva_array_free(a);
+  }
+  if (tap_ok(import(src, "vz", NULL, "n.b2nd", &st, &a) == CATERVA_OK, "nc4: vz")) {
+    caterva_coord c;
+    tap_ok(st.coords == 0 && st.coords_skipped == 1 &&
+               caterva_array_get_coord(ctx, a, 0, &c) == CATERVA_OK && c.kind == CATERVA_COORD_NONE,
+           "nc4: vz: a coordinate variable that is not monotonic is left out, and counted");
     caterva_array_free(a);
   }
   if (tap_ok(import(src, "vd", NULL, "n.b2nd", &st, &a) == CATERVA_OK, "nc4: vd")) {

@@ -187,10 +187,20 @@ def dims_and_attributes(db, tmp, classic, nc4):
     db.execute("CREATE VIRTUAL TABLE a USING caterva(%s)" % sqlite_quote(dst))
     cols = [r[1] for r in db.execute("PRAGMA table_info(a)")]
     report(cols == ["time", "lat", "lon", "value"], "t2m: columns time, lat, lon, value", cols)
-    got = db.execute("SELECT count(*), count(value) FROM a WHERE time = 4").fetchone()
-    report(got == (12, 12), "t2m: the unlimited dimension's last record reads", got)
+    got = db.execute("SELECT count(*), count(value) FROM a WHERE time = '2000-01-05'").fetchone()
+    report(got == (12, 12), "t2m: the unlimited dimension's last record reads, by date", got)
+    got = db.execute("SELECT time, lat, lon FROM a WHERE time = '2000-01-04T12:00:00' "
+                     "AND lat = 10 AND lon = 270").fetchall()
+    report(got == [("2000-01-04T12:00:00", 10.0, 270.0)],
+           "t2m: coordinates from the coordinate variables (noleap time, degrees)", got)
     db.execute("DROP TABLE a")
-    info = json.loads(db.execute("SELECT caterva_info(?)", (dst,)).fetchone()[0])["attributes"]
+    full = json.loads(db.execute("SELECT caterva_info(?)", (dst,)).fetchone()[0])
+    info = full["attributes"]
+    co = full.get("coords", {})
+    report(co.get("time", {}).get("calendar") == "noleap"
+           and co["time"].get("units") == "days since 2000-01-01 00:00:00"
+           and co.get("lat", {}).get("kind") == "regular",
+           "t2m: time's units and calendar verbatim, lat regular", co)
     report(info.get("units") == "K" and info.get("long_name") == "2 metre temperature"
            and "scale_factor" not in info and "missing_value" not in info,
            "t2m: units and long_name copied, applied packing attributes not", info)

@@ -9,6 +9,7 @@
 #include "array_internal.h"
 
 #include <msgpack.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define CAT_DIMS_ATTR "_ARRAY_DIMENSIONS"
@@ -228,6 +229,7 @@ void caterva_array_free(caterva_array *a) {
   caterva_schunk_free(a->sc);
   cat_wcache_free(a->wc);
   cat_array_coords_reset(a);
+  cat_bs_free(a->bs);
   free(a->dtype);
   free(a);
 }
@@ -277,6 +279,8 @@ int caterva_array_from_schunk(caterva_ctx *ctx, caterva_schunk *sc, caterva_arra
   sc = NULL; /* owned by a from here on */
   CAT_TRY(leave, cat_array_load_meta(ctx, a));
   CAT_TRY(leave, load_fill(ctx, a));
+  cat_sc_set_edit_hook(a->sc, cat_bs_edit_hook, a);
+  CAT_TRY(leave, cat_bs_load(ctx, a));
 leave:
   if (rc < 0) {
     caterva_schunk_free(sc);
@@ -393,6 +397,8 @@ static int new_array(caterva_ctx *ctx, const cat_array_meta *m, int itemsize,
   CAT_TRY(leave, cat_meta_encode_b2nd(ctx, m, buf, cap, &len));
   CAT_TRY(leave, caterva_schunk_meta_add(ctx, a->sc, CAT_META_B2ND, buf, (int32_t)len));
   a->has_b2nd = 1;
+  cat_sc_set_edit_hook(a->sc, cat_bs_edit_hook, a);
+  CAT_TRY(leave, cat_bs_enable_new(ctx, a));
 leave:
   free(buf);
   if (rc < 0) caterva_array_free(a);
@@ -428,12 +434,9 @@ leave:
   return rc;
 }
 
-int caterva_array_create(caterva_ctx *ctx, const caterva_array_params *p, int fill,
-                         const void *fill_value, caterva_array **out) {
-  int rc = CATERVA_OK;
-  caterva_array *a = NULL;
-  int kind;
-  *out = NULL;
+/* Check the fill mode of caterva_array_create against a's dtype; the special kind. */
+static int create_kind(caterva_ctx *ctx, const caterva_array *a, int fill, const void *value) {
+  int rc = CATERVA_OK, kind = CATERVA_SPECIAL_ZERO;
   switch (fill) {
   case CATERVA_FILL_ZEROS: kind = CATERVA_SPECIAL_ZERO; break;
   case CATERVA_FILL_UNINIT: kind = CATERVA_SPECIAL_UNINIT; break;
@@ -441,10 +444,6 @@ int caterva_array_create(caterva_ctx *ctx, const caterva_array_params *p, int fi
   case CATERVA_FILL_VALUE: kind = CATERVA_SPECIAL_VALUE; break;
   default: CAT_FAIL(leave, CATERVA_E_INVALID, "unknown fill mode %d", fill);
   }
-  CAT_CHECK(leave, kind != CATERVA_SPECIAL_VALUE || fill_value != NULL, CATERVA_E_INVALID,
-            "a fill value is required");
-  CAT_TRY(leave, new_array_from_params(ctx, p, &a));
-  if (p->store != CATERVA_STORE_MEMORY) CAT_TRY(leave, caterva_schunk_begin(ctx, a->sc));
   if (kind == CATERVA_SPECIAL_NAN) {
     caterva_dtype_info info;
     caterva_dtype_parse(a->dtype, &info);
@@ -453,17 +452,32 @@ int caterva_array_create(caterva_ctx *ctx, const caterva_array_params *p, int fi
               CATERVA_E_INVALID, "NaN fill needs float32 or float64 items");
   }
   if (kind == CATERVA_SPECIAL_VALUE) {
-    const uint8_t *v = fill_value;
+    const uint8_t *v = value;
     int allzero = 1;
     for (int i = 0; i < a->g.itemsize; i++) allzero &= v[i] == 0;
     if (allzero) kind = CATERVA_SPECIAL_ZERO;
   }
-  CAT_TRY(leave, append_special(ctx, a, kind, fill_value, a->g.nchunks));
-  /* one commit for all the chunks of a file store */
-  if (p->store != CATERVA_STORE_MEMORY) {
-    CAT_TRY(leave, caterva_schunk_commit(ctx, a->sc, 1));
+  rc = kind;
+leave:
+  return rc;
+}
+
+int caterva_array_create(caterva_ctx *ctx, const caterva_array_params *p, int fill,
+                         const void *fill_value, caterva_array **out) {
+  int rc = CATERVA_OK;
+  caterva_array *a = NULL;
+  int kind, own = 0;
+  *out = NULL;
+  CAT_CHECK(leave, fill != CATERVA_FILL_VALUE || fill_value != NULL, CATERVA_E_INVALID,
+            "a fill value is required");
+  CAT_TRY(leave, new_array_from_params(ctx, p, &a));
+  CAT_TRY(leave, kind = create_kind(ctx, a, fill, fill_value));
+  /* one commit for all the chunks of a file store, statistics included */
+  CAT_TRY(leave, own = cat_array_txn_enter(ctx, a));
+  rc = append_special(ctx, a, kind, fill_value, a->g.nchunks);
+  CAT_TRY(leave, cat_array_txn_leave(ctx, a, own, rc));
+  if (p->store != CATERVA_STORE_MEMORY)
     CAT_TRY(leave, caterva_schunk_compact(ctx, a->sc, 1)); /* the first, empty index */
-  }
   rc = CATERVA_OK;
 leave:
   if (rc < 0) caterva_array_free(a);
@@ -473,12 +487,13 @@ leave:
 
 int caterva_array_from_buffer(caterva_ctx *ctx, const caterva_array_params *p, const void *buf,
                               int64_t buflen, caterva_array **out) {
-  int rc = CATERVA_OK;
+  int rc = CATERVA_OK, own = 0;
   caterva_array *a = NULL;
   uint8_t *chunkbuf = NULL;
   int64_t cc[CATERVA_MAX_DIM], lo[CATERVA_MAX_DIM], hi[CATERVA_MAX_DIM];
   *out = NULL;
   CAT_TRY(leave, new_array_from_params(ctx, p, &a));
+  CAT_TRY(leave, own = cat_array_txn_enter(ctx, a));
   CAT_CHECK(leave, buflen == a->g.nitems * a->g.itemsize, CATERVA_E_INVALID,
             "buffer holds %lld bytes, the array %lld", (long long)buflen,
             (long long)(a->g.nitems * a->g.itemsize));
@@ -493,10 +508,14 @@ int caterva_array_from_buffer(caterva_ctx *ctx, const caterva_array_params *p, c
     memset(chunkbuf, 0, (size_t)a->g.chunksize); /* padding */
     chunk_copy(&a->g, cc, chunkbuf, lo, hi, (uint8_t *)buf, (const int64_t[CATERVA_MAX_DIM]){0},
                a->g.shape, 1);
-    CAT_TRY(leave, caterva_schunk_append_buffer(ctx, a->sc, chunkbuf, a->g.chunksize));
+    cat_bs_hint(a, n, chunkbuf);
+    rc = (int)caterva_schunk_append_buffer(ctx, a->sc, chunkbuf, a->g.chunksize);
+    cat_bs_hint(a, -1, NULL);
+    CAT_TRY(leave, rc);
   }
   rc = CATERVA_OK;
 leave:
+  if (a != NULL) rc = cat_array_txn_leave(ctx, a, own, rc);
   free(chunkbuf);
   if (rc < 0) caterva_array_free(a);
   else *out = a;
@@ -594,7 +613,10 @@ static int write_box(caterva_ctx *ctx, caterva_array *a, const int64_t *start,
     cbytes = caterva_chunk_compress(ctx, &cp, chunkbuf, g->chunksize, cbuf,
                                     g->chunksize + CATERVA_CHUNK_MAX_OVERHEAD);
     CAT_TRY(leave, cbytes);
-    CAT_TRY(leave, caterva_schunk_update_chunk(ctx, a->sc, n, cbuf, cbytes));
+    cat_bs_hint(a, n, chunkbuf);
+    rc = caterva_schunk_update_chunk(ctx, a->sc, n, cbuf, cbytes);
+    cat_bs_hint(a, -1, NULL);
+    CAT_TRY(leave, rc);
   next:
     for (k = g->ndim - 1; k >= 0; k--) {
       if (++cc[k] < c1[k]) break;
@@ -610,7 +632,7 @@ leave:
 
 int caterva_array_set_slice(caterva_ctx *ctx, caterva_array *a, const int64_t *start,
                             const int64_t *stop, const void *buf, int64_t buflen) {
-  int rc = CATERVA_OK;
+  int rc = CATERVA_OK, own;
   int64_t nbytes;
   CAT_CHECK(leave, a != NULL, CATERVA_E_INVALID, "no array");
   CAT_TRY(leave, check_box(ctx, &a->g, start, stop, &nbytes));
@@ -621,8 +643,46 @@ int caterva_array_set_slice(caterva_ctx *ctx, caterva_array *a, const int64_t *s
     rc = CATERVA_OK;
     goto leave;
   }
-  rc = write_box(ctx, a, start, stop, buf);
+  CAT_TRY(leave, own = cat_array_txn_enter(ctx, a));
+  rc = cat_array_txn_leave(ctx, a, own, write_box(ctx, a, start, stop, buf));
 leave:
+  return rc;
+}
+
+/* ---- implicit transactions ------------------------------------------------------------- */
+
+int cat_array_txn_enter(caterva_ctx *ctx, caterva_array *a) {
+  int rc;
+  if (caterva_schunk_store(a->sc) == CATERVA_STORE_MEMORY || caterva_schunk_in_txn(a->sc))
+    return 0;
+  rc = caterva_schunk_begin(ctx, a->sc);
+  if (rc < 0) return rc;
+  rc = cat_bs_begin(ctx, a);
+  if (rc < 0) {
+    caterva_schunk_rollback(ctx, a->sc);
+    return rc;
+  }
+  return 1;
+}
+
+int cat_array_txn_leave(caterva_ctx *ctx, caterva_array *a, int own, int rc) {
+  char keep[CAT_ERRMSG_SIZE];
+  if (!own) {
+    if (rc >= 0 && caterva_schunk_store(a->sc) == CATERVA_STORE_MEMORY)
+      rc = cat_bs_store(ctx, a);
+    return rc;
+  }
+  if (rc >= 0) rc = cat_bs_store(ctx, a);
+  if (rc >= 0) rc = caterva_schunk_commit(ctx, a->sc, 1);
+  if (rc >= 0) {
+    cat_bs_end(a);
+    return rc;
+  }
+  snprintf(keep, sizeof keep, "%s", ctx != NULL ? ctx->errmsg : "");
+  (void)caterva_schunk_rollback(ctx, a->sc);
+  cat_bs_rollback(a);
+  (void)cat_array_load_meta(ctx, a);
+  if (ctx != NULL) snprintf(ctx->errmsg, sizeof ctx->errmsg, "%s", keep);
   return rc;
 }
 
@@ -742,11 +802,15 @@ static int resize_impl(caterva_ctx *ctx, caterva_array *a, const int64_t *new_sh
   /* Cached chunk images survive a change of the first extent only (chunk numbers stay). */
   for (int k = 1; k < m.ndim; k++)
     if (new_shape[k] != a->g.shape[k]) CAT_TRY(leave, caterva_array_flush(ctx, a));
-  CAT_TRY(leave, remap_chunks(ctx, a, &ng));
+  cat_bs_set_geom(a, &ng);
+  rc = remap_chunks(ctx, a, &ng);
+  cat_bs_set_geom(a, NULL);
+  CAT_TRY(leave, rc);
   if (a->has_b2nd) CAT_TRY(leave, update_meta_shape(ctx, a, CAT_META_B2ND, 1, ng.shape));
   if (a->has_caterva) CAT_TRY(leave, update_meta_shape(ctx, a, CAT_META_CATERVA, 0, ng.shape));
   a->g = ng;
   cat_wcache_reshaped(a);
+  CAT_TRY(leave, cat_bs_reshaped(ctx, a, old_shape));
   /* Items that were padding of surviving edge chunks become real: give them the fill. */
   if (had_chunks && clear_new) {
     for (int k = 0; k < ng.ndim; k++) {
@@ -768,12 +832,16 @@ leave:
 }
 
 int caterva_array_resize(caterva_ctx *ctx, caterva_array *a, const int64_t *new_shape) {
-  return resize_impl(ctx, a, new_shape, 1);
+  int own;
+  if (a == NULL) return cat_error(ctx, CATERVA_E_INVALID, "no array");
+  own = cat_array_txn_enter(ctx, a);
+  if (own < 0) return own;
+  return cat_array_txn_leave(ctx, a, own, resize_impl(ctx, a, new_shape, 1));
 }
 
 int caterva_array_append(caterva_ctx *ctx, caterva_array *a, const void *buf, int64_t buflen,
                          int axis) {
-  int rc = CATERVA_OK;
+  int rc = CATERVA_OK, own;
   int64_t slab = 0, n, start[CATERVA_MAX_DIM], stop[CATERVA_MAX_DIM];
   CAT_CHECK(leave, a != NULL, CATERVA_E_INVALID, "no array");
   CAT_CHECK(leave, axis >= 0 && axis < a->g.ndim, CATERVA_E_INVALID,
@@ -797,8 +865,10 @@ int caterva_array_append(caterva_ctx *ctx, caterva_array *a, const void *buf, in
   start[axis] = a->g.shape[axis];
   CAT_CHECK(leave, cat_add64(stop[axis], n, &stop[axis]), CATERVA_E_OVERFLOW, "shape overflows");
   /* Only the appended slab becomes new items, and it is written next. */
-  CAT_TRY(leave, resize_impl(ctx, a, stop, 0));
-  rc = caterva_array_set_slice(ctx, a, start, stop, buf, buflen);
+  CAT_TRY(leave, own = cat_array_txn_enter(ctx, a));
+  rc = resize_impl(ctx, a, stop, 0);
+  if (rc >= 0) rc = caterva_array_set_slice(ctx, a, start, stop, buf, buflen);
+  rc = cat_array_txn_leave(ctx, a, own, rc);
 leave:
   return rc;
 }
@@ -823,7 +893,12 @@ static int copy_chunks_raw(caterva_ctx *ctx, caterva_array *a, caterva_array *b)
       const uint8_t *chunk;
       int32_t cbytes;
       CAT_TRY(leave, caterva_schunk_get_chunk(ctx, a->sc, n, &chunk, &cbytes));
-      CAT_TRY(leave, caterva_schunk_append_chunk(ctx, b->sc, chunk, cbytes));
+      /* the source's checked statistics of this chunk, when it has them */
+      if (caterva_array_block_stats(ctx, a, n, 0, &(caterva_block_stats){0}) == 1)
+        cat_bs_hint_copy(b, n, a, n);
+      rc = (int)caterva_schunk_append_chunk(ctx, b->sc, chunk, cbytes);
+      cat_bs_hint(b, -1, NULL);
+      CAT_TRY(leave, rc);
     }
   }
 leave:
@@ -850,7 +925,10 @@ static int copy_chunks_sliced(caterva_ctx *ctx, caterva_array *a, caterva_array 
     CAT_TRY(leave, caterva_array_get_slice(ctx, a, lo, hi, slice, slicecap));
     memset(chunkbuf, 0, (size_t)g->chunksize);
     chunk_copy(g, cc, chunkbuf, lo, hi, slice, lo, shp, 1);
-    CAT_TRY(leave, caterva_schunk_append_buffer(ctx, b->sc, chunkbuf, g->chunksize));
+    cat_bs_hint(b, n, chunkbuf);
+    rc = (int)caterva_schunk_append_buffer(ctx, b->sc, chunkbuf, g->chunksize);
+    cat_bs_hint(b, -1, NULL);
+    CAT_TRY(leave, rc);
   }
 leave:
   free(chunkbuf);
@@ -877,7 +955,7 @@ leave:
 
 int caterva_array_copy(caterva_ctx *ctx, caterva_array *a, const caterva_array_params *p,
                        caterva_array **out) {
-  int rc = CATERVA_OK;
+  int rc = CATERVA_OK, own = 0;
   caterva_array *b = NULL;
   cat_array_meta m;
   char dtype[CATERVA_DTYPE_MAX + 1];
@@ -889,6 +967,7 @@ int caterva_array_copy(caterva_ctx *ctx, caterva_array *a, const caterva_array_p
   CAT_TRY(leave, rc = resolve_params(ctx, p, a->g.ndim, a->g.shape, a->g.itemsize, a->dtype, &m,
                                      dtype, sizeof dtype));
   CAT_TRY(leave, new_array(ctx, &m, a->g.itemsize, &p->cparams, p->store, p->path, &b));
+  CAT_TRY(leave, own = cat_array_txn_enter(ctx, b));
   want = cat_array_chunk_cparams(b);
   have = cat_array_chunk_cparams(a);
   if (memcmp(a->g.chunkshape, b->g.chunkshape, sizeof a->g.chunkshape) == 0 &&
@@ -900,6 +979,7 @@ int caterva_array_copy(caterva_ctx *ctx, caterva_array *a, const caterva_array_p
   CAT_TRY(leave, copy_vlmeta(ctx, a, b));
   rc = CATERVA_OK;
 leave:
+  if (b != NULL) rc = cat_array_txn_leave(ctx, b, own, rc);
   if (rc < 0) caterva_array_free(b);
   else *out = b;
   return rc;

@@ -119,6 +119,7 @@ void cat_fill_items(uint8_t *dst, int64_t n, int itemsize, int special, const ui
 /* ---- the array object (array.c) ------------------------------------------------------ */
 
 typedef struct cat_wentry cat_wentry;
+typedef struct cat_bstats cat_bstats;
 typedef struct cat_wcache cat_wcache;
 typedef struct cat_coord_slot cat_coord_slot;
 
@@ -130,6 +131,7 @@ struct caterva_array {
   uint8_t fill[CAT_FILL_MAX];         /* the fill item (first itemsize bytes; wider items: 0) */
   int fill_stored;                    /* it comes from the `_FillValue` attribute */
   cat_wcache *wc;                     /* write-back cache of chunk images, or NULL */
+  cat_bstats *bs;                     /* block statistics (blockstats.c), or NULL: none */
   int64_t wbudget;                    /* its size in bytes (0: default) */
   cat_coord_slot *coords;             /* coords_ndim coordinates once read, or NULL */
   int coords_ndim;
@@ -148,5 +150,45 @@ void cat_wcache_reshaped(caterva_array *a);
 void cat_array_coords_reset(caterva_array *a);
 /* May the array take new_shape? Not beyond the labels of an explicit coordinate. */
 int cat_array_coords_allow_shape(caterva_ctx *ctx, caterva_array *a, const int64_t *new_shape);
+
+/* Run a write of the array in a transaction of its own when none is open (file stores),
+ * so that its chunks and their statistics land in one commit: enter returns 1 when it
+ * opened one (0 otherwise, or an error); leave (with the write's result rc) stores the
+ * statistics and commits, or rolls back when rc < 0, and returns the final result. Memory
+ * stores get their statistics stored at leave. */
+int cat_array_txn_enter(caterva_ctx *ctx, caterva_array *a);
+int cat_array_txn_leave(caterva_ctx *ctx, caterva_array *a, int own, int rc);
+
+/* ---- block statistics (blockstats.c) ---------------------------------------------------- */
+
+/* Largest stored form of the statistics (the trailer holds it; see CAT_VLMETA_MAX). */
+#define CAT_BS_MAX (60 * 1024 * 1024)
+
+void cat_bs_free(cat_bstats *bs);
+/* Keep statistics for a new array without chunks, when its dtype has them. */
+int cat_bs_enable_new(caterva_ctx *ctx, caterva_array *a);
+/* Take the stored statistics of an opened array when they describe it. */
+int cat_bs_load(caterva_ctx *ctx, caterva_array *a);
+/* The schunk edit hook (arg: the array). */
+void cat_bs_edit_hook(void *arg, caterva_ctx *ctx, int op, int64_t pos, const uint8_t *chunk,
+                      int32_t cbytes, int special);
+/* The uncompressed image of the chunk about to be stored at pos (NULL: none), so that the
+ * hook need not decompress it; or, for a raw copy, the record of a's chunk apos. */
+void cat_bs_hint(caterva_array *a, int64_t pos, const uint8_t *img);
+void cat_bs_hint_copy(caterva_array *b, int64_t pos, caterva_array *a, int64_t apos);
+/* While a resize renumbers chunks: the geometry new chunks are computed for (NULL: a->g). */
+void cat_bs_set_geom(caterva_array *a, const cat_geom *g);
+/* After a resize from old_shape: recompute the chunks whose part inside the shape changed. */
+int cat_bs_reshaped(caterva_ctx *ctx, caterva_array *a, const int64_t *old_shape);
+/* Write the statistics into the trailer when they changed. */
+int cat_bs_store(caterva_ctx *ctx, caterva_array *a);
+/* Transactions: begin, savepoint marks, release, rollback to a mark or to the start, end
+ * (commit). */
+int cat_bs_begin(caterva_ctx *ctx, caterva_array *a);
+int cat_bs_mark(caterva_ctx *ctx, caterva_array *a, int level);
+void cat_bs_release(caterva_array *a, int level);
+void cat_bs_rollback_to(caterva_array *a, int level);
+void cat_bs_rollback(caterva_array *a);
+void cat_bs_end(caterva_array *a);
 
 #endif /* CAT_ARRAY_INTERNAL_H */

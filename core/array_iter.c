@@ -210,6 +210,8 @@ struct caterva_block_iter {
   int fill_vsize;
   int have_chunk;                    /* cc is valid */
   int done;
+  int (*keep)(void *, int64_t, int32_t); /* block filter, or NULL */
+  void *keep_arg;
   caterva_block blk;                 /* handed out by next */
 };
 
@@ -265,6 +267,26 @@ leave:
   if (rc < 0) caterva_block_iter_free(it);
   else *out = it;
   return rc;
+}
+
+void caterva_block_iter_set_filter(caterva_block_iter *it,
+                                   int (*keep)(void *arg, int64_t nchunk, int32_t nblock),
+                                   void *arg) {
+  if (it == NULL) return;
+  it->keep = keep;
+  it->keep_arg = arg;
+}
+
+/* Drop the selected blocks of chunk nchunk that the filter rejects. */
+static int filter_sel(caterva_block_iter *it, int64_t nchunk) {
+  int32_t j = 0;
+  for (int32_t i = 0; i < it->nsel; i++) {
+    int r = it->keep(it->keep_arg, nchunk, it->sel[i]);
+    if (r < 0) return r;
+    if (r) it->sel[j++] = it->sel[i];
+  }
+  it->nsel = j;
+  return CATERVA_OK;
 }
 
 /* Make sure the fill buffer holds one block of the given special content. */
@@ -387,7 +409,8 @@ static int enter_chunk(caterva_block_iter *it) {
   }
   it->nsel = (int32_t)n;
   it->pos = 0;
-  rc = open_chunk_data(it, cat_geom_chunk_number(g, it->cc));
+  if (it->keep != NULL) CAT_TRY(leave, filter_sel(it, cat_geom_chunk_number(g, it->cc)));
+  if (it->nsel > 0) rc = open_chunk_data(it, cat_geom_chunk_number(g, it->cc));
 leave:
   return rc;
 }
@@ -448,13 +471,12 @@ int caterva_block_iter_next(caterva_block_iter *it, const caterva_block **blk) {
     }
     b->nchunk = cat_geom_chunk_number(g, it->cc);
   }
-  /* Block coordinates follow sel's C order: step the odometer except for the first. */
-  if (it->pos == 0) {
-    memcpy(it->bc, it->b0, sizeof it->bc);
-  } else {
+  /* Block coordinates from the block number (a filter may have dropped blocks of sel). */
+  {
+    int32_t rest = it->sel[it->pos];
     for (int k = g->ndim - 1; k >= 0; k--) {
-      if (++it->bc[k] < it->b1[k]) break;
-      it->bc[k] = it->b0[k];
+      it->bc[k] = rest % g->blockgrid[k];
+      rest /= g->blockgrid[k];
     }
   }
   for (int k = 0; k < g->ndim; k++) {

@@ -165,6 +165,19 @@ int cat_pool_new(int nthreads, cat_pool **out);
 void cat_pool_free(cat_pool *pool);
 int cat_pool_run(cat_pool *pool, int64_t ntasks, cat_task_fn fn, void *arg);
 
+/* ---- chunk edit notifications (schunk.c -> blockstats.c) ------------------------------ */
+
+/* After every successful chunk edit of a super-chunk, its hook (if any) learns what changed:
+ * op CAT_EDIT_UPDATE / _INSERT (append: insert at the end) / _DELETE at position pos, with
+ * the stored chunk bytes (NULL for deletions and for special index entries, whose kind is
+ * given as CATERVA_SPECIAL_*). The hook cannot fail the edit. */
+#define CAT_EDIT_UPDATE 1
+#define CAT_EDIT_INSERT 2
+#define CAT_EDIT_DELETE 3
+typedef void (*cat_edit_hook)(void *arg, caterva_ctx *ctx, int op, int64_t pos,
+                              const uint8_t *chunk, int32_t cbytes, int special);
+void cat_sc_set_edit_hook(caterva_schunk *sc, cat_edit_hook fn, void *arg);
+
 /* ---- context ------------------------------------------------------------------------- */
 
 #define CAT_ERRMSG_SIZE 512

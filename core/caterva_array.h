@@ -276,6 +276,78 @@ int caterva_array_rollback_to(caterva_ctx *ctx, caterva_array *a, int level);
 int caterva_array_commit(caterva_ctx *ctx, caterva_array *a, int sync);
 int caterva_array_rollback(caterva_ctx *ctx, caterva_array *a);
 
+/* -- block statistics (blockstats.c) -- */
+
+/** Per-block statistics: for numeric and boolean little-endian dtypes, every block of every
+ * chunk has min, max, sum and the counts of present and missing (NaN) items inside the
+ * shape (padding excluded). Arrays created by this library keep them; files from other
+ * writers have none until caterva_array_build_stats. Every write of the array (cells,
+ * slices, resize, append, copy, transactions with their savepoints and rollbacks) keeps
+ * them exact in the same commit as the data: they are stored in the frame's trailer
+ * (vlmetalayer `_caterva_blockstats`, layout in blockstats.c). Each chunk's statistics carry
+ * a fingerprint of the chunk's stored bytes, checked before first use, so statistics of a
+ * chunk that another writer changed are never used (they read as unknown). */
+
+/** How the values of a caterva_block_stats are typed (caterva_array_stats_type). */
+#define CATERVA_STATS_NONE  0   /**< the dtype has no statistics */
+#define CATERVA_STATS_FLOAT 1   /**< min, max and sum in .f (float16/32/64; NaN is missing) */
+#define CATERVA_STATS_INT   2   /**< in .i (int8..int64, bool) */
+#define CATERVA_STATS_UINT  3   /**< in .u (uint8..uint64) */
+
+typedef union caterva_scalar {
+  double f;
+  int64_t i;
+  uint64_t u;
+} caterva_scalar;
+
+typedef struct caterva_block_stats {
+  caterva_scalar min, max;  /**< of the present items (meaningless when nvalid is 0) */
+  caterva_scalar sum;       /**< of the present items (integers: exact unless sum_overflow) */
+  int64_t nvalid;           /**< items inside the shape that are present (not NaN) */
+  int64_t nnan;             /**< items inside the shape that are NaN */
+  int sum_overflow;         /**< integer sum did not fit 64 bits (sum unusable) */
+} caterva_block_stats;
+
+/** CATERVA_STATS_* for a's dtype (NONE for big-endian, opaque, complex, string items). */
+int caterva_array_stats_type(const caterva_array *a);
+/** 1 when a keeps block statistics (created here, or stored ones were found or built). */
+int caterva_array_has_stats(const caterva_array *a);
+/** Statistics of block nblock of chunk nchunk. Returns 1 and fills *st when they are known
+ * and exact (the chunk's fingerprint is checked on first use, which reads its stored bytes
+ * but decompresses nothing), 0 when unknown, or a negative error. */
+int caterva_array_block_stats(caterva_ctx *ctx, caterva_array *a, int64_t nchunk,
+                              int32_t nblock, caterva_block_stats *st);
+/** Compute and store the statistics of every chunk that lacks them (decompressing those
+ * chunks), in one commit (the array must be writable; inside an open transaction they
+ * become part of it). progress (may be NULL) is called after each chunk with the chunks
+ * done and the total; a nonzero return stops with CATERVA_E_INVALID and nothing stored.
+ * CATERVA_E_UNSUPPORTED when the dtype has no statistics. */
+int caterva_array_build_stats(caterva_ctx *ctx, caterva_array *a,
+                              int (*progress)(void *arg, int64_t done, int64_t total),
+                              void *arg);
+
+/** Comparisons for caterva_block_stats_may_match. */
+#define CATERVA_CMP_EQ      1
+#define CATERVA_CMP_LT      2
+#define CATERVA_CMP_LE      3
+#define CATERVA_CMP_GT      4
+#define CATERVA_CMP_GE      5
+#define CATERVA_CMP_ISNULL  6   /**< the item is missing (NaN) */
+#define CATERVA_CMP_NOTNULL 7
+
+/** A bound of a comparison, as SQL gives it: an integer or a double (not NaN). */
+typedef struct caterva_bound {
+  int is_int;
+  int64_t i;
+  double f;
+} caterva_bound;
+
+/** 0 when the statistics prove that no item of the block satisfies "item OP bound"
+ * (compared exactly, as SQLite compares an INTEGER or REAL column with a number; missing
+ * items never satisfy a comparison), 1 when some item may. */
+int caterva_block_stats_may_match(int stype, const caterva_block_stats *st, int op,
+                                  const caterva_bound *b);
+
 /* -- block iterator -- */
 
 /** One block's intersection with the box being iterated. */
@@ -308,6 +380,12 @@ int caterva_block_iter_reset(caterva_block_iter *it, const int64_t *start, const
 /** Advance. Returns 1 and sets *blk (borrowed, valid until the next call) for a block, 0 at
  * the end, or a negative error. */
 int caterva_block_iter_next(caterva_block_iter *it, const caterva_block **blk);
+/** Visit only the blocks for which keep(arg, nchunk, nblock) returns 1 (0 skips the block
+ * without decompressing it; a negative value stops the iteration with that error). NULL
+ * removes the filter. Applies from the next chunk entered (set it before the first next). */
+void caterva_block_iter_set_filter(caterva_block_iter *it,
+                                   int (*keep)(void *arg, int64_t nchunk, int32_t nblock),
+                                   void *arg);
 void caterva_block_iter_free(caterva_block_iter *it);
 /** @} */
 

@@ -119,6 +119,8 @@ struct caterva_schunk {
   cat_map *retired;          /* maps kept alive by retain_maps (n == 0: malloc'ed bytes) */
   uint64_t seen_ino;         /* inode of the file (contiguous) or chunks.b2frame (sparse) */
   int64_t seen_mtime;        /* sparse: modification time of chunks.b2frame, ns */
+  cat_edit_hook edit_hook;   /* told about every chunk edit (block statistics), or NULL */
+  void *edit_arg;
 };
 
 /* ---- frame_format.c: bytes <-> schunk fields ---------------------------------------- */

@@ -439,6 +439,21 @@ static void edit_install(caterva_schunk *sc, const sc_edit *e, sc_next *nx, int6
   invalidate_caches(sc);
 }
 
+void cat_sc_set_edit_hook(caterva_schunk *sc, cat_edit_hook fn, void *arg) {
+  sc->edit_hook = fn;
+  sc->edit_arg = arg;
+}
+
+/* Tell the hook what an installed edit changed. */
+static void notify_edit(caterva_ctx *ctx, caterva_schunk *sc, const sc_edit *e) {
+  int op = e->op == EDIT_DELETE ? CAT_EDIT_DELETE
+           : e->op == EDIT_UPDATE ? CAT_EDIT_UPDATE : CAT_EDIT_INSERT;
+  int special = e->chunk == NULL && e->op != EDIT_DELETE ? (int)((uint64_t)e->special >> 56 & 0x7F)
+                                                         : CATERVA_SPECIAL_NONE;
+  if (sc->edit_hook != NULL)
+    sc->edit_hook(sc->edit_arg, ctx, op, e->pos, e->chunk, e->cbytes, special);
+}
+
 static int apply_edit(caterva_ctx *ctx, caterva_schunk *sc, const sc_edit *e) {
   sc_next nx;
   int64_t old_entry = -1, delta;
@@ -464,6 +479,7 @@ static int apply_edit(caterva_ctx *ctx, caterva_schunk *sc, const sc_edit *e) {
     CAT_TRY(fail, cat_file_commit(ctx, sc, nx.entries, nx.n, nx.nbytes, sc->cbytes + delta,
                                   false, true));
   edit_install(sc, e, &nx, old_entry);
+  notify_edit(ctx, sc, e);
   maybe_compact(ctx, sc);
   return CATERVA_OK;
 fail:

@@ -122,7 +122,7 @@ static int store_entry(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
   size_t is = (size_t)g->itemsize, nw = bits_words(g);
   caterva_cparams cp = cat_array_chunk_cparams(a);
   int32_t cbytes;
-  int rc = CATERVA_OK;
+  int rc = CATERVA_OK, own;
   if (e->nset < e->nvalid) {
     old = malloc((size_t)g->chunksize);
     CAT_CHECK(leave, old != NULL, CATERVA_E_NOMEM, "out of memory");
@@ -145,7 +145,13 @@ static int store_entry(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
   cbytes = caterva_chunk_compress(ctx, &cp, e->img, g->chunksize, cbuf,
                                   g->chunksize + CATERVA_CHUNK_MAX_OVERHEAD);
   CAT_TRY(leave, cbytes);
-  CAT_TRY(leave, caterva_schunk_update_chunk(ctx, a->sc, e->nchunk, cbuf, cbytes));
+  /* outside a transaction the chunk and its statistics get one commit of their own */
+  CAT_TRY(leave, own = cat_array_txn_enter(ctx, a));
+  cat_bs_hint(a, e->nchunk, e->img);
+  rc = caterva_schunk_update_chunk(ctx, a->sc, e->nchunk, cbuf, cbytes);
+  cat_bs_hint(a, -1, NULL);
+  rc = cat_array_txn_leave(ctx, a, own, rc);
+  CAT_TRY(leave, rc);
   e->nchunk = -1;
 leave:
   free(old);
@@ -357,7 +363,11 @@ leave:
 int caterva_array_begin(caterva_ctx *ctx, caterva_array *a) {
   int rc = caterva_array_flush(ctx, a); /* what came before is not part of it */
   if (rc < 0) return rc;
-  return caterva_schunk_begin(ctx, a->sc);
+  rc = caterva_schunk_begin(ctx, a->sc);
+  if (rc < 0) return rc;
+  rc = cat_bs_begin(ctx, a);
+  if (rc < 0) (void)caterva_schunk_rollback(ctx, a->sc);
+  return rc;
 }
 
 int caterva_array_savepoint(caterva_ctx *ctx, caterva_array *a, int level) {
@@ -379,6 +389,7 @@ int caterva_array_savepoint(caterva_ctx *ctx, caterva_array *a, int level) {
   wc->marks[wc->nmarks].level = level;
   CAT_TRY(leave, copy_pending(ctx, a, &wc->marks[wc->nmarks].e, &wc->marks[wc->nmarks].n));
   rc = caterva_schunk_savepoint(ctx, a->sc, level);
+  if (rc >= 0) rc = cat_bs_mark(ctx, a, level);
   if (rc >= 0) wc->nmarks++;
   else entries_free(wc->marks[wc->nmarks].e, wc->marks[wc->nmarks].n);
 leave:
@@ -388,6 +399,7 @@ leave:
 int caterva_array_release(caterva_ctx *ctx, caterva_array *a, int level) {
   if (a == NULL) return cat_error(ctx, CATERVA_E_INVALID, "no array");
   drop_wmarks(a->wc, level);
+  cat_bs_release(a, level);
   return caterva_schunk_release(ctx, a->sc, level);
 }
 
@@ -397,6 +409,7 @@ int caterva_array_rollback_to(caterva_ctx *ctx, caterva_array *a, int level) {
   if (a == NULL) return cat_error(ctx, CATERVA_E_INVALID, "no array");
   drop_wmarks(a->wc, level + 1);
   rc = caterva_schunk_rollback_to(ctx, a->sc, level);
+  if (rc >= 0) cat_bs_rollback_to(a, level);
   if (rc >= 0) rc = cat_array_load_meta(ctx, a);
   if (a->wc != NULL && a->wc->nmarks > 0) m = &a->wc->marks[a->wc->nmarks - 1];
   if (rc >= 0) rc = restore_pending(ctx, a, m);
@@ -407,8 +420,13 @@ int caterva_array_rollback_to(caterva_ctx *ctx, caterva_array *a, int level) {
 int caterva_array_commit(caterva_ctx *ctx, caterva_array *a, int sync) {
   int rc = caterva_array_flush(ctx, a);
   if (rc < 0) return rc;
+  /* the statistics go into the trailer this commit writes */
+  rc = cat_bs_store(ctx, a);
+  if (rc < 0) return rc;
   drop_wmarks(a->wc, -1);
-  return caterva_schunk_commit(ctx, a->sc, sync);
+  rc = caterva_schunk_commit(ctx, a->sc, sync);
+  if (rc >= 0) cat_bs_end(a);
+  return rc;
 }
 
 int caterva_array_rollback(caterva_ctx *ctx, caterva_array *a) {
@@ -417,6 +435,7 @@ int caterva_array_rollback(caterva_ctx *ctx, caterva_array *a) {
   drop_wmarks(a->wc, -1);
   wcache_discard(a);
   rc = caterva_schunk_rollback(ctx, a->sc);
+  cat_bs_rollback(a);
   rc2 = cat_array_load_meta(ctx, a);
   return rc < 0 ? rc : rc2;
 }

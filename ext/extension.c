@@ -29,6 +29,7 @@ int sqlite3_caterva_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routine
   if (rc == SQLITE_OK) rc = cvRegisterFunctions(db, pConn);
   if (rc == SQLITE_OK) rc = cvRegisterIo(db, pConn);
   if (rc == SQLITE_OK) rc = cvRegisterCoordFunctions(db, pConn);
+  if (rc == SQLITE_OK) rc = cvRegisterStats(db, pConn);
   if (rc != SQLITE_OK && pzErrMsg)
     *pzErrMsg = sqlite3_mprintf("caterva: cannot register the extension: %s", sqlite3_errstr(rc));
   cvConnUnref(pConn);  /* the registrations hold their own references */

@@ -296,11 +296,13 @@ static void cvInfoFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     if (i) sqlite3_str_appendchar(pStr, 1, ',');
     cvJsonString(pStr, zName ? zName : "", zName ? strlen(zName) : 0);
   }
-  sqlite3_str_appendall(pStr, "],\"attributes\":{");
+  /* Block statistics (stats.c) are reported as a flag, not as an attribute. */
+  sqlite3_str_appendf(pStr, "],\"blockstats\":%s", caterva_array_has_stats(pArr) ? "true" : "false");
+  sqlite3_str_appendall(pStr, ",\"attributes\":{");
   n = caterva_schunk_vlmeta_count(pSc);
   for (i = 0, nOut = 0; i < n; i++) {
     const char *zName = caterva_schunk_vlmeta_name(pSc, i);
-    if (zName == 0) continue;
+    if (zName == 0 || strcmp(zName, "_caterva_blockstats") == 0) continue;
     if (nOut++) sqlite3_str_appendchar(pStr, 1, ',');
     cvJsonString(pStr, zName, strlen(zName));
     sqlite3_str_appendchar(pStr, 1, ':');

@@ -247,7 +247,7 @@ static const icase CASES[] = {
      "OPTIONAL: 0-d (scalar) array, one chunk of itemsize bytes (the caterva metalayer has "
      "ndim 0; the caterva C library may not accept 0-d arrays)"},
     /* Written through SQL (see SQLCASES): the shape here is the final one, after growth. */
-    {"w42_sql_f32_2d_lz4_nanfill_growth", CONT, "float32", 2, {64, 45}, {5, 20}, {5, 10}, LZ4, 5,
+    {"w42_sql_f32_2d_lz4_nanfill_growth", CONT, "float32", 2, {64, 450}, {5, 150}, {5, 75}, LZ4, 5,
      F_SHUF, M0, FC, V_SQL, 0, 0, W_SQL, A_DIMNAMES, 1, 0,
      "written through SQL, autocommit statements; fill NaN: a deleted whole chunk and grown "
      "rows are NaN (SQL NULL)"},
@@ -1463,6 +1463,22 @@ static void hexify(const uint8_t *p, size_t n, char *out, size_t cap) {
   out[k] = '\0';
 }
 
+/* Put the expected vlmetalayers in the order the frame stores them (the order in which
+ * they were first set, which depends on the writer: statistics come with the chunks). */
+static void sort_vl_as_stored(caterva_schunk *sc, expected_vl *vl, int nvl) {
+  int n = caterva_schunk_vlmeta_count(sc), j = 0;
+  for (int i = 0; i < n; i++) {
+    const char *nm = caterva_schunk_vlmeta_name(sc, i);
+    for (int k = j; k < nvl; k++) {
+      if (strcmp(vl[k].name, nm) != 0) continue;
+      expected_vl t = vl[j];
+      vl[j++] = vl[k];
+      vl[k] = t;
+      break;
+    }
+  }
+}
+
 static void run_case(caterva_ctx *ctx1, caterva_ctx *ctx2, const char *dir, const icase *c,
                      case_result *res) {
   const dtype_desc *dt = find_dtype(c->dtype);
@@ -1472,7 +1488,8 @@ static void run_case(caterva_ctx *ctx1, caterva_ctx *ctx2, const char *dir, cons
   char path[4096], rawpath[4096], err[512] = "";
   caterva_array *a = NULL;
   msgpack_sbuffer attrs, dims, fillmp;
-  expected_vl vl[3];
+  expected_vl vl[4];
+  uint8_t *bsv = NULL;
   int nvl = 0, ok, ntxn = 0;
   size_t flen = 0;
   const sqlcase *sq = c->write == W_SQL ? find_sql(c->name) : NULL;
@@ -1548,6 +1565,17 @@ static void run_case(caterva_ctx *ctx1, caterva_ctx *ctx2, const char *dir, cons
     if (c->attrs & A_ATTRS) vl[nvl++] = (expected_vl){"attrs", (uint8_t *)attrs.data, attrs.size};
     if (c->attrs & A_DIMNAMES)
       vl[nvl++] = (expected_vl){"_ARRAY_DIMENSIONS", (uint8_t *)dims.data, dims.size};
+    /* Numeric and bool arrays carry their block statistics (checked against the data by
+     * test_blockstats; here: present exactly for those dtypes, and in the trailer). */
+    {
+      int32_t bsl = 0;
+      int want_bs = caterva_array_stats_type(a) != CATERVA_STATS_NONE;
+      int have_bs = caterva_array_attr_get(ctx1, a, "_caterva_blockstats", &bsv, &bsl) == 0;
+      tap_ok(want_bs == have_bs && want_bs == caterva_array_has_stats(a),
+             "%s: block statistics %s", c->name, want_bs ? "stored" : "absent (no numeric dtype)");
+      if (have_bs) vl[nvl++] = (expected_vl){"_caterva_blockstats", bsv, (size_t)bsl};
+    }
+    sort_vl_as_stored(sc, vl, nvl);
     ok = res->nvl == nvl;
     for (int k = 0; ok && k < nvl; k++) {
       uint8_t *v = NULL;
@@ -1622,6 +1650,7 @@ leave:
   free(raw);
   free(buf);
   free(frame);
+  free(bsv);
 }
 
 /* ---- manifest ------------------------------------------------------------------------- */

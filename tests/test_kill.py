@@ -91,9 +91,14 @@ def digest(shape, values):
 
 
 def read_array(db, table, path):
-    """(shape, values in C order) through SQL."""
+    """(shape, values in C order) through SQL. The block statistics must be present and
+    describe exactly these values (caterva_stats_check), whatever was killed: a value that
+    says otherwise is returned in place of the shape, so that no comparison can pass."""
     info = json.loads(db.execute("SELECT caterva_info(?)", (path,)).fetchone()[0])
     vals = [r[0] for r in db.execute("SELECT value FROM %s ORDER BY rowid" % table)]
+    st = json.loads(db.execute("SELECT caterva_stats_check(?)", (path,)).fetchone()[0])
+    if st["wrong"] or st["with_stats"] != st["blocks"]:
+        return "block statistics %r" % st, vals
     return info["shape"], vals
 
 

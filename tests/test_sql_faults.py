@@ -124,15 +124,18 @@ def remove_array(path):
 
 
 def read_content(path):
-    """(shape, values in C order) through a fresh connection."""
+    """(shape, values in C order, block statistics all present and exact) through a fresh
+    connection."""
     db = connect()
     try:
         db.execute("CREATE VIRTUAL TABLE r USING caterva('%s')" % path)
         info = json.loads(db.execute("SELECT caterva_info(?)", (path,)).fetchone()[0])
         vals = [r[0] for r in db.execute("SELECT value FROM r ORDER BY rowid")]
+        # the block statistics must describe exactly these values, whatever failed
+        st = json.loads(db.execute("SELECT caterva_stats_check(?)", (path,)).fetchone()[0])
     finally:
         db.close()
-    return info["shape"], vals
+    return info["shape"], vals, st["wrong"] == 0 and st["with_stats"] == st["blocks"]
 
 
 def digest(content):
@@ -381,7 +384,7 @@ class Sweep:
 
     def later_writer(self, path, content):
         """A writer without fault injection writes row 1 and commits; None or a problem."""
-        shape, vals = content
+        shape, vals, _ = content
         row = shape[1] * shape[2]
         exp = list(vals)
         for i in range(row, 2 * row):
@@ -396,8 +399,9 @@ class Sweep:
             got = read_content(path)
         except sqlite3.Error as e:
             return "a later writer cannot write and commit: %r" % e
-        if got != (shape, exp):
-            return "a later writer's commit does not hold the expected content"
+        if got != (shape, exp, True):
+            return "a later writer's commit does not hold the expected content%s" % (
+                "" if got[2] else " (block statistics wrong or missing)")
         if not os.path.isdir(path):
             with open(path, "rb") as f:
                 flen = int.from_bytes(f.read(24)[16:24], "big")

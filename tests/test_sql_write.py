@@ -742,6 +742,9 @@ class Diff:
             return "t differs from the plain table (%d vs %d rows): first differences " \
                 "(t, p) %r" % (
                 len(rt), len(rp), bad)
+        err = stats_problem(self.A, "t")
+        if err:
+            return "writer: " + err
         commit = False
         if not self.A.in_transaction:
             commit = rp != self.committed or last_op_commit
@@ -757,8 +760,11 @@ class Diff:
             try:
                 B.execute(self.open_sql("f"))
                 got = self.rows("f", B)
+                err = stats_problem(B, "f")
             finally:
                 B.close()
+            if err:
+                return "fresh connection: " + err
             self.count("fresh connection checks" + (" in txn" if self.A.in_transaction else ""))
             if got != self.committed:
                 return "fresh connection: %d rows, committed %d, first differences %r" % (
@@ -788,6 +794,16 @@ class Diff:
             self.sp = []
             self.failed = self.check(nsteps, True)
         return done
+
+
+def stats_problem(db, table):
+    """None when every block of the table has statistics and they equal a recomputation
+    from its items (caterva_stats_check; in a write transaction: the writer's own state),
+    else a description."""
+    st = json.loads(db.execute("SELECT caterva_stats_check(?)", (table,)).fetchone()[0])
+    if st["wrong"] or st["with_stats"] != st["blocks"]:
+        return "block statistics: %r" % st
+    return None
 
 
 def final_info(d):

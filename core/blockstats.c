@@ -1,0 +1,892 @@
+/*
+ * blockstats.c -- per-block statistics: computed when a chunk is stored, kept exact through
+ * every edit, transaction, savepoint and rollback, stored in the frame's trailer in the
+ * same commit as the data, and asked "can this block hold an item matching a predicate".
+ *
+ * What is kept, per block of every chunk, over the items inside the array's shape (padding
+ * excluded): min, max and sum of the present items, the number of present items and the
+ * number of NaN items (float dtypes; NaN reads as NULL in SQL). Values are typed by the
+ * dtype's kind: float16/32/64 as double, signed integers and bool as int64, unsigned
+ * integers as uint64 (CATERVA_STATS_*). An integer sum that overflows 64 bits is flagged.
+ *
+ * Where it is stored: the vlmetalayer `_caterva_blockstats`, whose content is one msgpack
+ * bin (so msgpack readers of user attributes, python-blosc2's vlmeta among them, see an
+ * opaque byte string and other readers ignore it). Inside the bin, little-endian:
+ *
+ *   header, 32 + 8 * ndim bytes
+ *     0   4  magic "CvBS"
+ *     4   1  layout version (1)
+ *     5   1  stats type: 1 float (f64 values), 2 int (i64), 3 uint (u64)
+ *     6   1  ndim
+ *     7   1  0
+ *     8   4  blocks per chunk (u32)
+ *    12   4  0
+ *    16   8  number of chunks (i64)
+ *    24   8  0
+ *    32  8n  the array shape the statistics describe (i64 each)
+ *   then for every chunk, in chunk order, 16 + 40 * nblocks bytes
+ *     0   8  fingerprint of the chunk (u64; 0: this chunk has no statistics)
+ *     8   8  0
+ *    16      per block, in block order, 40 bytes
+ *              0  8  min     8  8  max     16  8  sum
+ *             24  4  present items (u32)   28  4  NaN items (u32)
+ *             32  4  flags (bit 0: the integer sum overflowed)   36  4  0
+ *   then 0 to 7 zero bytes, so that the vlmetalayer's length (bin header included) is a
+ *   multiple of 8 and the trailer compresses it with an 8-byte shuffle.
+ *
+ * The fingerprint is a 64-bit hash of the chunk's stored bytes (for zero/NaN/uninit index
+ * entries, which have no bytes, a constant per kind). A reader checks it against the
+ * chunk before it first trusts the chunk's statistics, so statistics written for other
+ * bytes (another writer changed the chunk and kept our trailer) are never used, and a
+ * shape other than the recorded one discards them all. Our own writer never relies on
+ * this: every edit of a chunk recomputes its statistics (the schunk tells us through its
+ * edit hook), transactions keep snapshots of them at every savepoint, and commit writes
+ * them with the index and the trailer.
+ *
+ * In memory: one immutable, reference-counted record per chunk position (the snapshot of a
+ * savepoint is an array of record pointers, so savepoints cost a pointer per chunk).
+ */
+#include "array_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#define BS_ATTR "_caterva_blockstats"
+#define BS_MAGIC "CvBS"
+#define BS_VERSION 1
+#define BS_HEAD 32
+#define BS_CHUNK_HEAD 16
+#define BS_REC 40
+#define BS_FLAG_SUM_OVERFLOW 1u
+
+/* ---- records and the statistics object ------------------------------------------------ */
+
+typedef struct bs_rec {
+  int refs;
+  bool verified;          /* fp was checked against (or computed from) the chunk's bytes */
+  uint64_t fp;            /* fingerprint of the chunk */
+  caterva_block_stats b[]; /* blocks per chunk */
+} bs_rec;
+
+typedef struct bs_mark {
+  int level;              /* savepoint level; INT32_MIN: the start of the transaction */
+  int64_t n;
+  bs_rec **rec;
+} bs_mark;
+
+struct cat_bstats {
+  int stype;              /* CATERVA_STATS_* */
+  int dkind, itemsize;    /* how items are read */
+  int32_t nblocks;        /* blocks per chunk */
+  int64_t n;              /* chunk positions */
+  bs_rec **rec;           /* n records, NULL: unknown */
+  bool dirty;             /* differs from what the trailer holds */
+  bool broken;            /* positions lost (out of memory): nothing is trusted or stored */
+  bs_mark *marks;         /* begin mark first, then savepoints in increasing level */
+  int nmarks, capmarks;
+  int64_t hint_pos;       /* chunk position of the hint, -1: none */
+  const uint8_t *hint_img;/* its uncompressed image */
+  bs_rec *hint_rec;       /* or its record, taken from another array (a raw copy) */
+  const cat_geom *geom;   /* geometry of new chunks while a resize renumbers them, or NULL */
+};
+
+static void rec_unref(bs_rec *r) {
+  if (r != NULL && --r->refs == 0) free(r);
+}
+
+static bs_rec *rec_new(int32_t nblocks) {
+  bs_rec *r = calloc(1, sizeof *r + (size_t)nblocks * sizeof(caterva_block_stats));
+  if (r != NULL) r->refs = 1;
+  return r;
+}
+
+static void recs_free(bs_rec **rec, int64_t n) {
+  for (int64_t i = 0; rec != NULL && i < n; i++) rec_unref(rec[i]);
+  free(rec);
+}
+
+static void marks_drop(cat_bstats *bs, int level) {
+  while (bs->nmarks > 0 && bs->marks[bs->nmarks - 1].level >= level) {
+    bs_mark *m = &bs->marks[--bs->nmarks];
+    recs_free(m->rec, m->n);
+  }
+}
+
+void cat_bs_free(cat_bstats *bs) {
+  if (bs == NULL) return;
+  marks_drop(bs, INT32_MIN);
+  free(bs->marks);
+  recs_free(bs->rec, bs->n);
+  free(bs);
+}
+
+/* A copy of rec[0..n) with a reference taken on each record. */
+static bs_rec **recs_dup(bs_rec *const *rec, int64_t n) {
+  bs_rec **c = malloc((size_t)(n > 0 ? n : 1) * sizeof *c);
+  if (c == NULL) return NULL;
+  for (int64_t i = 0; i < n; i++) {
+    c[i] = rec[i];
+    if (c[i] != NULL) c[i]->refs++;
+  }
+  return c;
+}
+
+/* ---- dtypes --------------------------------------------------------------------------- */
+
+static int stats_type_of(const char *dtype, int itemsize, int *kind) {
+  caterva_dtype_info info;
+  *kind = CATERVA_KIND_OPAQUE;
+  if (dtype == NULL || caterva_dtype_parse(dtype, &info) != CATERVA_OK || info.big_endian ||
+      info.itemsize != itemsize)
+    return CATERVA_STATS_NONE;
+  *kind = info.kind;
+  switch (info.kind) {
+  case CATERVA_KIND_FLOAT:
+    return itemsize == 2 || itemsize == 4 || itemsize == 8 ? CATERVA_STATS_FLOAT
+                                                           : CATERVA_STATS_NONE;
+  case CATERVA_KIND_INT:
+  case CATERVA_KIND_BOOL:
+    return itemsize == 1 || itemsize == 2 || itemsize == 4 || itemsize == 8 ? CATERVA_STATS_INT
+                                                                            : CATERVA_STATS_NONE;
+  case CATERVA_KIND_UINT:
+    return itemsize == 1 || itemsize == 2 || itemsize == 4 || itemsize == 8 ? CATERVA_STATS_UINT
+                                                                            : CATERVA_STATS_NONE;
+  default: return CATERVA_STATS_NONE;
+  }
+}
+
+int caterva_array_stats_type(const caterva_array *a) {
+  int kind;
+  return a == NULL ? CATERVA_STATS_NONE : stats_type_of(a->dtype, a->g.itemsize, &kind);
+}
+
+int caterva_array_has_stats(const caterva_array *a) {
+  return a != NULL && a->bs != NULL && !a->bs->broken;
+}
+
+/* IEEE half precision to double (exact). */
+static double half_to_double(uint16_t h) {
+  int e = h >> 10 & 0x1F, m = h & 0x3FF;
+  double v;
+  if (e == 0) v = ldexp((double)m, -24);
+  else if (e == 31) v = m ? NAN : INFINITY;
+  else v = ldexp((double)(m | 0x400), e - 25);
+  return h & 0x8000 ? -v : v;
+}
+
+/* ---- fingerprints --------------------------------------------------------------------- */
+
+static inline uint64_t rd64(const uint8_t *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+
+static inline uint64_t lane(uint64_t h, uint64_t w) {
+  h ^= w * 0x9E3779B97F4A7C15ull;
+  h = (h << 29 | h >> 35) * 0xBF58476D1CE4E5B9ull;
+  return h;
+}
+
+/* A 64-bit hash of n bytes: four independent lanes over 32-byte strides (fast enough to
+ * check a chunk before trusting its statistics), never 0. */
+static uint64_t fingerprint(const uint8_t *p, size_t n) {
+  uint64_t h[4] = {0x243F6A8885A308D3ull, 0x13198A2E03707344ull, 0xA4093822299F31D0ull,
+                   0x082EFA98EC4E6C89ull};
+  size_t i = 0;
+  uint64_t r;
+  uint8_t tail[8];
+  for (; i + 32 <= n; i += 32)
+    for (int k = 0; k < 4; k++) h[k] = lane(h[k], rd64(p + i + 8 * k));
+  for (; i + 8 <= n; i += 8) h[0] = lane(h[0], rd64(p + i));
+  memset(tail, 0, sizeof tail);
+  memcpy(tail, p + i, n - i);
+  h[1] = lane(h[1], rd64(tail));
+  r = lane(lane(lane(lane((uint64_t)n, h[0]), h[1]), h[2]), h[3]);
+  r ^= r >> 31;
+  return r ? r : 1;
+}
+
+static uint64_t special_fp(int kind) { return 0x5350454349414C00ull | (uint64_t)kind; }
+
+/* ---- computing ------------------------------------------------------------------------ */
+
+static void acc_init(caterva_block_stats *s, int stype) {
+  memset(s, 0, sizeof *s);
+  if (stype == CATERVA_STATS_FLOAT) {
+    s->min.f = INFINITY;
+    s->max.f = -INFINITY;
+  } else if (stype == CATERVA_STATS_INT) {
+    s->min.i = INT64_MAX;
+    s->max.i = INT64_MIN;
+  } else {
+    s->min.u = UINT64_MAX;
+    s->max.u = 0;
+  }
+}
+
+static void acc_f(caterva_block_stats *s, double v) {
+  if (v != v) {
+    s->nnan++;
+    return;
+  }
+  s->nvalid++;
+  if (v < s->min.f) s->min.f = v;
+  if (v > s->max.f) s->max.f = v;
+  s->sum.f += v;
+}
+
+static void acc_i(caterva_block_stats *s, int64_t v) {
+  s->nvalid++;
+  if (v < s->min.i) s->min.i = v;
+  if (v > s->max.i) s->max.i = v;
+  if (__builtin_add_overflow(s->sum.i, v, &s->sum.i)) s->sum_overflow = 1;
+}
+
+static void acc_u(caterva_block_stats *s, uint64_t v) {
+  s->nvalid++;
+  if (v < s->min.u) s->min.u = v;
+  if (v > s->max.u) s->max.u = v;
+  if (__builtin_add_overflow(s->sum.u, v, &s->sum.u)) s->sum_overflow = 1;
+}
+
+/* Fold n consecutive items at p into s. */
+static void acc_run(const cat_bstats *bs, caterva_block_stats *s, const uint8_t *p, int64_t n) {
+  int64_t j;
+  switch (bs->stype * 16 + bs->itemsize) {
+#define RUN(T, ACC, CONV)                                                                  \
+  for (j = 0; j < n; j++) {                                                                \
+    T v_;                                                                                  \
+    memcpy(&v_, p + (size_t)j * sizeof v_, sizeof v_);                                     \
+    ACC(s, CONV(v_));                                                                      \
+  }                                                                                        \
+  break;
+#define ID(x) (x)
+#define BOOLV(x) ((int64_t)((x) != 0))
+  case CATERVA_STATS_FLOAT * 16 + 2: RUN(uint16_t, acc_f, half_to_double)
+  case CATERVA_STATS_FLOAT * 16 + 4: RUN(float, acc_f, (double))
+  case CATERVA_STATS_FLOAT * 16 + 8: RUN(double, acc_f, ID)
+  case CATERVA_STATS_INT * 16 + 1:
+    if (bs->dkind == CATERVA_KIND_BOOL) {
+      RUN(uint8_t, acc_i, BOOLV)
+    }
+    RUN(int8_t, acc_i, (int64_t))
+  case CATERVA_STATS_INT * 16 + 2: RUN(int16_t, acc_i, (int64_t))
+  case CATERVA_STATS_INT * 16 + 4: RUN(int32_t, acc_i, (int64_t))
+  case CATERVA_STATS_INT * 16 + 8: RUN(int64_t, acc_i, ID)
+  case CATERVA_STATS_UINT * 16 + 1: RUN(uint8_t, acc_u, (uint64_t))
+  case CATERVA_STATS_UINT * 16 + 2: RUN(uint16_t, acc_u, (uint64_t))
+  case CATERVA_STATS_UINT * 16 + 4: RUN(uint32_t, acc_u, (uint64_t))
+  case CATERVA_STATS_UINT * 16 + 8: RUN(uint64_t, acc_u, ID)
+#undef RUN
+#undef ID
+#undef BOOLV
+  default: break;
+  }
+}
+
+/* The items of block nb of chunk cc that lie inside the shape: ext[k] items along each
+ * axis (0 along some axis: none). */
+static int64_t block_extent(const cat_geom *g, const int64_t *cc, int32_t nb, int64_t *ext) {
+  int64_t total = 1;
+  int32_t rest = nb;
+  for (int k = g->ndim - 1; k >= 0; k--) {
+    int64_t bk = rest % g->blockgrid[k], inchunk = bk * g->blockshape[k];
+    int64_t global = cc[k] * g->chunkshape[k] + inchunk;
+    int64_t e = g->blockshape[k];
+    rest /= g->blockgrid[k];
+    if (e > g->chunkshape[k] - inchunk) e = g->chunkshape[k] - inchunk;
+    if (e > g->shape[k] - global) e = g->shape[k] - global;
+    ext[k] = e > 0 ? e : 0;
+    total *= ext[k];
+  }
+  return total;
+}
+
+/* Statistics of one block image (blockitems items in C order over the blockshape). */
+static void block_compute(const cat_bstats *bs, const cat_geom *g, const int64_t *cc, int32_t nb,
+                          const uint8_t *blk, caterva_block_stats *s) {
+  int64_t ext[CATERVA_MAX_DIM], idx[CATERVA_MAX_DIM] = {0}, stride[CATERVA_MAX_DIM];
+  int nd = g->ndim, k;
+  acc_init(s, bs->stype);
+  if (block_extent(g, cc, nb, ext) == 0) return;
+  if (nd == 0) {
+    acc_run(bs, s, blk, 1);
+    return;
+  }
+  for (k = nd - 1, stride[nd - 1] = 1; k > 0; k--)
+    stride[k - 1] = stride[k] * g->blockshape[k];
+  for (;;) {
+    int64_t off = 0;
+    for (k = 0; k < nd - 1; k++) off += idx[k] * stride[k];
+    acc_run(bs, s, blk + (size_t)off * (size_t)g->itemsize, ext[nd - 1]);
+    for (k = nd - 2; k >= 0; k--) {
+      if (++idx[k] < ext[k]) break;
+      idx[k] = 0;
+    }
+    if (k < 0) break;
+  }
+}
+
+/* A record for chunk n computed from its uncompressed image. */
+static bs_rec *rec_compute(const cat_bstats *bs, const cat_geom *g, int64_t n,
+                           const uint8_t *img, uint64_t fp) {
+  int64_t cc[CATERVA_MAX_DIM];
+  bs_rec *r = rec_new(bs->nblocks);
+  if (r == NULL) return NULL;
+  cat_geom_chunk_coords(g, n, cc);
+  for (int32_t b = 0; b < bs->nblocks; b++)
+    block_compute(bs, g, cc, b, img + (size_t)b * (size_t)g->blocksize, &r->b[b]);
+  r->fp = fp;
+  r->verified = true;
+  return r;
+}
+
+/* A record for chunk n whose items all equal one item (a special chunk). */
+static bs_rec *rec_uniform(const cat_bstats *bs, const cat_geom *g, int64_t n,
+                           const uint8_t *item, uint64_t fp) {
+  int64_t cc[CATERVA_MAX_DIM], ext[CATERVA_MAX_DIM];
+  bs_rec *r = rec_new(bs->nblocks);
+  caterva_block_stats one;
+  if (r == NULL) return NULL;
+  cat_geom_chunk_coords(g, n, cc);
+  acc_init(&one, bs->stype);
+  acc_run(bs, &one, item, 1);
+  for (int32_t b = 0; b < bs->nblocks; b++) {
+    int64_t cnt = block_extent(g, cc, b, ext);
+    caterva_block_stats *s = &r->b[b];
+    acc_init(s, bs->stype);
+    if (cnt == 0) continue;
+    *s = one;
+    s->nvalid = one.nvalid * cnt;
+    s->nnan = one.nnan * cnt;
+    if (bs->stype == CATERVA_STATS_FLOAT) s->sum.f = one.nvalid ? one.sum.f * (double)cnt : 0.0;
+    else if (bs->stype == CATERVA_STATS_INT)
+      s->sum_overflow = __builtin_mul_overflow(one.sum.i, cnt, &s->sum.i);
+    else s->sum_overflow = __builtin_mul_overflow(one.sum.u, (uint64_t)cnt, &s->sum.u);
+  }
+  r->fp = fp;
+  r->verified = true;
+  return r;
+}
+
+/* The record of chunk n stored as chunk bytes (decompressed here unless img is given) or
+ * as a special index entry. NULL when it cannot be computed (the chunk is then unknown). */
+static bs_rec *rec_for_chunk(caterva_ctx *ctx, const cat_bstats *bs, const cat_geom *g,
+                             int64_t n, const uint8_t *chunk, int32_t cbytes, int special,
+                             const uint8_t *img) {
+  uint8_t item[16] = {0};
+  uint8_t *buf = NULL;
+  bs_rec *r = NULL;
+  if (chunk == NULL) {
+    if (special == CATERVA_SPECIAL_NAN) cat_fill_items(item, 1, g->itemsize, special, NULL);
+    if (special == CATERVA_SPECIAL_NAN && g->itemsize != 4 && g->itemsize != 8) return NULL;
+    return rec_uniform(bs, g, n, item, special_fp(special));
+  }
+  if (img != NULL) return rec_compute(bs, g, n, img, fingerprint(chunk, (size_t)cbytes));
+  buf = malloc((size_t)g->chunksize);
+  if (buf != NULL && caterva_chunk_decompress(ctx, chunk, (size_t)cbytes, buf, g->chunksize) ==
+                         g->chunksize)
+    r = rec_compute(bs, g, n, buf, fingerprint(chunk, (size_t)cbytes));
+  free(buf);
+  return r;
+}
+
+/* ---- keeping records in step with the chunks ----------------------------------------- */
+
+/* Make room for (or remove) the position pos. false: out of memory. */
+static bool positions_shift(cat_bstats *bs, int op, int64_t pos) {
+  if (op == CAT_EDIT_INSERT) {
+    bs_rec **p = realloc(bs->rec, (size_t)(bs->n + 1) * sizeof *p);
+    if (p == NULL) return false;
+    bs->rec = p;
+    memmove(p + pos + 1, p + pos, (size_t)(bs->n - pos) * sizeof *p);
+    p[pos] = NULL;
+    bs->n++;
+  } else if (op == CAT_EDIT_DELETE) {
+    rec_unref(bs->rec[pos]);
+    memmove(bs->rec + pos, bs->rec + pos + 1, (size_t)(bs->n - pos - 1) * sizeof *bs->rec);
+    bs->n--;
+  }
+  return true;
+}
+
+void cat_bs_edit_hook(void *arg, caterva_ctx *ctx, int op, int64_t pos, const uint8_t *chunk,
+                      int32_t cbytes, int special) {
+  caterva_array *a = arg;
+  cat_bstats *bs = a->bs;
+  bs_rec *r = NULL;
+  if (bs == NULL || bs->broken) return;
+  bs->dirty = true;
+  if (pos < 0 || pos > bs->n || (op != CAT_EDIT_INSERT && pos == bs->n) ||
+      !positions_shift(bs, op, pos)) {
+    bs->broken = true;
+    return;
+  }
+  if (op == CAT_EDIT_DELETE) return;
+  if (bs->hint_pos == pos && bs->hint_rec != NULL) {
+    r = bs->hint_rec;
+    r->refs++;
+  } else {
+    r = rec_for_chunk(ctx, bs, bs->geom != NULL ? bs->geom : &a->g, pos, chunk, cbytes, special,
+                      bs->hint_pos == pos ? bs->hint_img : NULL);
+  }
+  rec_unref(bs->rec[pos]);
+  bs->rec[pos] = r; /* NULL (out of memory, undecodable): unknown, never wrong */
+}
+
+void cat_bs_hint(caterva_array *a, int64_t pos, const uint8_t *img) {
+  if (a->bs == NULL) return;
+  a->bs->hint_pos = img != NULL ? pos : -1;
+  a->bs->hint_img = img;
+  a->bs->hint_rec = NULL;
+}
+
+void cat_bs_hint_copy(caterva_array *b, int64_t pos, caterva_array *a, int64_t apos) {
+  if (b->bs == NULL) return;
+  b->bs->hint_pos = -1;
+  b->bs->hint_img = NULL;
+  b->bs->hint_rec = NULL;
+  if (a->bs == NULL || a->bs->broken || apos >= a->bs->n || a->bs->rec[apos] == NULL ||
+      !a->bs->rec[apos]->verified || a->bs->stype != b->bs->stype ||
+      a->bs->nblocks != b->bs->nblocks)
+    return;
+  b->bs->hint_pos = pos;
+  b->bs->hint_rec = a->bs->rec[apos];
+}
+
+static cat_bstats *bs_new(const caterva_array *a, int stype, int kind) {
+  cat_bstats *bs = calloc(1, sizeof *bs);
+  if (bs == NULL) return NULL;
+  bs->stype = stype;
+  bs->dkind = kind;
+  bs->itemsize = a->g.itemsize;
+  bs->nblocks = a->g.nblocks;
+  bs->hint_pos = -1;
+  return bs;
+}
+
+/* Start keeping statistics for an array that has no chunks yet. */
+int cat_bs_enable_new(caterva_ctx *ctx, caterva_array *a) {
+  int kind, stype = stats_type_of(a->dtype, a->g.itemsize, &kind);
+  (void)ctx;
+  if (stype == CATERVA_STATS_NONE || a->bs != NULL || caterva_schunk_nchunks(a->sc) != 0)
+    return CATERVA_OK;
+  a->bs = bs_new(a, stype, kind);
+  if (a->bs == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  a->bs->dirty = true;
+  return CATERVA_OK;
+}
+
+void cat_bs_set_geom(caterva_array *a, const cat_geom *g) {
+  if (a->bs != NULL) a->bs->geom = g;
+}
+
+/* After a resize: the records follow their chunks (the edit hook saw the deletions and
+ * insertions), but chunks whose part inside the shape changed without being rewritten
+ * (edge chunks along an axis whose extent changed) are recomputed now. */
+int cat_bs_reshaped(caterva_ctx *ctx, caterva_array *a, const int64_t *old_shape) {
+  cat_bstats *bs = a->bs;
+  const cat_geom *g = &a->g;
+  int64_t cc[CATERVA_MAX_DIM];
+  if (bs == NULL || bs->broken) return CATERVA_OK;
+  bs->dirty = true;
+  if (bs->n != g->nchunks || bs->nblocks != g->nblocks) {
+    bs->broken = true;
+    return CATERVA_OK;
+  }
+  for (int64_t n = 0; n < g->nchunks; n++) {
+    bool edge = false;
+    const uint8_t *chunk;
+    int32_t cbytes;
+    int special;
+    cat_geom_chunk_coords(g, n, cc);
+    for (int k = 0; k < g->ndim; k++) {
+      int64_t lo = cc[k] * g->chunkshape[k], hi = lo + g->chunkshape[k];
+      bool was_cut = old_shape[k] < hi, is_cut = g->shape[k] < hi;
+      if (old_shape[k] != g->shape[k] && (was_cut || is_cut) && old_shape[k] > lo) edge = true;
+    }
+    if (!edge) continue;
+    rec_unref(bs->rec[n]);
+    bs->rec[n] = NULL;
+    special = caterva_schunk_chunk_special(a->sc, n);
+    if (special < 0) continue;
+    if (special != CATERVA_SPECIAL_NONE) {
+      bs->rec[n] = rec_for_chunk(ctx, bs, g, n, NULL, 0, special, NULL);
+    } else if (caterva_schunk_get_chunk(ctx, a->sc, n, &chunk, &cbytes) >= 0) {
+      bs->rec[n] = rec_for_chunk(ctx, bs, g, n, chunk, cbytes, CATERVA_SPECIAL_NONE, NULL);
+    }
+  }
+  if (ctx != NULL) ctx->errmsg[0] = '\0';
+  return CATERVA_OK;
+}
+
+/* ---- transactions -------------------------------------------------------------------- */
+
+int cat_bs_mark(caterva_ctx *ctx, caterva_array *a, int level) {
+  cat_bstats *bs = a->bs;
+  bs_mark *m;
+  if (bs == NULL) return CATERVA_OK;
+  marks_drop(bs, level);
+  if (bs->nmarks == bs->capmarks) {
+    int cap = bs->capmarks ? 2 * bs->capmarks : 8;
+    bs_mark *p = realloc(bs->marks, (size_t)cap * sizeof *p);
+    if (p == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+    bs->marks = p;
+    bs->capmarks = cap;
+  }
+  m = &bs->marks[bs->nmarks];
+  m->level = level;
+  m->n = bs->n;
+  m->rec = recs_dup(bs->rec, bs->n);
+  if (m->rec == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  bs->nmarks++;
+  return CATERVA_OK;
+}
+
+int cat_bs_begin(caterva_ctx *ctx, caterva_array *a) {
+  if (a->bs != NULL) marks_drop(a->bs, INT32_MIN);
+  return cat_bs_mark(ctx, a, INT32_MIN);
+}
+
+void cat_bs_release(caterva_array *a, int level) {
+  if (a->bs != NULL) marks_drop(a->bs, level > INT32_MIN ? level : INT32_MIN + 1);
+}
+
+/* Put back the records of the newest mark left after dropping those above level (the
+ * transaction's start when none). Out of memory: the statistics are no longer trusted. */
+void cat_bs_rollback_to(caterva_array *a, int level) {
+  cat_bstats *bs = a->bs;
+  bs_rec **c;
+  bs_mark *m;
+  if (bs == NULL) return;
+  marks_drop(bs, level == INT32_MAX ? level : level + 1);
+  if (level <= INT32_MIN) marks_drop(bs, INT32_MIN + 1);
+  if (bs->nmarks == 0) {
+    bs->broken = true;
+    return;
+  }
+  m = &bs->marks[bs->nmarks - 1];
+  c = recs_dup(m->rec, m->n);
+  if (c == NULL) {
+    bs->broken = true;
+    return;
+  }
+  recs_free(bs->rec, bs->n);
+  bs->rec = c;
+  bs->n = m->n;
+  bs->dirty = true;
+}
+
+void cat_bs_rollback(caterva_array *a) {
+  if (a->bs == NULL) return;
+  cat_bs_rollback_to(a, INT32_MIN);
+  marks_drop(a->bs, INT32_MIN);
+}
+
+void cat_bs_end(caterva_array *a) {
+  if (a->bs != NULL) marks_drop(a->bs, INT32_MIN);
+}
+
+/* ---- the stored form ----------------------------------------------------------------- */
+
+static void put64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static int stored_size(const cat_bstats *bs, int ndim, int64_t *size) {
+  int64_t per, body;
+  if (!cat_mul64(bs->nblocks, BS_REC, &per) || !cat_add64(per, BS_CHUNK_HEAD, &per) ||
+      !cat_mul64(per, bs->n, &body) || !cat_add64(body, BS_HEAD + 8 * ndim + 5, size) ||
+      *size > CAT_BS_MAX)
+    return CATERVA_E_UNSUPPORTED;
+  *size = (*size + 7) / 8 * 8; /* padded: 8-byte items compress with shuffle */
+  return CATERVA_OK;
+}
+
+static uint64_t scalar_bits(caterva_scalar v) { return v.u; }
+
+static void encode_chunk(const cat_bstats *bs, const bs_rec *r, uint8_t *p) {
+  memset(p, 0, BS_CHUNK_HEAD + (size_t)bs->nblocks * BS_REC);
+  if (r == NULL) return;
+  put64(p, r->fp);
+  p += BS_CHUNK_HEAD;
+  for (int32_t b = 0; b < bs->nblocks; b++, p += BS_REC) {
+    const caterva_block_stats *s = &r->b[b];
+    put64(p, scalar_bits(s->min));
+    put64(p + 8, scalar_bits(s->max));
+    put64(p + 16, scalar_bits(s->sum));
+    put32(p + 24, (uint32_t)s->nvalid);
+    put32(p + 28, (uint32_t)s->nnan);
+    put32(p + 32, s->sum_overflow ? BS_FLAG_SUM_OVERFLOW : 0);
+  }
+}
+
+/* Write the statistics into the trailer (part of the open transaction, if any). */
+int cat_bs_store(caterva_ctx *ctx, caterva_array *a) {
+  int rc = CATERVA_OK;
+  cat_bstats *bs = a->bs;
+  const cat_geom *g = &a->g;
+  uint8_t *buf = NULL, *p;
+  int64_t size, body;
+  if (bs == NULL || !bs->dirty) return CATERVA_OK;
+  if (bs->broken || bs->n != g->nchunks || bs->nblocks != g->nblocks ||
+      stored_size(bs, g->ndim, &size) < 0) {
+    /* Not stored: what the trailer holds keeps its fingerprints, so it is never misread;
+     * drop it anyway so that the file does not carry statistics nobody maintains. */
+    rc = caterva_schunk_vlmeta_delete(ctx, a->sc, BS_ATTR);
+    if (rc == CATERVA_E_NOTFOUND) rc = CATERVA_OK;
+    if (rc >= 0) bs->dirty = false;
+    if (ctx != NULL && rc >= 0) ctx->errmsg[0] = '\0';
+    return rc;
+  }
+  buf = calloc(1, (size_t)size);
+  CAT_CHECK(leave, buf != NULL, CATERVA_E_NOMEM, "out of memory");
+  body = size - 5;
+  buf[0] = 0xC6; /* msgpack bin 32, big-endian length */
+  for (int i = 0; i < 4; i++) buf[1 + i] = (uint8_t)((uint64_t)body >> (24 - 8 * i));
+  p = buf + 5;
+  memset(p, 0, BS_HEAD);
+  memcpy(p, BS_MAGIC, 4);
+  p[4] = BS_VERSION;
+  p[5] = (uint8_t)bs->stype;
+  p[6] = (uint8_t)g->ndim;
+  put32(p + 8, (uint32_t)bs->nblocks);
+  put64(p + 16, (uint64_t)bs->n);
+  for (int k = 0; k < g->ndim; k++) put64(p + BS_HEAD + 8 * k, (uint64_t)g->shape[k]);
+  p += BS_HEAD + 8 * g->ndim;
+  for (int64_t n = 0; n < bs->n; n++, p += BS_CHUNK_HEAD + (size_t)bs->nblocks * BS_REC)
+    encode_chunk(bs, bs->rec[n], p);
+  CAT_TRY(leave, caterva_schunk_vlmeta_set(ctx, a->sc, BS_ATTR, buf, (int32_t)size));
+  bs->dirty = false;
+leave:
+  free(buf);
+  return rc;
+}
+
+/* Decode the chunk records of a validated stored form. false: out of memory. */
+static bool decode_chunks(cat_bstats *bs, const uint8_t *p) {
+  for (int64_t n = 0; n < bs->n; n++, p += BS_CHUNK_HEAD + (size_t)bs->nblocks * BS_REC) {
+    const uint8_t *q = p + BS_CHUNK_HEAD;
+    bs_rec *r;
+    if (cat_le64(p) == 0) continue;
+    r = rec_new(bs->nblocks);
+    if (r == NULL) return false;
+    r->fp = cat_le64(p);
+    for (int32_t b = 0; b < bs->nblocks; b++, q += BS_REC) {
+      caterva_block_stats *s = &r->b[b];
+      s->min.u = cat_le64(q);
+      s->max.u = cat_le64(q + 8);
+      s->sum.u = cat_le64(q + 16);
+      s->nvalid = cat_le32(q + 24);
+      s->nnan = cat_le32(q + 28);
+      s->sum_overflow = (cat_le32(q + 32) & BS_FLAG_SUM_OVERFLOW) != 0;
+    }
+    bs->rec[n] = r;
+  }
+  return true;
+}
+
+/* Check the stored form against the array; NULL body when it does not describe it. */
+static const uint8_t *parse_stored(const caterva_array *a, const cat_bstats *bs,
+                                   const uint8_t *v, int32_t len) {
+  const cat_geom *g = &a->g;
+  int64_t size;
+  uint32_t body;
+  if (len < 5 || v[0] != 0xC6) return NULL;
+  body = (uint32_t)v[1] << 24 | (uint32_t)v[2] << 16 | (uint32_t)v[3] << 8 | v[4];
+  if ((int64_t)body != (int64_t)len - 5 || body < BS_HEAD) return NULL;
+  v += 5;
+  if (memcmp(v, BS_MAGIC, 4) != 0 || v[4] != BS_VERSION || v[5] != bs->stype ||
+      v[6] != g->ndim || (int64_t)cat_le32(v + 8) != g->nblocks ||
+      (int64_t)cat_le64(v + 16) != g->nchunks)
+    return NULL;
+  if (stored_size(bs, g->ndim, &size) < 0 || size != len) return NULL;
+  for (int k = 0; k < g->ndim; k++)
+    if ((int64_t)cat_le64(v + BS_HEAD + 8 * k) != g->shape[k]) return NULL;
+  return v + BS_HEAD + 8 * g->ndim;
+}
+
+/* At open: take the stored statistics when they describe this array; otherwise the array
+ * has none (queries work without them). Never fails but for lack of memory. */
+int cat_bs_load(caterva_ctx *ctx, caterva_array *a) {
+  int rc = CATERVA_OK, kind, stype = stats_type_of(a->dtype, a->g.itemsize, &kind);
+  uint8_t *v = NULL;
+  int32_t len = 0;
+  const uint8_t *body;
+  cat_bstats *bs = NULL;
+  cat_bs_free(a->bs);
+  a->bs = NULL;
+  if (stype == CATERVA_STATS_NONE) goto leave;
+  if (caterva_schunk_vlmeta_get(ctx, a->sc, BS_ATTR, &v, &len) < 0) {
+    if (ctx != NULL) ctx->errmsg[0] = '\0';
+    goto leave;
+  }
+  bs = bs_new(a, stype, kind);
+  CAT_CHECK(leave, bs != NULL, CATERVA_E_NOMEM, "out of memory");
+  bs->n = a->g.nchunks;
+  body = parse_stored(a, bs, v, len);
+  if (body == NULL) goto leave;
+  bs->rec = calloc((size_t)(bs->n > 0 ? bs->n : 1), sizeof *bs->rec);
+  CAT_CHECK(leave, bs->rec != NULL && decode_chunks(bs, body), CATERVA_E_NOMEM,
+            "out of memory");
+  a->bs = bs;
+  bs = NULL;
+leave:
+  cat_bs_free(bs);
+  free(v);
+  return rc;
+}
+
+/* ---- reading ------------------------------------------------------------------------- */
+
+/* Check a loaded record against the chunk's bytes. */
+static int verify(caterva_ctx *ctx, caterva_array *a, int64_t n, bs_rec *r) {
+  int special = caterva_schunk_chunk_special(a->sc, n);
+  const uint8_t *chunk;
+  int32_t cbytes;
+  int rc;
+  if (special < 0) return special;
+  if (special != CATERVA_SPECIAL_NONE) return r->fp == special_fp(special);
+  rc = caterva_schunk_get_chunk(ctx, a->sc, n, &chunk, &cbytes);
+  if (rc < 0) return rc;
+  return r->fp == fingerprint(chunk, (size_t)cbytes);
+}
+
+int caterva_array_block_stats(caterva_ctx *ctx, caterva_array *a, int64_t nchunk,
+                              int32_t nblock, caterva_block_stats *st) {
+  int rc = 0;
+  cat_bstats *bs;
+  bs_rec *r;
+  CAT_CHECK(leave, a != NULL && st != NULL, CATERVA_E_INVALID, "no array or output");
+  bs = a->bs;
+  if (bs == NULL || bs->broken || nchunk < 0 || nchunk >= bs->n || nblock < 0 ||
+      nblock >= bs->nblocks || bs->n != a->g.nchunks)
+    goto leave;
+  r = bs->rec[nchunk];
+  if (r == NULL) goto leave;
+  if (!r->verified) {
+    CAT_TRY(leave, rc = verify(ctx, a, nchunk, r));
+    if (rc == 0) {
+      rec_unref(r);
+      bs->rec[nchunk] = NULL;
+      goto leave;
+    }
+    r->verified = true;
+  }
+  *st = r->b[nblock];
+  rc = 1;
+leave:
+  return rc;
+}
+
+/* ---- building ------------------------------------------------------------------------ */
+
+/* Known and checked statistics for chunk n, else compute them. */
+static int build_one(caterva_ctx *ctx, caterva_array *a, int64_t n) {
+  int rc = CATERVA_OK, special;
+  cat_bstats *bs = a->bs;
+  caterva_block_stats st;
+  const uint8_t *chunk = NULL;
+  int32_t cbytes = 0;
+  CAT_TRY(leave, caterva_array_block_stats(ctx, a, n, 0, &st));
+  if (rc == 1) goto leave;
+  CAT_TRY(leave, special = caterva_schunk_chunk_special(a->sc, n));
+  if (special == CATERVA_SPECIAL_NONE)
+    CAT_TRY(leave, caterva_schunk_get_chunk(ctx, a->sc, n, &chunk, &cbytes));
+  bs->rec[n] = rec_for_chunk(ctx, bs, &a->g, n, chunk, cbytes, special, NULL);
+  CAT_CHECK(leave, bs->rec[n] != NULL, CATERVA_E_CORRUPT,
+            "chunk %lld cannot be decompressed for statistics", (long long)n);
+  bs->dirty = true;
+leave:
+  return rc;
+}
+
+int caterva_array_build_stats(caterva_ctx *ctx, caterva_array *a,
+                              int (*progress)(void *arg, int64_t done, int64_t total),
+                              void *arg) {
+  int rc = CATERVA_OK, kind, stype, own = 0;
+  CAT_CHECK(leave, a != NULL, CATERVA_E_INVALID, "no array");
+  stype = stats_type_of(a->dtype, a->g.itemsize, &kind);
+  CAT_CHECK(leave, stype != CATERVA_STATS_NONE, CATERVA_E_UNSUPPORTED,
+            "no statistics for dtype %s", a->dtype ? a->dtype : "(none)");
+  CAT_TRY(leave, caterva_array_flush(ctx, a));
+  CAT_TRY(leave, own = cat_array_txn_enter(ctx, a));
+  if (a->bs != NULL && (a->bs->broken || a->bs->n != a->g.nchunks)) {
+    cat_bs_free(a->bs);
+    a->bs = NULL;
+  }
+  if (a->bs == NULL) {
+    a->bs = bs_new(a, stype, kind);
+    CAT_CHECK(leave, a->bs != NULL, CATERVA_E_NOMEM, "out of memory");
+    a->bs->n = a->g.nchunks;
+    a->bs->rec = calloc((size_t)(a->bs->n > 0 ? a->bs->n : 1), sizeof *a->bs->rec);
+    CAT_CHECK(leave, a->bs->rec != NULL, CATERVA_E_NOMEM, "out of memory");
+    a->bs->dirty = true;
+  }
+  for (int64_t n = 0; n < a->g.nchunks; n++) {
+    CAT_TRY(leave, build_one(ctx, a, n));
+    if (progress != NULL && progress(arg, n + 1, a->g.nchunks) != 0)
+      CAT_FAIL(leave, CATERVA_E_INVALID, "building statistics was interrupted");
+  }
+  a->bs->dirty = true;
+leave:
+  if (a != NULL) rc = cat_array_txn_leave(ctx, a, own, rc);
+  return rc;
+}
+
+/* ---- predicates ---------------------------------------------------------------------- */
+
+/* Exact three-way comparisons of a statistic with a bound (-1, 0, 1). */
+static int cmp_i64_f(int64_t x, double f) {
+  double t;
+  if (f >= 9223372036854775808.0) return -1;
+  if (f < -9223372036854775808.0) return 1;
+  t = trunc(f);
+  if (x != (int64_t)t) return x < (int64_t)t ? -1 : 1;
+  return t == f ? 0 : (f > t ? -1 : 1);
+}
+
+static int cmp_u64_f(uint64_t x, double f) {
+  double t;
+  if (f < 0) return 1;
+  if (f >= 18446744073709551616.0) return -1;
+  t = trunc(f);
+  if (x != (uint64_t)t) return x < (uint64_t)t ? -1 : 1;
+  return t == f ? 0 : -1;
+}
+
+static int cmp_f_i64(double x, int64_t i) { return -cmp_i64_f(i, x); }
+
+static int cmp_stat(int stype, caterva_scalar v, const caterva_bound *b) {
+  switch (stype) {
+  case CATERVA_STATS_FLOAT:
+    if (b->is_int) return cmp_f_i64(v.f, b->i);
+    return v.f < b->f ? -1 : v.f > b->f;
+  case CATERVA_STATS_INT:
+    if (b->is_int) return v.i < b->i ? -1 : v.i > b->i;
+    return cmp_i64_f(v.i, b->f);
+  default:
+    if (b->is_int) return b->i < 0 ? 1 : (v.u < (uint64_t)b->i ? -1 : v.u > (uint64_t)b->i);
+    return cmp_u64_f(v.u, b->f);
+  }
+}
+
+int caterva_block_stats_may_match(int stype, const caterva_block_stats *st, int op,
+                                  const caterva_bound *b) {
+  if (op == CATERVA_CMP_ISNULL) return st->nnan > 0;
+  if (op == CATERVA_CMP_NOTNULL) return st->nvalid > 0;
+  if (st->nvalid == 0) return 0;
+  if (b == NULL || (!b->is_int && b->f != b->f)) return 1;
+  switch (op) {
+  case CATERVA_CMP_EQ: return cmp_stat(stype, st->min, b) <= 0 && cmp_stat(stype, st->max, b) >= 0;
+  case CATERVA_CMP_LT: return cmp_stat(stype, st->min, b) < 0;
+  case CATERVA_CMP_LE: return cmp_stat(stype, st->min, b) <= 0;
+  case CATERVA_CMP_GT: return cmp_stat(stype, st->max, b) > 0;
+  case CATERVA_CMP_GE: return cmp_stat(stype, st->max, b) >= 0;
+  default: return 1;
+  }
+}

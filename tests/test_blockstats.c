@@ -1,0 +1,500 @@
+/*
+ * test_blockstats.c -- block statistics stay exact under every kind of write.
+ *
+ * After each step (creation from a buffer or with a fill, slice writes, cell writes through
+ * the write-back cache, resize, append, copy with the same and with other partitioning,
+ * transactions with savepoints, ROLLBACK TO and ROLLBACK, reopening, a chunk changed by
+ * a writer that does not know the statistics, building them for a file that has none) the
+ * statistics of every block are compared with a recomputation from the data read back
+ * through the block iterator. Also: the predicate check (exact at block min/max, int64
+ * bounds against doubles), and the iterator's block filter decompresses nothing it skips.
+ */
+#define _XOPEN_SOURCE 700
+#include "array_internal.h"
+#include "fsutil.h"
+#include "tap.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static caterva_ctx *ctx;
+static char tmpdir[256];
+static int path_counter;
+
+static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
+static uint64_t rnd(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return rng_state;
+}
+
+static void next_path(char *buf, size_t cap, const char *suffix) {
+  snprintf(buf, cap, "%s/s%d%s", tmpdir, path_counter++, suffix);
+}
+
+/* A dtype under test and how to make its items. */
+typedef struct dt {
+  const char *name;
+  int is, stype;
+} dt;
+
+static const dt dtypes[] = {
+    {"<f8", 8, CATERVA_STATS_FLOAT}, {"<f4", 4, CATERVA_STATS_FLOAT},
+    {"<f2", 2, CATERVA_STATS_FLOAT}, {"<i4", 4, CATERVA_STATS_INT},
+    {"|i1", 1, CATERVA_STATS_INT},   {"<i8", 8, CATERVA_STATS_INT},
+    {"|b1", 1, CATERVA_STATS_INT},   {"|u1", 1, CATERVA_STATS_UINT},
+    {"<u8", 8, CATERVA_STATS_UINT},  {"<u2", 2, CATERVA_STATS_UINT},
+};
+
+/* A random item; floats are NaN one time in five. */
+static void rand_item(const dt *d, uint8_t *p) {
+  uint64_t r = rnd();
+  if (strcmp(d->name, "|b1") == 0) {
+    p[0] = (uint8_t)(r & 1);
+  } else if (d->stype == CATERVA_STATS_FLOAT) {
+    double v = (double)(int64_t)(r % 2001) / 8.0 - 125.0;
+    if (r >> 60 < 3) v = NAN;
+    if (d->is == 8) memcpy(p, &v, 8);
+    else if (d->is == 4) {
+      float f = (float)v;
+      memcpy(p, &f, 4);
+    } else {
+      uint16_t h = r >> 60 < 3 ? 0x7E00 : (uint16_t)(0x3C00 + (r % 1024)); /* 1.0 .. 2.0 */
+      if (r >> 59 & 1) h |= 0x8000;
+      memcpy(p, &h, 2);
+    }
+  } else if (d->is == 8 && d->stype == CATERVA_STATS_INT && (r >> 40 & 7) == 0) {
+    int64_t v = (int64_t)(r >> 1) * ((r & 1) ? -1 : 1); /* large: sums overflow */
+    memcpy(p, &v, 8);
+  } else {
+    for (int i = 0; i < d->is; i++) p[i] = (uint8_t)(r >> (8 * i));
+  }
+}
+
+static double half(uint16_t h) {
+  int e = h >> 10 & 0x1F, m = h & 0x3FF;
+  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m | 0x400, e - 25);
+  return h & 0x8000 ? -v : v;
+}
+
+/* Fold one item into s (the test's own recomputation). */
+static void fold(const dt *d, caterva_block_stats *s, const uint8_t *p) {
+  if (d->stype == CATERVA_STATS_FLOAT) {
+    double v;
+    if (d->is == 8) memcpy(&v, p, 8);
+    else if (d->is == 4) {
+      float f;
+      memcpy(&f, p, 4);
+      v = f;
+    } else {
+      uint16_t h;
+      memcpy(&h, p, 2);
+      v = half(h);
+    }
+    if (isnan(v)) {
+      s->nnan++;
+      return;
+    }
+    if (s->nvalid == 0 || v < s->min.f) s->min.f = v;
+    if (s->nvalid == 0 || v > s->max.f) s->max.f = v;
+    s->sum.f += v;
+  } else if (d->stype == CATERVA_STATS_INT) {
+    int64_t v = 0;
+    if (strcmp(d->name, "|b1") == 0) v = p[0] != 0;
+    else if (d->is == 1) v = (int8_t)p[0];
+    else if (d->is == 4) {
+      int32_t x;
+      memcpy(&x, p, 4);
+      v = x;
+    } else memcpy(&v, p, 8);
+    if (s->nvalid == 0 || v < s->min.i) s->min.i = v;
+    if (s->nvalid == 0 || v > s->max.i) s->max.i = v;
+    if (__builtin_add_overflow(s->sum.i, v, &s->sum.i)) s->sum_overflow = 1;
+  } else {
+    uint64_t v = 0;
+    memcpy(&v, p, (size_t)d->is);
+    if (s->nvalid == 0 || v < s->min.u) s->min.u = v;
+    if (s->nvalid == 0 || v > s->max.u) s->max.u = v;
+    if (__builtin_add_overflow(s->sum.u, v, &s->sum.u)) s->sum_overflow = 1;
+  }
+  s->nvalid++;
+}
+
+/* Recompute block blk's statistics from its data (items in [start, stop)). */
+static void recompute(const dt *d, caterva_array *a, const caterva_block *blk,
+                      caterva_block_stats *s) {
+  int nd = caterva_array_ndim(a);
+  int64_t idx[CATERVA_MAX_DIM];
+  memset(s, 0, sizeof *s);
+  for (int k = 0; k < nd; k++) {
+    if (blk->start[k] >= blk->stop[k]) return;
+    idx[k] = blk->start[k];
+  }
+  for (;;) {
+    int64_t off = 0;
+    int k;
+    for (k = 0; k < nd; k++) off = off * blk->blockshape[k] + (idx[k] - blk->origin[k]);
+    fold(d, s, blk->data + off * d->is);
+    for (k = nd - 1; k >= 0; k--) {
+      if (++idx[k] < blk->stop[k]) break;
+      idx[k] = blk->start[k];
+    }
+    if (k < 0) break;
+  }
+}
+
+static int same_stats(const dt *d, const caterva_block_stats *x, const caterva_block_stats *y) {
+  if (x->nvalid != y->nvalid || x->nnan != y->nnan) return 0;
+  if (x->nvalid == 0) return 1;
+  if (d->stype == CATERVA_STATS_FLOAT)
+    return x->min.f == y->min.f && x->max.f == y->max.f &&
+           fabs(x->sum.f - y->sum.f) <= 1e-9 * (1 + fabs(x->sum.f));
+  if (x->sum_overflow != y->sum_overflow) return 0;
+  return x->min.u == y->min.u && x->max.u == y->max.u && (x->sum_overflow || x->sum.u == y->sum.u);
+}
+
+/* Every block's statistics equal the recomputation; with `all`, every block must have them.
+ * Blocks wholly in padding are not visited by the iterator and not checked. */
+static int check_all(const dt *d, caterva_array *a, int all, const char *what) {
+  caterva_block_iter *it = NULL;
+  const caterva_block *blk;
+  int rc, ok = 1, nknown = 0, nblk = 0;
+  if (caterva_array_flush(ctx, a) < 0) return tap_ok(0, "%s %s: flush", d->name, what);
+  if (caterva_block_iter_new(ctx, a, NULL, NULL, 0, &it) < 0)
+    return tap_ok(0, "%s %s: iterator", d->name, what);
+  while ((rc = caterva_block_iter_next(it, &blk)) > 0) {
+    caterva_block_stats want, got;
+    int r = caterva_array_block_stats(ctx, a, blk->nchunk, blk->nblock, &got);
+    nblk++;
+    if (r < 0) ok = 0;
+    if (r == 0) {
+      if (all) ok = 0;
+      continue;
+    }
+    nknown++;
+    recompute(d, a, blk, &want);
+    if (!same_stats(d, &want, &got)) {
+      if (ok)
+        tap_diag("%s %s: chunk %lld block %d: nvalid %lld/%lld nnan %lld/%lld", d->name, what,
+                 (long long)blk->nchunk, blk->nblock, (long long)got.nvalid,
+                 (long long)want.nvalid, (long long)got.nnan, (long long)want.nnan);
+      ok = 0;
+    }
+  }
+  caterva_block_iter_free(it);
+  return tap_ok(ok && rc == 0 && (!all || nknown == nblk),
+                "%s %s: statistics of %d/%d blocks exact", d->name, what, nknown, nblk);
+}
+
+static void rand_buf(const dt *d, uint8_t *p, int64_t n) {
+  for (int64_t i = 0; i < n; i++) rand_item(d, p + i * d->is);
+}
+
+/* One dtype through every kind of write, on one store. */
+static void run_store(const dt *d, int store) {
+  caterva_array_params p;
+  caterva_array *a = NULL, *b = NULL;
+  char path[300], path2[300];
+  int64_t n, start[3], stop[3], shape2[3], coord[3];
+  uint8_t *buf = NULL, item[8];
+  const char *sn = store == CATERVA_STORE_MEMORY ? "mem" : store == CATERVA_STORE_SPARSE ? "sparse" : "file";
+  char what[64];
+
+  caterva_array_params_init(&p);
+  p.ndim = 3;
+  p.shape[0] = 13; p.shape[1] = 10; p.shape[2] = 7;
+  p.chunkshape[0] = 5; p.chunkshape[1] = 4; p.chunkshape[2] = 7;
+  p.blockshape[0] = 2; p.blockshape[1] = 3; p.blockshape[2] = 4;
+  p.dtype = d->name;
+  p.store = store;
+  next_path(path, sizeof path, store == CATERVA_STORE_SPARSE ? ".b2sparse" : ".b2nd");
+  p.path = store == CATERVA_STORE_MEMORY ? NULL : path;
+  n = 13 * 10 * 7;
+  buf = malloc((size_t)(n * d->is) + 64);
+  rand_buf(d, buf, n);
+#define STEP(...) (snprintf(what, sizeof what, __VA_ARGS__), what)
+  if (!tap_ok(caterva_array_from_buffer(ctx, &p, buf, n * d->is, &a) == 0, "%s %s: from_buffer",
+              d->name, sn))
+    goto leave;
+  tap_ok(caterva_array_has_stats(a) && caterva_array_stats_type(a) == d->stype,
+         "%s %s: new arrays keep statistics", d->name, sn);
+  check_all(d, a, 1, STEP("%s from_buffer", sn));
+
+  /* a slice write outside a transaction */
+  start[0] = 3; start[1] = 2; start[2] = 1; stop[0] = 9; stop[1] = 9; stop[2] = 6;
+  rand_buf(d, buf, 6 * 7 * 5);
+  tap_ok(caterva_array_set_slice(ctx, a, start, stop, buf, 6 * 7 * 5 * d->is) == 0,
+         "%s %s: set_slice", d->name, sn);
+  check_all(d, a, 1, STEP("%s set_slice", sn));
+
+  /* cell writes through the cache */
+  for (int i = 0; i < 40; i++) {
+    coord[0] = (int64_t)(rnd() % 13); coord[1] = (int64_t)(rnd() % 10); coord[2] = (int64_t)(rnd() % 7);
+    rand_item(d, item);
+    caterva_array_set_item(ctx, a, coord, item);
+  }
+  check_all(d, a, 1, STEP("%s set_item", sn));
+
+  /* resize: shrink two axes, grow one; then grow back; append */
+  shape2[0] = 11; shape2[1] = 6; shape2[2] = 9;
+  tap_ok(caterva_array_resize(ctx, a, shape2) == 0, "%s %s: resize", d->name, sn);
+  check_all(d, a, 1, STEP("%s resize", sn));
+  shape2[0] = 14; shape2[1] = 10; shape2[2] = 9;
+  tap_ok(caterva_array_resize(ctx, a, shape2) == 0, "%s %s: resize back", d->name, sn);
+  check_all(d, a, 1, STEP("%s resize back", sn));
+  rand_buf(d, buf, 3 * 10 * 9);
+  tap_ok(caterva_array_append(ctx, a, buf, 3 * 10 * 9 * d->is, 0) == 0, "%s %s: append",
+         d->name, sn);
+  check_all(d, a, 1, STEP("%s append", sn));
+
+  if (store != CATERVA_STORE_MEMORY) {
+    caterva_block_stats s0, s1;
+    /* transactions: savepoints, ROLLBACK TO, RELEASE, ROLLBACK, COMMIT */
+    tap_ok(caterva_array_begin(ctx, a) == 0, "%s %s: begin", d->name, sn);
+    caterva_array_block_stats(ctx, a, 0, 0, &s0);
+    start[0] = 0; start[1] = 0; start[2] = 0; stop[0] = 4; stop[1] = 5; stop[2] = 9;
+    rand_buf(d, buf, 4 * 5 * 9);
+    caterva_array_set_slice(ctx, a, start, stop, buf, 4 * 5 * 9 * d->is);
+    check_all(d, a, 1, STEP("%s txn write", sn));
+    caterva_array_savepoint(ctx, a, 0);
+    shape2[0] = 9;
+    caterva_array_resize(ctx, a, shape2);
+    for (int i = 0; i < 30; i++) {
+      coord[0] = (int64_t)(rnd() % 9); coord[1] = (int64_t)(rnd() % 10); coord[2] = (int64_t)(rnd() % 9);
+      rand_item(d, item);
+      caterva_array_set_item(ctx, a, coord, item);
+    }
+    check_all(d, a, 1, STEP("%s after savepoint", sn));
+    caterva_array_savepoint(ctx, a, 1);
+    caterva_array_set_slice(ctx, a, start, stop, buf + 8, 4 * 5 * 9 * d->is);
+    tap_ok(caterva_array_rollback_to(ctx, a, 1) == 0, "%s %s: rollback_to 1", d->name, sn);
+    check_all(d, a, 1, STEP("%s rollback_to 1", sn));
+    tap_ok(caterva_array_rollback_to(ctx, a, 0) == 0, "%s %s: rollback_to 0", d->name, sn);
+    tap_ok(caterva_array_shape(a)[0] == 17, "%s %s: rollback_to restores the shape", d->name, sn);
+    check_all(d, a, 1, STEP("%s rollback_to 0", sn));
+    caterva_array_release(ctx, a, 0);
+    tap_ok(caterva_array_rollback(ctx, a) == 0, "%s %s: rollback", d->name, sn);
+    caterva_array_block_stats(ctx, a, 0, 0, &s1);
+    tap_ok(same_stats(d, &s0, &s1), "%s %s: rollback restores the statistics", d->name, sn);
+    check_all(d, a, 1, STEP("%s rollback", sn));
+    caterva_array_begin(ctx, a);
+    caterva_array_set_slice(ctx, a, start, stop, buf, 4 * 5 * 9 * d->is);
+    caterva_array_savepoint(ctx, a, 0);
+    shape2[0] = 20;
+    caterva_array_resize(ctx, a, shape2);
+    tap_ok(caterva_array_commit(ctx, a, 1) == 0, "%s %s: commit", d->name, sn);
+    check_all(d, a, 1, STEP("%s commit", sn));
+
+    /* reopen: the stored statistics are the same */
+    caterva_array_free(a);
+    a = NULL;
+    tap_ok(caterva_array_open(ctx, path, CATERVA_OPEN_WRITE, &a) == 0 && caterva_array_has_stats(a),
+           "%s %s: reopened with statistics", d->name, sn);
+    if (a == NULL) goto leave;
+    check_all(d, a, 1, STEP("%s reopen", sn));
+  }
+
+  /* copies: same partitioning (raw) and another one */
+  {
+    caterva_array_params q;
+    caterva_array_params_init(&q);
+    q.chunkshape[0] = 5; q.chunkshape[1] = 4; q.chunkshape[2] = 7;
+    q.blockshape[0] = 2; q.blockshape[1] = 3; q.blockshape[2] = 4;
+    q.cparams = *caterva_schunk_cparams(caterva_array_schunk(a));
+    q.store = store;
+    next_path(path2, sizeof path2, store == CATERVA_STORE_SPARSE ? ".b2sparse" : ".b2nd");
+    q.path = store == CATERVA_STORE_MEMORY ? NULL : path2;
+    if (tap_ok(caterva_array_copy(ctx, a, &q, &b) == 0, "%s %s: raw copy", d->name, sn))
+      check_all(d, b, 1, STEP("%s raw copy", sn));
+    caterva_array_free(b);
+    b = NULL;
+    q.chunkshape[0] = 6; q.chunkshape[1] = 6; q.chunkshape[2] = 3;
+    q.blockshape[0] = 3; q.blockshape[1] = 2; q.blockshape[2] = 3;
+    next_path(path2, sizeof path2, store == CATERVA_STORE_SPARSE ? ".b2sparse" : ".b2nd");
+    q.path = store == CATERVA_STORE_MEMORY ? NULL : path2;
+    if (tap_ok(caterva_array_copy(ctx, a, &q, &b) == 0, "%s %s: repartitioned copy", d->name, sn))
+      check_all(d, b, 1, STEP("%s repartitioned copy", sn));
+    caterva_array_free(b);
+    b = NULL;
+  }
+
+  if (store == CATERVA_STORE_CONTIGUOUS) {
+    /* a writer that does not know the statistics changes chunk 1: they are not used */
+    caterva_schunk *sc = NULL;
+    uint8_t *chunkbuf = NULL, *cbuf = NULL;
+    int32_t cs = caterva_schunk_chunksize(caterva_array_schunk(a)), cb;
+    caterva_cparams cp = *caterva_schunk_cparams(caterva_array_schunk(a));
+    caterva_block_stats st;
+    caterva_array_free(a);
+    a = NULL;
+    chunkbuf = malloc((size_t)cs);
+    cbuf = malloc((size_t)cs + CATERVA_CHUNK_MAX_OVERHEAD);
+    caterva_schunk_open(ctx, path, CATERVA_OPEN_WRITE, &sc);
+    caterva_schunk_decompress_chunk(ctx, sc, 1, chunkbuf, cs);
+    rand_buf(d, chunkbuf, cs / d->is);
+    cp.typesize = d->is;
+    cp.blocksize = 2 * 3 * 4 * d->is;
+    cb = caterva_chunk_compress(ctx, &cp, chunkbuf, cs, cbuf, cs + CATERVA_CHUNK_MAX_OVERHEAD);
+    tap_ok(cb > 0 && caterva_schunk_update_chunk(ctx, sc, 1, cbuf, cb) == 0,
+           "%s %s: foreign chunk update", d->name, sn);
+    caterva_schunk_free(sc);
+    free(chunkbuf);
+    free(cbuf);
+    caterva_array_open(ctx, path, CATERVA_OPEN_WRITE, &a);
+    if (a == NULL) goto leave;
+    tap_ok(caterva_array_block_stats(ctx, a, 1, 0, &st) == 0 &&
+               caterva_array_block_stats(ctx, a, 0, 0, &st) == 1,
+           "%s %s: a changed chunk's statistics are refused, others kept", d->name, sn);
+    check_all(d, a, 0, STEP("%s foreign write", sn));
+    /* drop them, reopen without, build them */
+    caterva_schunk_vlmeta_delete(ctx, caterva_array_schunk(a), "_caterva_blockstats");
+    caterva_array_free(a);
+    a = NULL;
+    caterva_array_open(ctx, path, CATERVA_OPEN_WRITE, &a);
+    if (a == NULL) goto leave;
+    tap_ok(!caterva_array_has_stats(a) && caterva_array_block_stats(ctx, a, 0, 0, &st) == 0,
+           "%s %s: a file without statistics has none", d->name, sn);
+    tap_ok(caterva_array_build_stats(ctx, a, NULL, NULL) == 0, "%s %s: build_stats", d->name, sn);
+    check_all(d, a, 1, STEP("%s build_stats", sn));
+    caterva_array_free(a);
+    a = NULL;
+    caterva_array_open(ctx, path, CATERVA_OPEN_READ, &a);
+    if (a == NULL) goto leave;
+    check_all(d, a, 1, STEP("%s built, reopened", sn));
+  }
+leave:
+  caterva_array_free(a);
+  free(buf);
+}
+
+/* Fills: zero, NaN, value chunks, and growth with a fill value. */
+static void run_fills(void) {
+  caterva_array_params p;
+  caterva_array *a = NULL;
+  double v = 2.5;
+  int64_t shape2[2] = {9, 11};
+  caterva_array_params_init(&p);
+  p.ndim = 2;
+  p.shape[0] = 7; p.shape[1] = 5;
+  p.chunkshape[0] = 4; p.chunkshape[1] = 4;
+  p.blockshape[0] = 3; p.blockshape[1] = 2;
+  p.dtype = "<f8";
+  for (int fill = 0; fill < 4; fill++) {
+    if (caterva_array_create(ctx, &p, fill, &v, &a) < 0) {
+      tap_ok(0, "create fill %d", fill);
+      continue;
+    }
+    check_all(&dtypes[0], a, 1, fill == 0 ? "fill zeros" : fill == 1 ? "fill value" : fill == 2 ? "fill uninit" : "fill NaN");
+    caterva_array_set_fill(ctx, a, &v, 0);
+    caterva_array_resize(ctx, a, shape2);
+    check_all(&dtypes[0], a, 1, "fill then grow");
+    caterva_array_free(a);
+    a = NULL;
+    shape2[0] = 9;
+  }
+}
+
+/* The predicate check at the edges. */
+static void run_predicates(void) {
+  caterva_block_stats s;
+  caterva_bound b = {1, 0, 0};
+  memset(&s, 0, sizeof s);
+  s.nvalid = 3;
+  s.min.f = -1.5;
+  s.max.f = 30.0;
+  b.is_int = 1;
+  b.i = 30;
+  tap_ok(!caterva_block_stats_may_match(CATERVA_STATS_FLOAT, &s, CATERVA_CMP_GT, &b) &&
+             caterva_block_stats_may_match(CATERVA_STATS_FLOAT, &s, CATERVA_CMP_GE, &b) &&
+             caterva_block_stats_may_match(CATERVA_STATS_FLOAT, &s, CATERVA_CMP_EQ, &b),
+         "float block with max 30: > 30 no, >= 30 and = 30 may");
+  b.is_int = 0;
+  b.f = -1.5;
+  tap_ok(!caterva_block_stats_may_match(CATERVA_STATS_FLOAT, &s, CATERVA_CMP_LT, &b) &&
+             caterva_block_stats_may_match(CATERVA_STATS_FLOAT, &s, CATERVA_CMP_LE, &b),
+         "min -1.5: < -1.5 no, <= -1.5 may");
+  s.min.i = INT64_MAX - 1;
+  s.max.i = INT64_MAX;
+  b.f = 9223372036854775807.0; /* 2^63, above every int64 */
+  tap_ok(!caterva_block_stats_may_match(CATERVA_STATS_INT, &s, CATERVA_CMP_GE, &b) &&
+             caterva_block_stats_may_match(CATERVA_STATS_INT, &s, CATERVA_CMP_LT, &b),
+         "int64 near 2^63 against the double 2^63: exact");
+  s.min.i = 5;
+  s.max.i = 7;
+  b.f = 6.5;
+  tap_ok(caterva_block_stats_may_match(CATERVA_STATS_INT, &s, CATERVA_CMP_EQ, &b) &&
+             !caterva_block_stats_may_match(CATERVA_STATS_INT, &s, CATERVA_CMP_GT, &(caterva_bound){0, 0, 7.0}) &&
+             caterva_block_stats_may_match(CATERVA_STATS_INT, &s, CATERVA_CMP_GT, &(caterva_bound){0, 0, 6.99}),
+         "int block 5..7 against fractional bounds");
+  s.nvalid = 0;
+  s.nnan = 4;
+  tap_ok(!caterva_block_stats_may_match(CATERVA_STATS_FLOAT, &s, CATERVA_CMP_GE, &b) &&
+             caterva_block_stats_may_match(CATERVA_STATS_FLOAT, &s, CATERVA_CMP_ISNULL, NULL) &&
+             !caterva_block_stats_may_match(CATERVA_STATS_FLOAT, &s, CATERVA_CMP_NOTNULL, NULL),
+         "an all-NaN block matches only IS NULL");
+  s.min.u = 10;
+  s.max.u = UINT64_MAX;
+  s.nvalid = 2;
+  tap_ok(caterva_block_stats_may_match(CATERVA_STATS_UINT, &s, CATERVA_CMP_GT, &(caterva_bound){1, -5, 0}) &&
+             !caterva_block_stats_may_match(CATERVA_STATS_UINT, &s, CATERVA_CMP_LT, &(caterva_bound){1, 10, 0}) &&
+             !caterva_block_stats_may_match(CATERVA_STATS_UINT, &s, CATERVA_CMP_GT, &(caterva_bound){0, 0, 1.9e19}),
+         "uint64 block against negative and huge bounds");
+}
+
+/* Skipped blocks are not decompressed. */
+static int keep_even(void *arg, int64_t nchunk, int32_t nblock) {
+  (void)arg;
+  return (nchunk + nblock) % 2 == 0;
+}
+
+static void run_filter(void) {
+  caterva_array_params p;
+  caterva_array *a = NULL;
+  caterva_block_iter *it = NULL;
+  const caterva_block *blk;
+  double *buf = malloc(64 * 64 * sizeof *buf);
+  int64_t before, n = 0, bad = 0;
+  for (int i = 0; i < 64 * 64; i++) buf[i] = i;
+  caterva_array_params_init(&p);
+  p.ndim = 2;
+  p.shape[0] = 64; p.shape[1] = 64;
+  p.chunkshape[0] = 32; p.chunkshape[1] = 32;
+  p.blockshape[0] = 8; p.blockshape[1] = 8;
+  p.dtype = "<f8";
+  caterva_array_from_buffer(ctx, &p, buf, 64 * 64 * 8, &a);
+  caterva_block_iter_new(ctx, a, NULL, NULL, 0, &it);
+  caterva_block_iter_set_filter(it, keep_even, NULL);
+  before = caterva_ctx_blocks_decompressed(ctx);
+  while (caterva_block_iter_next(it, &blk) > 0) {
+    n++;
+    if ((blk->nchunk + blk->nblock) % 2 != 0) bad++;
+    for (int64_t i = blk->start[0]; i < blk->stop[0]; i++)
+      for (int64_t j = blk->start[1]; j < blk->stop[1]; j++) {
+        double v;
+        memcpy(&v, blk->data + ((i - blk->origin[0]) * 8 + (j - blk->origin[1])) * 8, 8);
+        if (v != (double)(i * 64 + j)) bad++;
+      }
+  }
+  tap_ok(n == 32 && bad == 0 && caterva_ctx_blocks_decompressed(ctx) - before == 32,
+         "the block filter: %lld blocks visited, %lld decompressed, data right",
+         (long long)n, (long long)(caterva_ctx_blocks_decompressed(ctx) - before));
+  caterva_block_iter_free(it);
+  caterva_array_free(a);
+  free(buf);
+}
+
+int main(void) {
+  snprintf(tmpdir, sizeof tmpdir, "%s/cvbsXXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  if (mkdtemp(tmpdir) == NULL) return tap_skip_all("no temporary directory");
+  caterva_ctx_new(2, &ctx);
+  run_predicates();
+  run_filter();
+  run_fills();
+  for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++)
+    for (int store = 0; store < 3; store++) run_store(&dtypes[i], store);
+  caterva_ctx_free(ctx);
+  tu_rm_tree(tmpdir);
+  return tap_done();
+}

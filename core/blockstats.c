@@ -850,15 +850,6 @@ static int cmp_i64_f(int64_t x, double f) {
   return t == f ? 0 : (f > t ? -1 : 1);
 }
 
-static int cmp_u64_f(uint64_t x, double f) {
-  double t;
-  if (f < 0) return 1;
-  if (f >= 18446744073709551616.0) return -1;
-  t = trunc(f);
-  if (x != (uint64_t)t) return x < (uint64_t)t ? -1 : 1;
-  return t == f ? 0 : -1;
-}
-
 static int cmp_f_i64(double x, int64_t i) { return -cmp_i64_f(i, x); }
 
 static int cmp_stat(int stype, caterva_scalar v, const caterva_bound *b) {
@@ -870,8 +861,12 @@ static int cmp_stat(int stype, caterva_scalar v, const caterva_bound *b) {
     if (b->is_int) return v.i < b->i ? -1 : v.i > b->i;
     return cmp_i64_f(v.i, b->f);
   default:
-    if (b->is_int) return b->i < 0 ? 1 : (v.u < (uint64_t)b->i ? -1 : v.u > (uint64_t)b->i);
-    return cmp_u64_f(v.u, b->f);
+    /* SQL reads items above INT64_MAX as REAL (rounded): compare what SQL compares, which
+     * is monotone in the item, so min and max still bound it */
+    if (v.u > (uint64_t)INT64_MAX) return b->is_int ? cmp_f_i64((double)v.u, b->i)
+                                                    : ((double)v.u < b->f ? -1 : (double)v.u > b->f);
+    if (b->is_int) return v.i < b->i ? -1 : v.i > b->i;
+    return cmp_i64_f(v.i, b->f);
   }
 }
 
@@ -889,4 +884,20 @@ int caterva_block_stats_may_match(int stype, const caterva_block_stats *st, int 
   case CATERVA_CMP_GE: return cmp_stat(stype, st->max, b) >= 0;
   default: return 1;
   }
+}
+
+double caterva_array_stats_selectivity(const caterva_array *a, int op, const caterva_bound *b) {
+  const cat_bstats *bs = a != NULL ? a->bs : NULL;
+  int64_t keep = 0, total = 0;
+  if (bs == NULL || bs->broken) return 1.0;
+  for (int64_t n = 0; n < bs->n; n++) {
+    total += bs->nblocks;
+    if (bs->rec[n] == NULL) {
+      keep += bs->nblocks;
+      continue;
+    }
+    for (int32_t k = 0; k < bs->nblocks; k++)
+      keep += caterva_block_stats_may_match(bs->stype, &bs->rec[n]->b[k], op, b);
+  }
+  return total > 0 ? (double)keep / (double)total : 1.0;
 }

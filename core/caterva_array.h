@@ -347,6 +347,10 @@ typedef struct caterva_bound {
  * items never satisfy a comparison), 1 when some item may. */
 int caterva_block_stats_may_match(int stype, const caterva_block_stats *st, int op,
                                   const caterva_bound *b);
+/** The fraction of a's blocks that may hold an item matching "item OP bound", from the
+ * statistics as loaded (fingerprints not checked: an estimate for query planning; blocks
+ * without statistics count as matching). 1.0 without statistics. */
+double caterva_array_stats_selectivity(const caterva_array *a, int op, const caterva_bound *b);
 
 /* -- block iterator -- */
 

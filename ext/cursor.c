@@ -245,6 +245,7 @@ static int cvOpenBox(CvCursor *pCur) {
   rc = caterva_block_iter_new(pTab->pConn->pCtx, pTab->pArr, aStart, aStop,
                               pCur->bValue && !pCur->bCached ? 0 : CATERVA_ITER_NODATA,
                               &pCur->pIter);
+  if (rc >= 0) cvValAttach(&pCur->val, pTab, pCur->pIter);
   return rc < 0 ? cvLibError(pTab, rc) : SQLITE_OK;
 }
 
@@ -499,6 +500,9 @@ int cvCursorFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr,
   pCur->bOrdered = 0;
   pCur->bCached = 0;
   pCur->nLeft = -1;
+  cvValReset(&pCur->val);
+  pCur->val.bIsNull = (idxNum & CV_PLAN_ISNULL) != 0;
+  pCur->val.bNotNull = (idxNum & CV_PLAN_NOTNULL) != 0;
   if (nPlan != 2 * (size_t)argc) {
     cvSetError(pTab, "caterva: malformed plan \"%s\"", idxStr ? idxStr : "");
     return SQLITE_INTERNAL;
@@ -517,6 +521,10 @@ int cvCursorFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr,
     }
     if (op == CV_OP_OFFSET) {
       pOffset = argv[i];
+      continue;
+    }
+    if (idxStr[2 * i + 1] == CV_VALUE_COL) {
+      cvValAdd(&pCur->val, op, argv[i]);  /* SQLite checks the rows; this skips blocks */
       continue;
     }
     if (k < 0 || k >= pTab->nDim || op < CV_OP_EQ || op > CV_OP_IN) {

@@ -231,6 +231,8 @@ struct CvPlan {
   int bOrdered;               /* Rows come out in the order the ORDER BY asks for */
   int bOrderedScan;           /* ... because the cursor walks the cells in C order */
   sqlite3_int64 nLimitLit;    /* LIMIT when it is a literal and nothing is skipped, else -1 */
+  double fValKeep;            /* Fraction of blocks the value constraints keep (valpred.c) */
+  int bValNull, bValNotNull;  /* value IS NULL / IS NOT NULL was used */
 };
 
 /* The plan operator of an SQLite constraint operator; 0 for those the plan cannot use. */
@@ -279,6 +281,19 @@ static void cvPlanUseBound(CvVtab *pTab, CvPlan *p, sqlite3_index_info *pInfo, i
   pInfo->aConstraintUsage[i].omit = 1;
 }
 
+/* A constraint on the value column (valpred.c): given to xFilter so that blocks whose
+** statistics rule it out are skipped, and left for SQLite to check on every row. */
+static int cvPlanUseValue(const CvVtab *pTab, sqlite3_index_info *pInfo, int i, CvPlan *p) {
+  int op = cvValPlanOp(pTab, pInfo->aConstraint[i].op);
+  if (op == 0) return 0;
+  p->fValKeep *= cvValPlanKeep(pTab, pInfo, i, op);
+  if (op == CV_OP_VALNULL) p->bValNull = 1;
+  else if (op == CV_OP_VALNOTNULL) p->bValNotNull = 1;
+  else cvPlanArg(p, pInfo, i, op, CV_VALUE_COL);
+  p->bAllUsed = 0;
+  return 1;
+}
+
 /* Collect: use every usable bound on a dimension column, remember a usable LIMIT and
 ** OFFSET, and note whether anything is left for SQLite to check. */
 static void cvPlanCollect(CvVtab *pTab, sqlite3_index_info *pInfo, CvPlan *p) {
@@ -296,6 +311,8 @@ static void cvPlanCollect(CvVtab *pTab, sqlite3_index_info *pInfo, CvPlan *p) {
       if (pCons->usable && pCons->op == SQLITE_INDEX_CONSTRAINT_OFFSET) p->iOffset = i;
       continue;
     }
+    if (pCons->usable && pCons->iColumn == pTab->nDim && cvPlanUseValue(pTab, pInfo, i, p))
+      continue;
     k = cvColumnDim(pTab, pCons->iColumn, &bLabel);
     if (!pCons->usable || op == 0 || k < 0) {
       p->bAllUsed = 0;
@@ -352,6 +369,9 @@ static void cvPlanSize(const CvVtab *pTab, sqlite3_index_info *pInfo, const CvPl
     nBlk = 1.0;
     pInfo->idxFlags |= SQLITE_INDEX_SCAN_UNIQUE;
   }
+  /* value constraints: the blocks their statistics rule out are not read */
+  nRow *= p->fValKeep;
+  nBlk *= p->fValKeep;
   if (p->nLimitLit >= 0 && (double)p->nLimitLit < nRow) {
     /* Stopping early also skips blocks: scale them down with the rows. */
     if (nRow > 0) nBlk = ceil(nBlk * ((double)p->nLimitLit / nRow));
@@ -417,6 +437,7 @@ int cvBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   plan.iLimit = plan.iOffset = -1;
   plan.bAllUsed = plan.bAllLiteral = 1;
   plan.nLimitLit = -1;
+  plan.fValKeep = 1.0;
   plan.bValue = (pInfo->colUsed >> (pTab->nDim < 63 ? pTab->nDim : 63)) & 1;
   plan.zPlan = sqlite3_malloc64((sqlite3_uint64)pInfo->nConstraint * 2 + 1);
   if (plan.zPlan == 0) return SQLITE_NOMEM;
@@ -427,7 +448,8 @@ int cvBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   cvPlanEstimate(pTab, pInfo, &plan);
   sqlite3_free(pTab->base.zErrMsg); /* left by a label of the wrong kind: xFilter reports it */
   pTab->base.zErrMsg = 0;
-  pInfo->idxNum = (plan.bValue ? CV_PLAN_VALUE : 0) | (plan.bOrderedScan ? CV_PLAN_ORDERED : 0);
+  pInfo->idxNum = (plan.bValue ? CV_PLAN_VALUE : 0) | (plan.bOrderedScan ? CV_PLAN_ORDERED : 0) |
+                  (plan.bValNull ? CV_PLAN_ISNULL : 0) | (plan.bValNotNull ? CV_PLAN_NOTNULL : 0);
   pInfo->idxStr = plan.zPlan;
   pInfo->needToFreeIdxStr = 1;
   return SQLITE_OK;

@@ -79,6 +79,20 @@ struct CvLabel {
   caterva_labels lab;                 /* Lookups; borrows the array's label vector */
 };
 
+/* Constraints on the value column that xFilter received (valpred.c). */
+#define CV_MAX_VALPRED 8
+typedef struct CvValPred CvValPred;
+struct CvValPred {
+  int nOp;                            /* Comparisons in aOp[] / aBound[] */
+  int aOp[CV_MAX_VALPRED];            /* CATERVA_CMP_* */
+  caterva_bound aBound[CV_MAX_VALPRED];
+  int bIsNull, bNotNull;              /* value IS NULL / IS NOT NULL */
+  caterva_ctx *pCtx;                  /* Set when attached to an iterator */
+  caterva_array *pArr;
+  int eType;                          /* CATERVA_STATS_* of pArr */
+  int64_t nKept;                      /* Blocks the statistics let through */
+};
+
 /* One open caterva table. */
 struct CvVtab {
   sqlite3_vtab base;                  /* Base class - must be first */
@@ -155,6 +169,7 @@ struct CvCursor {
   CvVarPos *aVarPos;                  /* Current block of each further array (nVar) */
   int64_t aCoord[CV_MAX_DIM];         /* Coordinates of the current row */
   int64_t iOff;                       /* Item offset of aCoord inside the block */
+  CvValPred val;                      /* Value constraints: blocks they rule out are skipped */
 };
 
 /* ---- vtab.c ------------------------------------------------------------------------- */
@@ -281,6 +296,14 @@ char *cvVarName(CvConn *pConn, caterva_array *pArr, const char *zPath);
 /* idxNum flags. */
 #define CV_PLAN_VALUE   0x01  /* the value column is read: decompress blocks */
 #define CV_PLAN_ORDERED 0x02  /* walk the cells in C order (an ORDER BY is consumed) */
+#define CV_PLAN_ISNULL  0x04  /* value IS NULL (blocks without NaN are skipped) */
+#define CV_PLAN_NOTNULL 0x08  /* value IS NOT NULL (all-NaN blocks are skipped) */
+
+/* Value constraints in idxStr: the operator (CV_OP_EQ ... CV_OP_GT) and this column
+** character; IS NULL / IS NOT NULL are the idxNum flags above (valpred.c). */
+#define CV_VALUE_COL     '~'
+#define CV_OP_VALNULL    'N'  /* plan-time only: value IS NULL */
+#define CV_OP_VALNOTNULL 'M'  /* plan-time only: value IS NOT NULL */
 
 /* xBestIndex. */
 int cvBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo);
@@ -288,6 +311,21 @@ int cvBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo);
 void cvRangeApply(CvRange *p, int op, sqlite3_value *pVal);
 /* Number of blocks the range [iLo, iHi] of one dimension touches (chunk nC, block nB). */
 int64_t cvBlocksAlong(int64_t iLo, int64_t iHi, int64_t nC, int64_t nB);
+
+/* ---- valpred.c ---------------------------------------------------------------------- */
+
+/* Value constraints are passed to xFilter: the dtype has block statistics. */
+int cvValUsable(const CvVtab *pTab);
+/* The plan operator of an SQLite constraint operator on the value column, 0 if unusable. */
+int cvValPlanOp(const CvVtab *pTab, int eOp);
+/* Fraction of blocks constraint iCons (plan operator op) is expected to keep. */
+double cvValPlanKeep(const CvVtab *pTab, sqlite3_index_info *pInfo, int iCons, int op);
+/* xFilter: forget the previous scan's constraints; add "value OP pVal". */
+void cvValReset(CvValPred *p);
+void cvValAdd(CvValPred *p, int op, sqlite3_value *pVal);
+int cvValActive(const CvValPred *p);
+/* Let the iterator skip the blocks the constraints rule out. */
+void cvValAttach(CvValPred *p, CvVtab *pTab, caterva_block_iter *pIter);
 
 /* ---- cursor.c ----------------------------------------------------------------------- */
 

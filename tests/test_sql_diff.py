@@ -92,10 +92,12 @@ def seams(shape, chunks, blocks, k):
 class Gen:
     """Random queries over one array."""
 
-    def __init__(self, rng, name, shape, chunks, blocks, cols):
+    def __init__(self, rng, name, shape, chunks, blocks, cols, vals):
         self.rng, self.name, self.shape = rng, name, shape
         self.chunks, self.blocks, self.cols = chunks, blocks, cols
         self.seam = [seams(shape, chunks, blocks, k) for k in range(len(shape))]
+        self.vals = [v for v in vals if not (isinstance(v, float) and v != v)] or [0]
+        self.edges = block_edges(shape, chunks, blocks, vals) or [0]
 
     def coord(self, k):
         r = self.rng.random()
@@ -153,10 +155,49 @@ class Gen:
         # a term the table does not handle
         return ["%s <> %s" % (c, self.literal(k))]
 
+    def value_literal(self):
+        """A bound on the value: a block's min or max (the edge of what its statistics
+        allow), a cell's value, a value between, as INTEGER, REAL, text or NULL."""
+        r = self.rng.random()
+        if r < 0.45:
+            v = self.rng.choice(self.edges)
+        elif r < 0.75:
+            v = self.rng.choice(self.vals)
+        else:
+            a, b = self.rng.choice(self.vals), self.rng.choice(self.vals)
+            v = (a + b) / 2
+        r = self.rng.random()
+        if r < 0.05:
+            return "NULL"
+        if r < 0.10:
+            return "'%r'" % v
+        if isinstance(v, int) and r < 0.2:
+            return "%d.0" % v if v >= 0 else "(%d.0)" % v
+        if isinstance(v, float) and v == int(v) and abs(v) < 2**53 and r < 0.3:
+            return "%d" % v if v >= 0 else "(%d)" % v
+        return repr(v) if v >= 0 else "(%r)" % v
+
+    def value_terms(self):
+        """Constraints on the value column (pushed to the statistics, checked by SQLite)."""
+        r = self.rng.random()
+        if r < 0.45:
+            return []
+        op = self.rng.choice(["<", "<=", ">", ">=", "=", "BETWEEN", "IS NULL", "IS NOT NULL",
+                              "range"])
+        if op in ("IS NULL", "IS NOT NULL"):
+            return ["value %s" % op]
+        if op == "BETWEEN":
+            return ["value BETWEEN %s AND %s" % (self.value_literal(), self.value_literal())]
+        if op == "range":
+            return ["value > %s" % self.value_literal(), "value <= %s" % self.value_literal()]
+        return ["value %s %s" % (op, self.value_literal())]
+
     def where(self):
         terms = []
         for k in range(len(self.shape)):
-            terms += self.dim_terms(k)
+            if self.rng.random() < 0.75:
+                terms += self.dim_terms(k)
+        terms += self.value_terms()
         if self.rng.random() < 0.1:
             terms.append("value IS NOT NULL")
         self.rng.shuffle(terms)
@@ -207,6 +248,23 @@ class Gen:
                 (cols[-1], w, cols[-1]), False)
 
 
+def block_edges(shape, chunks, blocks, vals):
+    """The min and max of every block's non-NaN values (the values at which a block's
+    statistics change from "may match" to "cannot")."""
+    per = {}
+    for idx, c in enumerate(cells(shape)):
+        v = vals[idx]
+        if isinstance(v, float) and v != v:
+            continue
+        key = tuple((x // ch, (x % ch) // b) for x, ch, b in zip(c, chunks, blocks))
+        lo, hi = per.get(key, (v, v))
+        per[key] = (min(lo, v), max(hi, v))
+    out = []
+    for lo, hi in per.values():
+        out += [lo, hi]
+    return out
+
+
 def canon(rows):
     out = []
     for r in rows:
@@ -226,7 +284,8 @@ def run_query(db, sql, table):
 
 
 PLANS = {"ordered scan (idxNum & 2)": 0, "LIMIT pushed (L*)": 0, "IN list (F)": 0,
-         "range bounds (B..E)": 0, "equality (A)": 0, "ORDER BY consumed": 0}
+         "range bounds (B..E)": 0, "equality (A)": 0, "ORDER BY consumed": 0,
+         "value constraint (~)": 0, "value IS [NOT] NULL (idxNum & 12)": 0}
 
 
 def tally_plan(db, sql):
@@ -244,6 +303,8 @@ def tally_plan(db, sql):
             PLANS["IN list (F)"] += "F" in plan_str[0::2]
             PLANS["range bounds (B..E)"] += any(c in plan_str[0::2] for c in "BCDE")
             PLANS["equality (A)"] += "A" in plan_str[0::2]
+            PLANS["value constraint (~)"] += "~" in plan_str[1::2]
+            PLANS["value IS [NOT] NULL (idxNum & 12)"] += int(num) & 12 != 0
     if "ORDER BY" in sql and "TEMP B-TREE FOR ORDER BY" not in text:
         PLANS["ORDER BY consumed"] += 1
 
@@ -299,9 +360,12 @@ def make_array(tmp, rng, spec):
     return path, vals
 
 
-def load_plain(db, shape, vals, cols):
+def load_plain(db, shape, vals, cols, dtype):
+    """The plain table; its value column has the caterva column's type, so that bounds of
+    another type (text) convert the same way on both sides."""
     db.execute("DROP TABLE IF EXISTS p")
-    db.execute("CREATE TABLE p(%s, value)" % ", ".join("%s INTEGER" % c for c in cols))
+    db.execute("CREATE TABLE p(%s, value %s)" % (", ".join("%s INTEGER" % c for c in cols),
+                                                 "REAL" if dtype[1] == "f" else "INTEGER"))
     rows = []
     for idx, c in enumerate(cells(shape)):
         v = vals[idx]
@@ -393,9 +457,9 @@ def main():
             db.execute("DROP TABLE IF EXISTS t")
             db.execute("CREATE VIRTUAL TABLE t USING caterva('%s', cache_mb=%d)" %
                        (path, rng.choice([0, 1, 64])))
-            load_plain(db, shape, vals, cols)
+            load_plain(db, shape, vals, cols, dtype)
             load_relational(db, rng, shape)
-            gen = Gen(rng, name, shape, chunks, blocks, cols)
+            gen = Gen(rng, name, shape, chunks, blocks, cols, vals)
             queries = [gen.query() for _ in range(NQ)] + join_queries(rng, cols, shape)
             bad = []
             for sql, mode in queries:

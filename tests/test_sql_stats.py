@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""Block statistics from SQL (TAP output): building them for other writers' files, and
+value predicates that skip blocks, proven by the blocks decompressed.
+
+Golden arrays written by the reference c-blosc2 (no statistics) are copied, queried with
+value predicates (every block decompressed: nothing to skip with), given statistics with
+caterva_build_stats, checked with caterva_stats_check, and queried again: the same rows, the
+raw bytes still read back exactly, and the blocks decompressed equal to the number of blocks
+(inside the box) whose items, read here from the raw file, include a match.
+
+Environment: top_builddir, CATERVA_GOLDEN, CATERVA_PRELOAD.
+"""
+import json
+import math
+import os
+import shutil
+import sqlite3
+import struct
+import sys
+import tempfile
+
+from sqltap import plan, report, reexec_with_preload, skip
+
+reexec_with_preload()
+
+BUILD = os.environ.get("top_builddir", ".")
+EXT = os.path.join(BUILD, ".libs", "caterva")
+GOLDEN = os.environ.get("CATERVA_GOLDEN", "")
+
+CASES = ["s10_f64_3d_smooth_zstd1", "s04_u16_2d_steps_zlib_bitshuffle_sparse",
+         "s21_f64_2d_nans", "s05_i32_2d_smooth_lz4hc9", "s08_u64_3d_steps_lz4_1_nofilter"]
+FMT = {"<f8": "d", "<f4": "f", "<u2": "H", "<i4": "i", "<u8": "Q", "<i8": "q", "|i1": "b"}
+
+
+def connect():
+    db = sqlite3.connect(":memory:")
+    db.enable_load_extension(True)
+    db.load_extension(EXT)
+    return db
+
+
+def cells(shape):
+    if not shape:
+        yield ()
+        return
+    for i in range(shape[0]):
+        for rest in cells(shape[1:]):
+            yield (i,) + rest
+
+
+def load_case(name):
+    man = json.load(open(os.path.join(GOLDEN, "manifest.json")))
+    case = [c for c in man["cases"] if c["name"] == name][0]
+    raw = open(os.path.join(GOLDEN, case["raw_file"]), "rb").read()
+    n = len(raw) // case["itemsize"]
+    vals = list(struct.unpack("<%d%s" % (n, FMT[case["numpy_dtype"]]), raw))
+    return case, vals
+
+
+def block_of(c, chunks, blocks):
+    return tuple((x // ch, (x % ch) // b) for x, ch, b in zip(c, chunks, blocks))
+
+
+def expected_blocks(case, vals, box, may):
+    """Blocks intersecting the box whose statistics, computed here from the raw items (min
+    and max of the present ones, NaN and present counts), allow a match: may(min, max,
+    nnan, nvalid)."""
+    per = {}
+    for idx, c in enumerate(cells(case["shape"])):
+        key = block_of(c, case["chunkshape"], case["blockshape"])
+        s = per.setdefault(key, [None, None, 0, 0, False])
+        v = vals[idx]
+        if all(lo <= x <= hi for x, (lo, hi) in zip(c, box)):
+            s[4] = True
+        if isinstance(v, float) and math.isnan(v):
+            s[2] += 1
+            continue
+        s[0] = v if s[0] is None else min(s[0], v)
+        s[1] = v if s[1] is None else max(s[1], v)
+        s[3] += 1
+    return sum(1 for s in per.values() if s[4] and may(*s[:4]))
+
+
+def all_blocks(case, box):
+    seen = set()
+    for c in cells(case["shape"]):
+        if all(lo <= x <= hi for x, (lo, hi) in zip(c, box)):
+            seen.add(block_of(c, case["chunkshape"], case["blockshape"]))
+    return len(seen)
+
+
+def blocks_read(db):
+    return db.execute("SELECT caterva_blocks_read()").fetchone()[0]
+
+
+def run(db, sql):
+    before = blocks_read(db)
+    rows = db.execute(sql).fetchall()
+    return rows, blocks_read(db) - before
+
+
+def queries(case, vals):
+    """(sql, box, python predicate) triples: thresholds at chosen quantiles, with and
+    without a box on the first dimension."""
+    good = sorted(v for v in vals if not (isinstance(v, float) and math.isnan(v)))
+    shape = case["shape"]
+    dims = ["d%d" % k for k in range(len(shape))]
+    full = [(0, s - 1) for s in shape]
+    half = [(0, max(0, shape[0] // 2))] + full[1:]
+    out = [("value IS NULL", full, lambda mn, mx, nn, nv: nn > 0),
+           ("value IS NOT NULL AND %s >= 1" % dims[0], [(1, shape[0] - 1)] + full[1:],
+            lambda mn, mx, nn, nv: nv > 0)]
+    if not good:
+        return out, dims
+    for q in (0.5, 0.9, 0.99):
+        t = good[min(len(good) - 1, int(q * len(good)))]
+        u = good[int((1 - q) * (len(good) - 1))]
+        out.append(("value > %r" % t, full, lambda mn, mx, nn, nv, t=t: nv and mx > t))
+        out.append(("value <= %r" % u, full, lambda mn, mx, nn, nv, u=u: nv and mn <= u))
+        out.append(("value >= %r AND %s <= %d" % (t, dims[0], half[0][1]), half,
+                    lambda mn, mx, nn, nv, t=t: nv and mx >= t))
+    t = good[len(good) // 3]
+    out.append(("value = %r" % t, full, lambda mn, mx, nn, nv: nv and mn <= t <= mx))
+    lo, hi = good[len(good) // 4], good[len(good) // 3]
+    out.append(("value BETWEEN %r AND %r" % (lo, hi), full,
+                lambda mn, mx, nn, nv: nv and mn <= hi and mx >= lo))
+    out.append(("value < '%r'" % lo, full, lambda mn, mx, nn, nv: nv and mn < lo))
+    return out, dims
+
+
+def check_case(tmp, name):
+    case, vals = load_case(name)
+    src = os.path.join(GOLDEN, case["file"])
+    dst = os.path.join(tmp, case["file"])
+    if os.path.isdir(src):
+        shutil.copytree(src, dst)
+    else:
+        shutil.copy(src, dst)
+    db = connect()
+    db.execute("CREATE VIRTUAL TABLE t USING caterva('%s', cache_mb=0)" % dst)
+    info = json.loads(db.execute("SELECT caterva_info('t')").fetchone()[0])
+    report(info["blockstats"] is False, "%s: a reference-written file has no statistics" % name)
+    qs, dims = queries(case, vals)
+    cols = ", ".join(dims + ["value"])
+    # Reference files whose chunks are special (all NaN, all zeros) are read without
+    # decompressing anything: the counts are checked on the others.
+    counted = case.get("special", "none") == "none"
+    before = []
+    for where, box, pred in qs:
+        rows, nblk = run(db, "SELECT %s FROM t WHERE %s" % (cols, where))
+        before.append(rows)
+        if counted and nblk != all_blocks(case, box):
+            report(False, "%s: without statistics %s decompresses every block of its box" %
+                   (name, where), "%d, expected %d" % (nblk, all_blocks(case, box)))
+            break
+    else:
+        report(True, "%s: without statistics every query decompresses every block of its box"
+               % name)
+    nchunk = db.execute("SELECT caterva_build_stats('t')").fetchone()[0]
+    # the next statement reopens the array (another handle committed): reading its
+    # attributes decompresses their chunks, which the counter also counts
+    db.execute("SELECT count(*) FROM t WHERE d0 < 0").fetchall()
+    st = json.loads(db.execute("SELECT caterva_stats_check('t')").fetchone()[0])
+    report(nchunk > 0 and st["wrong"] == 0 and st["with_stats"] == st["blocks"] > 0,
+           "%s: caterva_build_stats gives every block exact statistics" % name, repr(st))
+    info = json.loads(db.execute("SELECT caterva_info('t')").fetchone()[0])
+    report(info["blockstats"] is True, "%s: caterva_info reports them" % name)
+    bad = []
+    for (where, box, pred), rows0 in zip(qs, before):
+        rows, nblk = run(db, "SELECT %s FROM t WHERE %s" % (cols, where))
+        want = expected_blocks(case, vals, box, pred) if counted else 0
+        if sorted(rows) != sorted(rows0) or nblk != want:
+            bad.append("%s: %d rows (before %d), %d blocks decompressed, expected %d" %
+                       (where, len(rows), len(rows0), nblk, want))
+    report(not bad, "%s: with statistics the same rows, and exactly the blocks that hold a "
+           "match are decompressed (%d queries)" % (name, len(qs)), "\n".join(bad))
+    got = [r[0] for r in db.execute("SELECT value FROM t ORDER BY rowid")]
+    same = all((a is None and isinstance(b, float) and math.isnan(b)) or a == b
+               for a, b in zip(got, vals)) and len(got) == len(vals)
+    report(same, "%s: after building the statistics every item still reads back exactly" % name)
+    # a fresh connection sees them; a write keeps them exact
+    db.close()
+    db = connect()
+    db.execute("CREATE VIRTUAL TABLE t USING caterva('%s')" % dst)
+    db.execute("UPDATE t SET value = value + 1 WHERE %s = 0" % dims[0])
+    st = json.loads(db.execute("SELECT caterva_stats_check('t')").fetchone()[0])
+    report(st["wrong"] == 0 and st["with_stats"] == st["blocks"],
+           "%s: still exact after an UPDATE" % name, repr(st))
+    db.close()
+
+
+def check_plan_costs(tmp):
+    """A selective value predicate makes the plan cheaper (fewer expected blocks)."""
+    case, vals = load_case("s10_f64_3d_smooth_zstd1")
+    dst = os.path.join(tmp, "cost.b2nd")
+    shutil.copy(os.path.join(GOLDEN, case["file"]), dst)
+    db = connect()
+    db.execute("CREATE VIRTUAL TABLE t USING caterva('%s', cache_mb=0)" % dst)
+    db.execute("SELECT caterva_build_stats('t')")
+    db.execute("SELECT count(*) FROM t WHERE d0 < 0").fetchall()
+    good = sorted(vals)
+    rows = db.execute("EXPLAIN QUERY PLAN SELECT count(*) FROM t WHERE value > ?",
+                      (good[-2],)).fetchall()
+    text = " ".join(str(r[-1]) for r in rows)
+    report("~" in text, "a value constraint reaches xFilter (plan %s)" % text)
+    rows, nblk = run(db, "SELECT count(*) FROM t WHERE value > %r" % good[-2])
+    report(rows[0][0] == 1 and nblk == 1, "the largest item alone: one block decompressed "
+           "(%d)" % nblk)
+    rows, nblk = run(db, "SELECT count(*) FROM t WHERE value > %r" % good[-1])
+    report(rows[0][0] == 0 and nblk == 0, "above the largest item: nothing decompressed (%d)" %
+           nblk)
+    rows, nblk = run(db, "SELECT count(*) FROM t WHERE value IS NULL")
+    report(rows[0][0] == 0 and nblk == 0, "IS NULL on an array without NaN: nothing "
+           "decompressed (%d)" % nblk)
+    rows, nblk = run(db, "SELECT count(*) FROM t WHERE value > '%r'" % good[-2])
+    report(rows[0][0] == 1 and nblk == 1, "a numeric text bound converts as SQLite does (%d)"
+           % nblk)
+    db.close()
+
+
+def main():
+    if not os.path.exists(EXT + ".so"):
+        print("1..0 # SKIP the extension is not built")
+        return 0
+    if not GOLDEN or not os.path.exists(os.path.join(GOLDEN, "manifest.json")):
+        print("1..0 # SKIP no golden files (CATERVA_GOLDEN)")
+        return 0
+    tmp = tempfile.mkdtemp(prefix="caterva-stats-")
+    try:
+        for name in CASES:
+            check_case(tmp, name)
+        check_plan_costs(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    plan()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

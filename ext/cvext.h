@@ -92,7 +92,8 @@ void cvInfoCoords(sqlite3_str *pStr, CvConn *pConn, caterva_array *pArr);
 void cvJsonString(sqlite3_str *pStr, const char *z, size_t n);
 void cvJsonDouble(sqlite3_str *pStr, double r);
 /* stats.c: caterva_build_stats(); reduce.c: the caterva_reduce table-valued function. */
-int cvRegisterStats(sqlite3 *db, CvConn *pConn);
+int cvRegisterStats(sqlite3 *db, CvConn *pConn);  /* also registers caterva_reduce */
+int cvRegisterReduce(sqlite3 *db, CvConn *pConn);
 /* io.c: caterva_import() and caterva_export(). */
 int cvRegisterIo(sqlite3 *db, CvConn *pConn);
 /* io_export.c: caterva_export(src, dst [, start, stop]), registered by cvRegisterIo. */

@@ -281,6 +281,7 @@ int cvRegisterStats(sqlite3 *db, CvConn *pConn) {
   int rc = sqlite3_create_function_v2(db, "caterva_build_stats", 1,
                                       SQLITE_UTF8 | SQLITE_DIRECTONLY, cvConnRef(pConn),
                                       cvBuildStatsFunc, 0, 0, cvConnUnref);
+  if (rc == SQLITE_OK) rc = cvRegisterReduce(db, pConn);
   if (rc == SQLITE_OK)
     rc = sqlite3_create_function_v2(db, "caterva_stats_check", 1,
                                     SQLITE_UTF8 | SQLITE_DIRECTONLY, cvConnRef(pConn),

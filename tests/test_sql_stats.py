@@ -218,6 +218,107 @@ def check_plan_costs(tmp):
     db.close()
 
 
+AGG = {"count": "count(value)", "sum": "sum(value)", "mean": "avg(value)",
+       "min": "min(value)", "max": "max(value)"}
+
+
+def close(a, b, bound):
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    return abs(a - b) <= bound
+
+
+def check_reduce(tmp, rng, path, label, nq):
+    """Random reductions (ops, axes, boxes) against GROUP BY over the same table."""
+    db = connect()
+    db.execute("CREATE VIRTUAL TABLE t USING caterva('%s')" % path)
+    info = json.loads(db.execute("SELECT caterva_info('t')").fetchone()[0])
+    shape = info["shape"]
+    nd = len(shape)
+    cols = [r[1] for r in db.execute("PRAGMA table_info(t)")][:nd]
+    bad = []
+    for _ in range(nq):
+        op = rng.choice(list(AGG))
+        red = [k for k in range(nd) if rng.random() < 0.6]
+        keep = [k for k in range(nd) if k not in red]
+        axes = ",".join(cols[k] if rng.random() < 0.7 else str(k) for k in red)
+        if not red:
+            axes = ""
+            keep = []
+        box = []
+        for k in range(nd):
+            r = rng.random()
+            if r < 0.4:
+                continue
+            lo = rng.randint(-1, shape[k])
+            hi = lo + rng.randint(0, max(1, shape[k] // 2))
+            box.append((k, lo, hi, rng.random() < 0.5))
+        wr = " AND ".join(("d%d BETWEEN %d AND %d" if b else "d%d >= %d AND d%d <= %d") %
+                          ((k, lo, hi) if b else (k, lo, k, hi)) for k, lo, hi, b in box)
+        wt = " AND ".join("%s BETWEEN %d AND %d" % (cols[k], lo, hi) for k, lo, hi, _ in box)
+        sel = ", ".join("d%d" % k for k in keep)
+        q1 = "SELECT %s%svalue, n FROM caterva_reduce('t', '%s', '%s')%s" % (
+            sel, ", " if sel else "", op, axes, (" WHERE " + wr) if wr else "")
+        gsel = ", ".join(cols[k] for k in keep)
+        q2 = "SELECT %s%s%s, count(value), total(abs(value)) FROM t%s%s" % (
+            gsel, ", " if gsel else "", AGG[op], (" WHERE " + wt) if wt else "",
+            (" GROUP BY " + gsel) if gsel else "")
+        try:
+            got = sorted(db.execute(q1).fetchall(), key=lambda r: r[:len(keep)])
+        except sqlite3.Error as e:
+            bad.append("%s: %s" % (q1, e))
+            continue
+        want = sorted(db.execute(q2).fetchall(), key=lambda r: r[:len(keep)])
+        # an empty box: caterva_reduce gives no row, an aggregate without GROUP BY one
+        if not keep and got == [] and want and want[0][1] == 0:
+            continue
+        ok = len(got) == len(want)
+        for g, w in zip(got, want):
+            n = w[len(keep) + 1]
+            bound = 4 * max(n, 1) * 2.0 ** -52 * (w[len(keep) + 2] or 0)
+            if op == "mean":
+                bound = bound / max(n, 1)
+            if tuple(g[:len(keep)]) != tuple(w[:len(keep)]) or g[len(keep) + 1] != n or \
+                    not close(g[len(keep)], w[len(keep)], bound):
+                ok = False
+                break
+        if not ok:
+            bad.append("%s\n  got %r\n  want %r" % (q1, got[:4], [w[:len(keep) + 2]
+                                                               for w in want[:4]]))
+    report(not bad, "%s: %d random reductions equal GROUP BY over the table" % (label, nq),
+           "\n".join(bad[:4]))
+    # the whole array's min and max come from the statistics alone
+    if json.loads(db.execute("SELECT caterva_info('t')").fetchone()[0])["blockstats"]:
+        db.execute("SELECT count(*) FROM t WHERE %s < 0" % cols[0]).fetchall()
+        before = blocks_read(db)
+        mx = db.execute("SELECT value FROM caterva_reduce('t', 'max', '')").fetchone()[0]
+        mn = db.execute("SELECT value FROM caterva_reduce('t', 'min', '')").fetchone()[0]
+        cnt = db.execute("SELECT value FROM caterva_reduce('t', 'count', '')").fetchone()[0]
+        used = blocks_read(db) - before
+        want = db.execute("SELECT max(value), min(value), count(value) FROM t").fetchone()
+        report((mx, mn, cnt) == want and used == 0, "%s: whole-array max, min, count from the "
+               "statistics alone (%d blocks decompressed)" % (label, used))
+    db.close()
+
+
+def make_nan_array(tmp):
+    """A float32 array with NaN cells written through SQL (it keeps statistics)."""
+    path = os.path.join(tmp, "nan.b2nd")
+    db = connect()
+    db.execute("CREATE VIRTUAL TABLE m USING caterva('%s', shape='23,17,9', dtype=float32, "
+               "chunks='10,8,9', blocks='4,3,5', dims='a,b,c')" % path)
+    db.execute("INSERT INTO m(a, b, c, value) WITH RECURSIVE "
+               "x(v) AS (SELECT 0 UNION ALL SELECT v + 1 FROM x WHERE v < 22), "
+               "y(v) AS (SELECT 0 UNION ALL SELECT v + 1 FROM y WHERE v < 16), "
+               "z(v) AS (SELECT 0 UNION ALL SELECT v + 1 FROM z WHERE v < 8) "
+               "SELECT x.v, y.v, z.v, CASE WHEN (x.v * 7 + y.v * 3 + z.v) % 5 = 0 THEN NULL "
+               "ELSE ((x.v * 31 + y.v * 17 + z.v * 7) % 101) - 50.25 END FROM x, y, z")
+    db.close()
+    return path
+
+
 def main():
     if not os.path.exists(EXT + ".so"):
         print("1..0 # SKIP the extension is not built")
@@ -230,6 +331,18 @@ def main():
         for name in CASES:
             check_case(tmp, name)
         check_plan_costs(tmp)
+        import random
+        rng = random.Random(int(os.environ.get("CATERVA_STATS_SEED", "4242")))
+        nq = int(os.environ.get("CATERVA_REDUCE_QUERIES", "150"))
+        for name in CASES:
+            case, _ = load_case(name)
+            check_reduce(tmp, rng, os.path.join(tmp, case["file"]), name, nq)
+        check_reduce(tmp, rng, make_nan_array(tmp), "float32 with NaN written through SQL", nq)
+        # the same reductions without statistics (a reference file, decompressing)
+        case, _ = load_case("s05_i32_2d_smooth_lz4hc9")
+        raw = os.path.join(tmp, "nostats_" + case["file"])
+        shutil.copy(os.path.join(GOLDEN, case["file"]), raw)
+        check_reduce(tmp, rng, raw, "s05 without statistics", nq)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     plan()

@@ -1,0 +1,700 @@
+/*
+ * reduce.c -- caterva_reduce('<table or path>', op, axes): reductions of an array over some
+ * of its dimensions, computed in C over decompressed blocks (and over block statistics where
+ * they answer a whole block), as a table-valued function.
+ *
+ *   SELECT d1 AS lat, value FROM caterva_reduce('temp', 'mean', 'time,lon');
+ *   SELECT value FROM caterva_reduce('temp', 'max', '');               -- the whole array
+ *   SELECT d1, d2, value, n FROM caterva_reduce('temp', 'sum', 'time')
+ *    WHERE d0 BETWEEN 0 AND 29 AND d1 BETWEEN 60 AND 89;               -- a box
+ *
+ * Columns: d0 ... d15 are the coordinates of the array's dimensions in array order: the
+ * dimensions that remain give each row's coordinate, reduced ones (and those past ndim) are
+ * NULL; `value` is the reduction, `n` the number of present (non-NaN) cells that went into
+ * it. Hidden columns: arr (the table or path), op (count, sum, mean, min, max) and axes (a
+ * comma list of dimension names -- the table's column names or the file's
+ * `_ARRAY_DIMENSIONS`, else d0, d1, ... -- or numbers; empty or NULL: every dimension).
+ * Constraints (=, <, <=, >, >=, BETWEEN) on d0 ... d15 restrict the box, for reduced and
+ * remaining dimensions alike; they are exact (omit is set), so a remaining dimension's rows
+ * are those of the box.
+ *
+ * Semantics follow SQL's aggregates over the same cells: NaN cells are NULL and left out;
+ * count counts the present cells; sum, min, max of no present cell are NULL; mean is sum /
+ * count as REAL. Integer dtypes give INTEGER sum, min and max (a sum that overflows int64 is
+ * given as REAL, where SQLite's sum() would fail). Float sums are accumulated in double in
+ * block order (SQLite adds in row order): results agree with GROUP BY to within
+ * n * 2^-52 * sum(|x|) (reassociation), and exactly for integers.
+ *
+ * How: the block iterator walks the blocks of the box (decompressing the ones it needs in
+ * parallel on the connection's threads); a block that lies wholly inside the box and spans
+ * one output row (no remaining dimension varies inside it) is answered by its statistics
+ * without being decompressed, when it has them.
+ */
+#include "config.h"
+
+#include "cvext.h"
+SQLITE_EXTENSION_INIT3
+
+#include "vtab_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CV_RED_NDIM   CATERVA_MAX_DIM
+#define CV_RED_VALUE  (CV_RED_NDIM)
+#define CV_RED_N      (CV_RED_NDIM + 1)
+#define CV_RED_ARR    (CV_RED_NDIM + 2)
+#define CV_RED_OP     (CV_RED_NDIM + 3)
+#define CV_RED_AXES   (CV_RED_NDIM + 4)
+
+#define CV_RED_COUNT 1
+#define CV_RED_SUM   2
+#define CV_RED_MEAN  3
+#define CV_RED_MIN   4
+#define CV_RED_MAX   5
+
+/* Accumulators of one output row. */
+typedef struct CvAcc CvAcc;
+struct CvAcc {
+  int64_t n;         /* present cells */
+  double fSum;       /* float dtypes (and integer sums that overflowed) */
+  int64_t iSum;      /* integer dtypes */
+  int bOver;         /* iSum overflowed: fSum holds the sum */
+  caterva_scalar mn, mx;
+};
+
+typedef struct CvRedVtab CvRedVtab;
+struct CvRedVtab {
+  sqlite3_vtab base;         /* Base class - must be first */
+  CvConn *pConn;             /* Connection state: library context, table registry */
+  sqlite3 *db;
+};
+
+typedef struct CvRedCursor CvRedCursor;
+struct CvRedCursor {
+  sqlite3_vtab_cursor base;  /* Base class - must be first */
+  int eOp;                   /* CV_RED_* */
+  int eType;                 /* CATERVA_STATS_* of the array */
+  int nDim;
+  int bRemain[CV_RED_NDIM];  /* dimension k is kept in the output */
+  int64_t aLo[CV_RED_NDIM];  /* the box, inclusive */
+  int64_t aHi[CV_RED_NDIM];
+  int64_t aStride[CV_RED_NDIM]; /* output row stride of each remaining dimension, else 0 */
+  int64_t nOut;              /* output rows */
+  CvAcc *aAcc;               /* nOut accumulators */
+  int64_t iRow;              /* current row */
+  int bEmpty;                /* the box is empty: no rows */
+  caterva_array *pArr;       /* the array being reduced */
+  caterva_array *pOwned;     /* ... when this cursor opened it */
+  caterva_ctx *pCtx;
+  int64_t nFromStats;        /* blocks answered by their statistics (for tests) */
+  int eKind;                 /* CATERVA_KIND_* of the items */
+  int szItem;
+};
+
+/* ---- the module ---------------------------------------------------------------------- */
+
+static int cvRedConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
+                        sqlite3_vtab **ppVtab, char **pzErr) {
+  CvRedVtab *pTab;
+  sqlite3_str *pStr = sqlite3_str_new(db);
+  char *zSql;
+  int rc, k;
+  (void)argc;
+  (void)argv;
+  (void)pzErr;
+  sqlite3_str_appendall(pStr, "CREATE TABLE x(");
+  for (k = 0; k < CV_RED_NDIM; k++) sqlite3_str_appendf(pStr, "d%d INTEGER, ", k);
+  sqlite3_str_appendall(pStr, "value, n INTEGER, arr HIDDEN, op HIDDEN, axes HIDDEN)");
+  zSql = sqlite3_str_finish(pStr);
+  if (zSql == 0) return SQLITE_NOMEM;
+  rc = sqlite3_declare_vtab(db, zSql);
+  sqlite3_free(zSql);
+  if (rc != SQLITE_OK) return rc;
+  pTab = sqlite3_malloc(sizeof(*pTab));
+  if (pTab == 0) return SQLITE_NOMEM;
+  memset(pTab, 0, sizeof(*pTab));
+  pTab->pConn = cvConnRef((CvConn *)pAux);
+  pTab->db = db;
+  /* it reads files named by its argument: not from triggers or views */
+  sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
+  *ppVtab = &pTab->base;
+  return SQLITE_OK;
+}
+
+static int cvRedDisconnect(sqlite3_vtab *pVtab) {
+  CvRedVtab *pTab = (CvRedVtab *)pVtab;
+  cvConnUnref(pTab->pConn);
+  sqlite3_free(pTab);
+  return SQLITE_OK;
+}
+
+/*
+** xBestIndex. idxStr holds two characters per xFilter argument: an operator (CV_OP_EQ ...
+** CV_OP_GT, as in plan.c) and a column: 'a' + k for dimension k, 'R' arr, 'P' op, 'X' axes.
+** arr and op must be given (=); every usable bound on a dimension is taken, omitted.
+*/
+static int cvRedBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
+  char *zPlan = sqlite3_malloc64((sqlite3_uint64)pInfo->nConstraint * 2 + 1);
+  int i, nArg = 0, bArr = 0, bOp = 0, nBound = 0;
+  (void)pVtab;
+  if (zPlan == 0) return SQLITE_NOMEM;
+  for (i = 0; i < pInfo->nConstraint; i++) {
+    const struct sqlite3_index_constraint *p = &pInfo->aConstraint[i];
+    char cOp = 0, cCol = 0;
+    switch (p->op) {
+      case SQLITE_INDEX_CONSTRAINT_EQ: cOp = CV_OP_EQ; break;
+      case SQLITE_INDEX_CONSTRAINT_LT: cOp = CV_OP_LT; break;
+      case SQLITE_INDEX_CONSTRAINT_LE: cOp = CV_OP_LE; break;
+      case SQLITE_INDEX_CONSTRAINT_GT: cOp = CV_OP_GT; break;
+      case SQLITE_INDEX_CONSTRAINT_GE: cOp = CV_OP_GE; break;
+      default: break;
+    }
+    if (p->iColumn >= CV_RED_ARR) {
+      if (!p->usable || cOp != CV_OP_EQ) {
+        if (!p->usable) continue;
+        sqlite3_free(zPlan);
+        pVtab->zErrMsg = sqlite3_mprintf("caterva_reduce: arr, op and axes take =");
+        return SQLITE_ERROR;
+      }
+      cCol = p->iColumn == CV_RED_ARR ? 'R' : p->iColumn == CV_RED_OP ? 'P' : 'X';
+      bArr |= cCol == 'R';
+      bOp |= cCol == 'P';
+    } else if (p->iColumn >= 0 && p->iColumn < CV_RED_NDIM && p->usable && cOp) {
+      cCol = (char)('a' + p->iColumn);
+      nBound++;
+    } else {
+      continue;
+    }
+    zPlan[2 * nArg] = cOp;
+    zPlan[2 * nArg + 1] = cCol;
+    pInfo->aConstraintUsage[i].argvIndex = ++nArg;
+    pInfo->aConstraintUsage[i].omit = 1;
+  }
+  zPlan[2 * nArg] = 0;
+  if (!bArr || !bOp) {
+    /* a plan without its arguments: possible, but never to be chosen */
+    sqlite3_free(zPlan);
+    pInfo->estimatedCost = 1e300;
+    pInfo->idxStr = 0;
+    pInfo->idxNum = 0;
+    return bArr || bOp ? SQLITE_CONSTRAINT : SQLITE_OK;
+  }
+  pInfo->idxNum = 1;
+  pInfo->idxStr = zPlan;
+  pInfo->needToFreeIdxStr = 1;
+  pInfo->estimatedCost = 1000.0 / (1.0 + nBound);
+  pInfo->estimatedRows = 1000;
+  return SQLITE_OK;
+}
+
+static int cvRedOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor) {
+  CvRedCursor *pCur = sqlite3_malloc(sizeof(*pCur));
+  (void)pVtab;
+  if (pCur == 0) return SQLITE_NOMEM;
+  memset(pCur, 0, sizeof(*pCur));
+  pCur->bEmpty = 1;
+  *ppCursor = &pCur->base;
+  return SQLITE_OK;
+}
+
+static void cvRedReset(CvRedCursor *pCur) {
+  sqlite3_free(pCur->aAcc);
+  pCur->aAcc = 0;
+  caterva_array_free(pCur->pOwned);
+  pCur->pOwned = 0;
+  pCur->pArr = 0;
+  pCur->bEmpty = 1;
+}
+
+static int cvRedClose(sqlite3_vtab_cursor *pCursor) {
+  cvRedReset((CvRedCursor *)pCursor);
+  sqlite3_free(pCursor);
+  return SQLITE_OK;
+}
+
+/* ---- arguments ----------------------------------------------------------------------- */
+
+static int cvRedParseOp(const char *z) {
+  static const struct { const char *zName; int eOp; } aOp[] = {
+      {"count", CV_RED_COUNT}, {"sum", CV_RED_SUM}, {"mean", CV_RED_MEAN},
+      {"avg", CV_RED_MEAN},    {"min", CV_RED_MIN}, {"max", CV_RED_MAX}};
+  size_t i;
+  for (i = 0; z && i < sizeof(aOp) / sizeof(aOp[0]); i++)
+    if (sqlite3_stricmp(z, aOp[i].zName) == 0) return aOp[i].eOp;
+  return 0;
+}
+
+/* Dimension names: the table's columns, else the file's, else d0, d1, ... */
+static char **cvRedDimNames(CvRedCursor *pCur, CvVtab *pFound) {
+  int k, n = pCur->nDim;
+  char **az = 0, **azFile = 0;
+  if (pFound == 0) (void)caterva_array_get_dim_names(pCur->pCtx, pCur->pArr, &azFile);
+  az = sqlite3_malloc64(sizeof(char *) * (sqlite3_uint64)(n + 1));
+  if (az == 0) {
+    caterva_array_free_names(azFile, n);
+    return 0;
+  }
+  for (k = 0; k < n; k++) {
+    if (pFound) az[k] = sqlite3_mprintf("%s", pFound->azCol[k]);
+    else if (azFile) az[k] = sqlite3_mprintf("%s", azFile[k]);
+    else az[k] = sqlite3_mprintf("d%d", k);
+  }
+  caterva_array_free_names(azFile, n);
+  return az;
+}
+
+/* axes: a comma list of names or numbers; marks the reduced dimensions. */
+static int cvRedParseAxes(CvRedCursor *pCur, CvVtab *pFound, const char *zAxes, char **pzErr) {
+  char **az = 0;
+  const char *z = zAxes;
+  int k, rc = SQLITE_OK;
+  for (k = 0; k < pCur->nDim; k++) pCur->bRemain[k] = zAxes != 0 && zAxes[0] != 0;
+  if (zAxes == 0 || zAxes[0] == 0) return SQLITE_OK;
+  az = cvRedDimNames(pCur, pFound);
+  if (az == 0) return SQLITE_NOMEM;
+  while (*z && rc == SQLITE_OK) {
+    const char *zEnd = strchr(z, ',');
+    int n, j, iFound = -1;
+    char *zName;
+    if (zEnd == 0) zEnd = z + strlen(z);
+    while (z < zEnd && (*z == ' ' || *z == '\t')) z++;
+    n = (int)(zEnd - z);
+    while (n > 0 && (z[n - 1] == ' ' || z[n - 1] == '\t')) n--;
+    zName = sqlite3_mprintf("%.*s", n, z);
+    if (zName == 0) {
+      rc = SQLITE_NOMEM;
+      break;
+    }
+    for (j = 0; j < pCur->nDim && iFound < 0; j++)
+      if (az[j] && sqlite3_stricmp(az[j], zName) == 0) iFound = j;
+    if (iFound < 0 && n > 0 && strspn(zName, "0123456789") == (size_t)n && n < 4) {
+      iFound = atoi(zName);
+      if (iFound >= pCur->nDim) iFound = -1;
+    }
+    if (iFound < 0) {
+      *pzErr = sqlite3_mprintf("caterva_reduce: no dimension '%s' (the array has %d)", zName,
+                               pCur->nDim);
+      rc = SQLITE_ERROR;
+    } else {
+      pCur->bRemain[iFound] = 0;
+    }
+    sqlite3_free(zName);
+    z = *zEnd ? zEnd + 1 : zEnd;
+  }
+  for (k = 0; k < pCur->nDim; k++) sqlite3_free(az[k]);
+  sqlite3_free(az);
+  return rc;
+}
+
+/* ---- accumulating -------------------------------------------------------------------- */
+
+/* Fold one present item into an accumulator. */
+static void cvAccF(CvAcc *p, double v) {
+  if (p->n == 0 || v < p->mn.f) p->mn.f = v;
+  if (p->n == 0 || v > p->mx.f) p->mx.f = v;
+  p->fSum += v;
+  p->n++;
+}
+
+/* Add v to an integer sum; past int64 the sum continues in double (given as REAL). */
+static void cvSumI(CvAcc *p, int64_t v) {
+  int64_t s;
+  if (p->bOver) {
+    p->fSum += (double)v;
+  } else if (__builtin_add_overflow(p->iSum, v, &s)) {
+    p->bOver = 1;
+    p->fSum = (double)p->iSum + (double)v;
+  } else {
+    p->iSum = s;
+  }
+}
+
+static void cvSumU(CvAcc *p, uint64_t v) {
+  if (!p->bOver && v <= (uint64_t)INT64_MAX && p->iSum <= INT64_MAX - (int64_t)v) {
+    p->iSum += (int64_t)v;
+    return;
+  }
+  if (!p->bOver) {
+    p->bOver = 1;
+    p->fSum = (double)p->iSum;
+  }
+  p->fSum += (double)v;
+}
+
+static void cvAccI(CvAcc *p, int64_t v) {
+  if (p->n == 0 || v < p->mn.i) p->mn.i = v;
+  if (p->n == 0 || v > p->mx.i) p->mx.i = v;
+  cvSumI(p, v);
+  p->n++;
+}
+
+static void cvAccU(CvAcc *p, uint64_t v) {
+  if (p->n == 0 || v < p->mn.u) p->mn.u = v;
+  if (p->n == 0 || v > p->mx.u) p->mx.u = v;
+  cvSumU(p, v);
+  p->n++;
+}
+
+/* Fold a run of n items at p (C order, one accumulator each when bStep, else all into
+** pAcc). */
+static void cvAccRun(const CvRedCursor *pCur, CvAcc *pAcc, const uint8_t *p, int64_t n,
+                     int bStep) {
+  int64_t j;
+  int sz = pCur->szItem;
+  for (j = 0; j < n; j++, p += sz) {
+    CvAcc *pA = bStep ? pAcc + j : pAcc;
+    uint64_t u = 0;
+    int i;
+    switch (pCur->eKind) {
+      case CATERVA_KIND_FLOAT:
+        if (sz == 8) {
+          double d;
+          memcpy(&d, p, 8);
+          if (d == d) cvAccF(pA, d);
+        } else if (sz == 4) {
+          float f;
+          memcpy(&f, p, 4);
+          if (f == f) cvAccF(pA, (double)f);
+        } else {
+          uint16_t h;
+          double d;
+          memcpy(&h, p, 2);
+          d = cvHalfToDouble(h);
+          if (d == d) cvAccF(pA, d);
+        }
+        break;
+      case CATERVA_KIND_BOOL: cvAccI(pA, p[0] != 0); break;
+      case CATERVA_KIND_INT:
+        for (i = sz - 1; i >= 0; i--) u = u << 8 | p[i];
+        if (sz < 8 && (u >> (sz * 8 - 1) & 1)) u |= ~(uint64_t)0 << (sz * 8);
+        cvAccI(pA, (int64_t)u);
+        break;
+      default:
+        for (i = sz - 1; i >= 0; i--) u = u << 8 | p[i];
+        cvAccU(pA, u);
+        break;
+    }
+  }
+}
+
+/* Merge a block's statistics into an accumulator. */
+static void cvAccStats(const CvRedCursor *pCur, CvAcc *pA, const caterva_block_stats *s) {
+  if (s->nvalid == 0) return;
+  if (pCur->eType == CATERVA_STATS_FLOAT) {
+    if (pA->n == 0 || s->min.f < pA->mn.f) pA->mn.f = s->min.f;
+    if (pA->n == 0 || s->max.f > pA->mx.f) pA->mx.f = s->max.f;
+    pA->fSum += s->sum.f;
+  } else if (pCur->eType == CATERVA_STATS_INT) {
+    if (pA->n == 0 || s->min.i < pA->mn.i) pA->mn.i = s->min.i;
+    if (pA->n == 0 || s->max.i > pA->mx.i) pA->mx.i = s->max.i;
+    cvSumI(pA, s->sum.i);
+  } else {
+    if (pA->n == 0 || s->min.u < pA->mn.u) pA->mn.u = s->min.u;
+    if (pA->n == 0 || s->max.u > pA->mx.u) pA->mx.u = s->max.u;
+    cvSumU(pA, s->sum.u);
+  }
+  pA->n += s->nvalid;
+}
+
+/* The accumulator of the output row holding cell coordinate c. */
+static CvAcc *cvRedAcc(const CvRedCursor *pCur, const int64_t *c) {
+  int64_t i = 0;
+  int k;
+  for (k = 0; k < pCur->nDim; k++)
+    if (pCur->bRemain[k]) i += (c[k] - pCur->aLo[k]) * pCur->aStride[k];
+  return pCur->aAcc + i;
+}
+
+/*
+** The iterator's filter: a block answered by its statistics is merged here and skipped.
+** That needs the block wholly inside the box, no remaining dimension varying inside it (one
+** output row), exact statistics, and for sums of integers no overflow in them.
+*/
+static int cvRedKeep(void *pArg, int64_t iChunk, int32_t iBlock) {
+  CvRedCursor *pCur = (CvRedCursor *)pArg;
+  const int64_t *aShape = caterva_array_shape(pCur->pArr);
+  const int32_t *aC = caterva_array_chunkshape(pCur->pArr);
+  const int32_t *aB = caterva_array_blockshape(pCur->pArr);
+  int64_t aLo[CV_RED_NDIM], aHi[CV_RED_NDIM], n = iChunk;
+  int32_t b = iBlock;
+  caterva_block_stats st;
+  int k, rc;
+  for (k = pCur->nDim - 1; k >= 0; k--) {
+    int64_t nGrid = (aShape[k] + aC[k] - 1) / aC[k];
+    int32_t nBgrid = (aC[k] + aB[k] - 1) / aB[k];
+    int64_t cc = n % nGrid, bc = b % nBgrid;
+    n /= nGrid;
+    b /= nBgrid;
+    aLo[k] = cc * aC[k] + bc * aB[k];
+    aHi[k] = aLo[k] + aB[k] - 1;
+    if (aHi[k] > cc * aC[k] + aC[k] - 1) aHi[k] = cc * aC[k] + aC[k] - 1;
+    if (aHi[k] > aShape[k] - 1) aHi[k] = aShape[k] - 1;
+    if (aLo[k] < pCur->aLo[k] || aHi[k] > pCur->aHi[k]) return 1;
+    if (pCur->bRemain[k] && aLo[k] != aHi[k]) return 1;
+  }
+  rc = caterva_array_block_stats(pCur->pCtx, pCur->pArr, iChunk, iBlock, &st);
+  if (rc <= 0) return rc < 0 ? rc : 1;
+  if (st.sum_overflow && (pCur->eOp == CV_RED_SUM || pCur->eOp == CV_RED_MEAN)) return 1;
+  cvAccStats(pCur, cvRedAcc(pCur, aLo), &st);
+  pCur->nFromStats++;
+  return 0;
+}
+
+/* Fold the part [start, stop) of a decompressed block. */
+static void cvRedBlock(CvRedCursor *pCur, const caterva_block *pBlk) {
+  int nd = pCur->nDim, kLast = nd - 1, k;
+  int64_t aIdx[CV_RED_NDIM];
+  int64_t nRun;
+  if (nd == 0) {
+    cvAccRun(pCur, pCur->aAcc, pBlk->data, 1, 0);
+    return;
+  }
+  for (k = 0; k < nd; k++) {
+    if (pBlk->start[k] >= pBlk->stop[k]) return;
+    aIdx[k] = pBlk->start[k];
+  }
+  nRun = pBlk->stop[kLast] - pBlk->start[kLast];
+  for (;;) {
+    int64_t off = 0;
+    for (k = 0; k < nd; k++) off = off * pBlk->blockshape[k] + (aIdx[k] - pBlk->origin[k]);
+    cvAccRun(pCur, cvRedAcc(pCur, aIdx), pBlk->data + off * pCur->szItem, nRun,
+             pCur->bRemain[kLast]);
+    for (k = nd - 2; k >= 0; k--) {
+      if (++aIdx[k] < pBlk->stop[k]) break;
+      aIdx[k] = pBlk->start[k];
+    }
+    if (k < 0) break;
+  }
+}
+
+/* Walk the box and fill the accumulators. */
+static int cvRedCompute(CvRedCursor *pCur) {
+  caterva_block_iter *pIter = 0;
+  const caterva_block *pBlk;
+  int64_t aStart[CV_RED_NDIM], aStop[CV_RED_NDIM];
+  int k, rc;
+  for (k = 0; k < pCur->nDim; k++) {
+    aStart[k] = pCur->aLo[k];
+    aStop[k] = pCur->aHi[k] + 1;
+  }
+  rc = caterva_block_iter_new(pCur->pCtx, pCur->pArr, aStart, aStop, 0, &pIter);
+  if (rc >= 0 && caterva_array_has_stats(pCur->pArr) && pCur->nDim > 0)
+    caterva_block_iter_set_filter(pIter, cvRedKeep, pCur);
+  while (rc >= 0 && (rc = caterva_block_iter_next(pIter, &pBlk)) > 0) cvRedBlock(pCur, pBlk);
+  caterva_block_iter_free(pIter);
+  return rc;
+}
+
+/* ---- xFilter and the rows ------------------------------------------------------------- */
+
+static int cvRedError(CvRedCursor *pCur, char *zMsg) {
+  sqlite3_vtab *pVtab = pCur->base.pVtab;
+  sqlite3_free(pVtab->zErrMsg);
+  pVtab->zErrMsg = zMsg;
+  return zMsg ? SQLITE_ERROR : SQLITE_NOMEM;
+}
+
+/* Open (or borrow) the array named by arr. */
+static int cvRedOpenArray(CvRedCursor *pCur, const char *zArg, CvVtab **ppFound) {
+  CvRedVtab *pTab = (CvRedVtab *)pCur->base.pVtab;
+  void *pFound = 0;
+  const char *zPath = cvConnResolve(pTab->pConn, pTab->db, zArg, &pFound);
+  int rc;
+  *ppFound = (CvVtab *)pFound;
+  pCur->pCtx = pTab->pConn->pCtx;
+  if (pFound && ((CvVtab *)pFound)->bInTxn) {
+    /* the table's own transaction: reduce what it holds now, its writes included */
+    pCur->pArr = ((CvVtab *)pFound)->pArr;
+    rc = caterva_array_flush(pCur->pCtx, pCur->pArr);
+  } else if (pFound && !((CvVtab *)pFound)->bLockReads) {
+    /* the table's array, brought up to date as a statement of the table would (its
+    ** statistics' fingerprints are then checked once per table, not once per call) */
+    rc = cvStatementStart((CvVtab *)pFound) == SQLITE_OK ? CATERVA_OK : CATERVA_E_IO;
+    if (rc < 0)
+      return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: %s",
+                                              ((CvVtab *)pFound)->base.zErrMsg
+                                                  ? ((CvVtab *)pFound)->base.zErrMsg : zArg));
+    pCur->pArr = ((CvVtab *)pFound)->pArr;
+  } else {
+    rc = caterva_array_open(pCur->pCtx, zPath, CATERVA_OPEN_READ, &pCur->pOwned);
+    pCur->pArr = pCur->pOwned;
+  }
+  if (rc < 0)
+    return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: cannot open '%s': %s", zArg,
+                                            caterva_ctx_errmsg(pCur->pCtx)));
+  return SQLITE_OK;
+}
+
+/* Apply the box bounds of the plan; sets bEmpty when a dimension selects nothing. */
+static void cvRedBounds(CvRedCursor *pCur, const char *idxStr, int argc, sqlite3_value **argv) {
+  const int64_t *aShape = caterva_array_shape(pCur->pArr);
+  int i, k;
+  CvRange r[CV_RED_NDIM];
+  for (k = 0; k < pCur->nDim; k++) {
+    r[k].iLo = 0;
+    r[k].iHi = aShape[k] - 1;
+  }
+  for (i = 0; i < argc; i++) {
+    k = idxStr[2 * i + 1] - 'a';
+    if (k < 0 || k >= CV_RED_NDIM) continue;
+    if (k >= pCur->nDim) {
+      /* a dimension the array does not have is NULL: no bound holds */
+      pCur->bEmpty = 1;
+      continue;
+    }
+    cvRangeApply(&r[k], idxStr[2 * i], argv[i]);
+  }
+  for (k = 0; k < pCur->nDim; k++) {
+    pCur->aLo[k] = r[k].iLo;
+    pCur->aHi[k] = r[k].iHi;
+    if (r[k].iLo > r[k].iHi) pCur->bEmpty = 1;
+  }
+}
+
+static int cvRedFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr, int argc,
+                       sqlite3_value **argv) {
+  CvRedCursor *pCur = (CvRedCursor *)pCursor;
+  const char *zArr = 0, *zOp = 0, *zAxes = 0;
+  CvVtab *pFound = 0;
+  caterva_dtype_info info;
+  char *zErr = 0;
+  int i, k, rc;
+  int64_t nOut = 1;
+  cvRedReset(pCur);
+  if (idxNum != 1 || idxStr == 0 || strlen(idxStr) != 2 * (size_t)argc)
+    return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: give arr and op, e.g. "
+                                            "caterva_reduce('t', 'mean', 'time')"));
+  for (i = 0; i < argc; i++) {
+    char c = idxStr[2 * i + 1];
+    if (c == 'R') zArr = (const char *)sqlite3_value_text(argv[i]);
+    if (c == 'P') zOp = (const char *)sqlite3_value_text(argv[i]);
+    if (c == 'X') zAxes = (const char *)sqlite3_value_text(argv[i]);
+  }
+  pCur->eOp = cvRedParseOp(zOp);
+  if (zArr == 0) return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: arr is NULL"));
+  if (pCur->eOp == 0)
+    return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: unknown op '%s' (count, sum, "
+                                            "mean, min, max)", zOp ? zOp : "NULL"));
+  rc = cvRedOpenArray(pCur, zArr, &pFound);
+  if (rc != SQLITE_OK) return rc;
+  pCur->nDim = caterva_array_ndim(pCur->pArr);
+  pCur->eType = caterva_array_stats_type(pCur->pArr);
+  pCur->szItem = caterva_array_itemsize(pCur->pArr);
+  if (pCur->eType == CATERVA_STATS_NONE ||
+      caterva_dtype_parse(caterva_array_dtype(pCur->pArr), &info) != CATERVA_OK)
+    return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: '%s' has items of dtype %s, "
+                                            "which are not numbers", zArr,
+                                            caterva_array_dtype(pCur->pArr)
+                                                ? caterva_array_dtype(pCur->pArr) : "(none)"));
+  pCur->eKind = info.kind;
+  rc = cvRedParseAxes(pCur, pFound, zAxes, &zErr);
+  if (rc != SQLITE_OK) return zErr ? cvRedError(pCur, zErr) : rc;
+  pCur->bEmpty = 0;
+  cvRedBounds(pCur, idxStr, argc, argv);
+  if (pCur->bEmpty) return SQLITE_OK;
+  for (k = pCur->nDim - 1; k >= 0; k--) {
+    pCur->aStride[k] = pCur->bRemain[k] ? nOut : 0;
+    if (pCur->bRemain[k]) nOut *= pCur->aHi[k] - pCur->aLo[k] + 1;
+  }
+  if (nOut > ((int64_t)1 << 31) / (int64_t)sizeof(CvAcc))
+    return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: %lld output rows are too many",
+                                            (long long)nOut));
+  pCur->nOut = nOut;
+  pCur->aAcc = sqlite3_malloc64(sizeof(CvAcc) * (sqlite3_uint64)nOut);
+  if (pCur->aAcc == 0) return SQLITE_NOMEM;
+  memset(pCur->aAcc, 0, sizeof(CvAcc) * (size_t)nOut);
+  rc = cvRedCompute(pCur);
+  if (rc < 0)
+    return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: %s",
+                                            caterva_ctx_errmsg(pCur->pCtx)));
+  pCur->iRow = 0;
+  return SQLITE_OK;
+}
+
+static int cvRedNext(sqlite3_vtab_cursor *pCursor) {
+  ((CvRedCursor *)pCursor)->iRow++;
+  return SQLITE_OK;
+}
+
+static int cvRedEof(sqlite3_vtab_cursor *pCursor) {
+  CvRedCursor *pCur = (CvRedCursor *)pCursor;
+  return pCur->bEmpty || pCur->iRow >= pCur->nOut;
+}
+
+/* A statistic of the accumulator as an SQL value of the array's kind. */
+static void cvRedScalar(sqlite3_context *pCtx, const CvRedCursor *pCur, caterva_scalar v) {
+  if (pCur->eType == CATERVA_STATS_FLOAT) sqlite3_result_double(pCtx, v.f);
+  else if (pCur->eType == CATERVA_STATS_INT) sqlite3_result_int64(pCtx, v.i);
+  else if (v.u > (uint64_t)INT64_MAX) sqlite3_result_double(pCtx, (double)v.u);
+  else sqlite3_result_int64(pCtx, (int64_t)v.u);
+}
+
+static void cvRedValue(sqlite3_context *pCtx, const CvRedCursor *pCur, const CvAcc *p) {
+  int bFloat = pCur->eType == CATERVA_STATS_FLOAT || p->bOver;
+  if (pCur->eOp == CV_RED_COUNT) {
+    sqlite3_result_int64(pCtx, p->n);
+  } else if (p->n == 0) {
+    sqlite3_result_null(pCtx);
+  } else if (pCur->eOp == CV_RED_SUM) {
+    if (bFloat) sqlite3_result_double(pCtx, p->fSum);
+    else sqlite3_result_int64(pCtx, p->iSum);
+  } else if (pCur->eOp == CV_RED_MEAN) {
+    sqlite3_result_double(pCtx, (bFloat ? p->fSum : (double)p->iSum) / (double)p->n);
+  } else {
+    cvRedScalar(pCtx, pCur, pCur->eOp == CV_RED_MIN ? p->mn : p->mx);
+  }
+}
+
+static int cvRedColumn(sqlite3_vtab_cursor *pCursor, sqlite3_context *pCtx, int iCol) {
+  CvRedCursor *pCur = (CvRedCursor *)pCursor;
+  const CvAcc *p = pCur->aAcc + pCur->iRow;
+  if (iCol < CV_RED_NDIM) {
+    if (iCol < pCur->nDim && pCur->bRemain[iCol]) {
+      int64_t i = pCur->iRow, ext = pCur->aHi[iCol] - pCur->aLo[iCol] + 1;
+      sqlite3_result_int64(pCtx, pCur->aLo[iCol] + (i / pCur->aStride[iCol]) % ext);
+    }
+  } else if (iCol == CV_RED_VALUE) {
+    cvRedValue(pCtx, pCur, p);
+  } else if (iCol == CV_RED_N) {
+    sqlite3_result_int64(pCtx, p->n);
+  }
+  return SQLITE_OK;
+}
+
+static int cvRedRowid(sqlite3_vtab_cursor *pCursor, sqlite3_int64 *pRowid) {
+  *pRowid = ((CvRedCursor *)pCursor)->iRow;
+  return SQLITE_OK;
+}
+
+static sqlite3_module cvReduceModule = {
+    /* iVersion    */ 0,
+    /* xCreate     */ 0, /* eponymous only: a table-valued function */
+    /* xConnect    */ cvRedConnect,
+    /* xBestIndex  */ cvRedBestIndex,
+    /* xDisconnect */ cvRedDisconnect,
+    /* xDestroy    */ 0,
+    /* xOpen       */ cvRedOpen,
+    /* xClose      */ cvRedClose,
+    /* xFilter     */ cvRedFilter,
+    /* xNext       */ cvRedNext,
+    /* xEof        */ cvRedEof,
+    /* xColumn     */ cvRedColumn,
+    /* xRowid      */ cvRedRowid,
+    /* xUpdate     */ 0,
+    /* xBegin      */ 0,
+    /* xSync       */ 0,
+    /* xCommit     */ 0,
+    /* xRollback   */ 0,
+    /* xFindMethod */ 0,
+    /* xRename     */ 0,
+    /* xSavepoint  */ 0,
+    /* xRelease    */ 0,
+    /* xRollbackTo */ 0,
+    /* xShadowName */ 0};
+
+int cvRegisterReduce(sqlite3 *db, CvConn *pConn) {
+  return sqlite3_create_module_v2(db, "caterva_reduce", &cvReduceModule, cvConnRef(pConn),
+                                  cvConnUnref);
+}

@@ -239,9 +239,14 @@ int main(int argc, char **argv) {
     {
       const int64_t *s = caterva_array_shape(a);
       const int32_t *c = caterva_array_chunkshape(a), *b = caterva_array_blockshape(a);
-      long long per = 1;
-      for (int k = 0; k < caterva_array_ndim(a); k++) per *= (c[k] + b[k] - 1) / b[k];
-      nblocks *= per;
+      /* blocks holding cells (those wholly in the padding of edge chunks do not count) */
+      nblocks = 1;
+      for (int k = 0; k < caterva_array_ndim(a); k++) {
+        long long along = 0;
+        for (long long x = 0; x < s[k]; x += c[k])
+          along += ((s[k] - x < c[k] ? s[k] - x : c[k]) + b[k] - 1) / b[k];
+        nblocks *= along;
+      }
       printf("demo array %lld x %lld x %lld float32, chunks %d x %d x %d, blocks %d x %d x %d: "
              "%lld blocks; %d runs per query, best kept\n\n", (long long)s[0], (long long)s[1],
              (long long)s[2], c[0], c[1], c[2], b[0], b[1], b[2], nblocks, f.runs);

@@ -311,7 +311,7 @@ static int cmp_i64(const void *a, const void *b) {
 }
 
 static bool referenced(const int64_t *sorted, int64_t n, int64_t num) {
-  return bsearch(&num, sorted, (size_t)n, sizeof num, cmp_i64) != NULL;
+  return n > 0 && bsearch(&num, sorted, (size_t)n, sizeof num, cmp_i64) != NULL;
 }
 
 /* Sparse: after the commit, remove the files that neither the new index refers to. */
@@ -320,7 +320,7 @@ static void remove_unreferenced(caterva_schunk *sc, const cat_txn *t) {
   if (sc->nchunks > 0 && (live = malloc((size_t)sc->nchunks * sizeof *live)) == NULL) return;
   for (int64_t i = 0; i < sc->nchunks; i++)
     if (sc->entries[i] >= 0) live[n++] = sc->entries[i];
-  qsort(live, (size_t)n, sizeof *live, cmp_i64);
+  if (n > 1) qsort(live, (size_t)n, sizeof *live, cmp_i64); /* live is NULL without chunks */
   for (int64_t i = 0; i < t->begin.nchunks; i++) {
     int64_t num = t->begin.entries[i];
     if (num >= 0 && !referenced(live, n, num)) cat_file_unlink_chunk(sc, num);

@@ -213,11 +213,14 @@ double caterva_labels_key(const caterva_labels *l, int64_t i);
 /** Indices [*lo, *hi] of [0, n) whose key compares to k as op says (CATERVA_CMP_*): exact,
  * by bisection over the monotonic keys. Empty when *lo > *hi. NaN k matches nothing. */
 void caterva_labels_range(const caterva_labels *l, int op, double k, int64_t *lo, int64_t *hi);
-#define CATERVA_CMP_EQ 0
-#define CATERVA_CMP_LT 1
-#define CATERVA_CMP_LE 2
-#define CATERVA_CMP_GT 3
-#define CATERVA_CMP_GE 4
+/** Comparisons, for caterva_labels_range (EQ..GE) and caterva_block_stats_may_match (all). */
+#define CATERVA_CMP_EQ      1
+#define CATERVA_CMP_LT      2
+#define CATERVA_CMP_LE      3
+#define CATERVA_CMP_GT      4
+#define CATERVA_CMP_GE      5
+#define CATERVA_CMP_ISNULL  6   /**< the item is missing (NaN) */
+#define CATERVA_CMP_NOTNULL 7
 /** The index whose key equals k exactly, looking beyond n too (regular: any index >= 0;
  * explicit: all nvalues labels), for writes that grow the array. 1 and *idx when found, 0
  * when no label equals k. */
@@ -326,14 +329,6 @@ int caterva_array_build_stats(caterva_ctx *ctx, caterva_array *a,
                               int (*progress)(void *arg, int64_t done, int64_t total),
                               void *arg);
 
-/** Comparisons for caterva_block_stats_may_match. */
-#define CATERVA_CMP_EQ      1
-#define CATERVA_CMP_LT      2
-#define CATERVA_CMP_LE      3
-#define CATERVA_CMP_GT      4
-#define CATERVA_CMP_GE      5
-#define CATERVA_CMP_ISNULL  6   /**< the item is missing (NaN) */
-#define CATERVA_CMP_NOTNULL 7
 
 /** A bound of a comparison, as SQL gives it: an integer or a double (not NaN). */
 typedef struct caterva_bound {

@@ -192,7 +192,7 @@ static void test_search(void) {
     }
     for (int q = 0; q < 60; q++) {
       double k;
-      int op = (int)(rnd() % 5);
+      int op = CATERVA_CMP_EQ + (int)(rnd() % 5); /* EQ, LT, LE, GT, GE */
       int64_t lo, hi;
       if (n > 0 && rnd() % 2) k = caterva_labels_key(&l, (int64_t)(rnd() % (uint64_t)n));
       else k = (double)(int64_t)(rnd() % 4001) / 10.0 - 200.0;

@@ -122,29 +122,36 @@ static void cvRangeIntersect(CvRange *p, int64_t lo, int64_t hi) {
   }
 }
 
-int cvBoundApply(CvVtab *pTab, int k, int bLabel, CvRange *p, int op, sqlite3_value *pVal) {
+int cvLabelRange(caterva_ctx *pCtx, const caterva_labels *pLab, const char *zName, CvRange *p,
+                 int op, sqlite3_value *pVal, char **pzErr) {
   double key;
   int64_t lo, hi;
-  char *zErr = 0;
-  int r;
-  if (!bLabel || !pTab->aLab[k].bOn) {
-    cvRangeApply(p, op, pVal);
-    return SQLITE_OK;
-  }
-  r = cvLabelKey(pTab, k, pVal, &key, &zErr);
-  if (r < 0) {
-    cvSetError(pTab, "%s", zErr ? zErr : "caterva: out of memory");
-    sqlite3_free(zErr);
-    return zErr ? SQLITE_MISMATCH : SQLITE_NOMEM;
-  }
+  int r = cvValueKey(pCtx, pLab, zName, pVal, &key, pzErr);
+  if (r < 0) return *pzErr ? SQLITE_MISMATCH : SQLITE_NOMEM;
   if (r > 0) { /* NULL */
     p->iLo = 1;
     p->iHi = 0;
     return SQLITE_OK;
   }
-  caterva_labels_range(&pTab->aLab[k].lab, cvCmpOf(op), key, &lo, &hi);
+  caterva_labels_range(pLab, cvCmpOf(op), key, &lo, &hi);
   cvRangeIntersect(p, lo, hi);
   return SQLITE_OK;
+}
+
+int cvBoundApply(CvVtab *pTab, int k, int bLabel, CvRange *p, int op, sqlite3_value *pVal) {
+  char *zErr = 0;
+  int rc;
+  if (!bLabel || !pTab->aLab[k].bOn) {
+    cvRangeApply(p, op, pVal);
+    return SQLITE_OK;
+  }
+  rc = cvLabelRange(pTab->pConn->pCtx, &pTab->aLab[k].lab, pTab->azCol ? pTab->azCol[k] : "?",
+                    p, op, pVal, &zErr);
+  if (rc != SQLITE_OK) {
+    cvSetError(pTab, "%s", zErr ? zErr : "caterva: out of memory");
+    sqlite3_free(zErr);
+  }
+  return rc;
 }
 
 int cvLabelIndexOf(CvVtab *pTab, int k, sqlite3_value *pVal, int64_t *piOut) {
@@ -169,18 +176,21 @@ int cvLabelIndexOf(CvVtab *pTab, int k, sqlite3_value *pVal, int64_t *piOut) {
   return SQLITE_OK;
 }
 
-void cvLabelResult(sqlite3_context *pCtx, const CvVtab *pTab, int k, int64_t i) {
-  const CvLabel *p = &pTab->aLab[k];
+void cvLabelsResult(sqlite3_context *pCtx, const caterva_labels *pLab, int64_t i) {
   char zBuf[48];
-  if (!p->lab.is_time) {
-    sqlite3_result_double(pCtx, caterva_labels_value(&p->lab, i));
+  if (!pLab->is_time) {
+    sqlite3_result_double(pCtx, caterva_labels_value(pLab, i));
     return;
   }
-  if (caterva_labels_format(&p->lab, i, zBuf, sizeof zBuf) != CATERVA_OK) {
+  if (caterva_labels_format(pLab, i, zBuf, sizeof zBuf) != CATERVA_OK) {
     sqlite3_result_null(pCtx); /* an instant outside years 1..9999 */
     return;
   }
   sqlite3_result_text(pCtx, zBuf, -1, SQLITE_TRANSIENT);
+}
+
+void cvLabelResult(sqlite3_context *pCtx, const CvVtab *pTab, int k, int64_t i) {
+  cvLabelsResult(pCtx, &pTab->aLab[k].lab, i);
 }
 
 /* ---- coords= at creation ---------------------------------------------------------------- */

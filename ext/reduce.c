@@ -5,18 +5,26 @@
  *
  *   SELECT d1 AS lat, value FROM caterva_reduce('temp', 'mean', 'time,lon');
  *   SELECT value FROM caterva_reduce('temp', 'max', '');               -- the whole array
- *   SELECT d1, d2, value, n FROM caterva_reduce('temp', 'sum', 'time')
- *    WHERE d0 BETWEEN 0 AND 29 AND d1 BETWEEN 60 AND 89;               -- a box
+ *   SELECT d1 AS lat, d2 AS lon, value, n FROM caterva_reduce('temp', 'sum', 'time')
+ *    WHERE d0 BETWEEN '2023-01-01' AND '2023-01-30' AND d1 > 60;       -- a box, in labels
+ *   SELECT d1_index, value FROM caterva_reduce('temp', 'max', 'time,lon') WHERE d1_index < 10;
  *
- * Columns: d0 ... d15 are the coordinates of the array's dimensions in array order: the
- * dimensions that remain give each row's coordinate, reduced ones (and those past ndim) are
- * NULL; `value` is the reduction, `n` the number of present (non-NaN) cells that went into
- * it. Hidden columns: arr (the table or path), op (count, sum, mean, min, max) and axes (a
- * comma list of dimension names -- the table's column names or the file's
- * `_ARRAY_DIMENSIONS`, else d0, d1, ... -- or numbers; empty or NULL: every dimension).
- * Constraints (=, <, <=, >, >=, BETWEEN) on d0 ... d15 restrict the box, for reduced and
- * remaining dimensions alike; they are exact (omit is set), so a remaining dimension's rows
- * are those of the box.
+ * Columns: d0 ... d15 stand for the array's dimensions in array order. A dimension that
+ * remains gives each row's coordinate there: its label when the array has a coordinate for
+ * it (REAL, or ISO 8601 TEXT for instants, as the caterva table's columns), else its index;
+ * reduced dimensions (and those past ndim) are NULL. The hidden columns d0_index ... d15_index give the
+ * same coordinates as indices. `value` is the reduction, `n` the number of present
+ * (non-NaN) cells that went into it. Hidden columns: arr (the table or path), op (count,
+ * sum, mean, min, max) and axes (a comma list of dimension names -- the table's column
+ * names or the file's `_ARRAY_DIMENSIONS`, else d0, d1, ... -- or numbers; empty or NULL:
+ * every dimension). Constraints (=, <, <=, >, >=, BETWEEN) on dk compare labels exactly as
+ * the caterva table's dimension columns do (coord.c), those on dk_index indices; both restrict
+ * the box, for reduced and remaining dimensions alike, and are exact (omit is set).
+ *
+ * The columns cannot carry the dimensions' names: an eponymous virtual table declares its
+ * columns once per connection in xConnect, before any argument is seen, and the arguments
+ * of one statement may name arrays with different dimensions. A TEMP VIEW renames them
+ * (see the README).
  *
  * Semantics follow SQL's aggregates over the same cells: NaN cells are NULL and left out;
  * count counts the present cells; sum, min, max of no present cell are NULL; mean is sum /
@@ -47,6 +55,7 @@ SQLITE_EXTENSION_INIT3
 #define CV_RED_ARR    (CV_RED_NDIM + 2)
 #define CV_RED_OP     (CV_RED_NDIM + 3)
 #define CV_RED_AXES   (CV_RED_NDIM + 4)
+#define CV_RED_INDEX  (CV_RED_NDIM + 5)   /* d0_index ... d15_index */
 
 #define CV_RED_COUNT 1
 #define CV_RED_SUM   2
@@ -89,6 +98,10 @@ struct CvRedCursor {
   caterva_array *pOwned;     /* ... when this cursor opened it */
   caterva_ctx *pCtx;
   int64_t nFromStats;        /* blocks answered by their statistics (for tests) */
+  int bLab[CV_RED_NDIM];     /* dimension k has a coordinate: its d column gives labels */
+  caterva_labels aLab[CV_RED_NDIM]; /* ... prepared; c.values points into aLabVal[k] */
+  double *aLabVal[CV_RED_NDIM]; /* an explicit coordinate's labels, copied (the cursor
+                             ** outlives the borrowed array's attribute cache) */
   int eKind;                 /* CATERVA_KIND_* of the items */
   int szItem;
 };
@@ -105,8 +118,10 @@ static int cvRedConnect(sqlite3 *db, void *pAux, int argc, const char *const *ar
   (void)argv;
   (void)pzErr;
   sqlite3_str_appendall(pStr, "CREATE TABLE x(");
-  for (k = 0; k < CV_RED_NDIM; k++) sqlite3_str_appendf(pStr, "d%d INTEGER, ", k);
-  sqlite3_str_appendall(pStr, "value, n INTEGER, arr HIDDEN, op HIDDEN, axes HIDDEN)");
+  for (k = 0; k < CV_RED_NDIM; k++) sqlite3_str_appendf(pStr, "d%d, ", k);
+  sqlite3_str_appendall(pStr, "value, n INTEGER, arr HIDDEN, op HIDDEN, axes HIDDEN");
+  for (k = 0; k < CV_RED_NDIM; k++) sqlite3_str_appendf(pStr, ", d%d_index INTEGER HIDDEN", k);
+  sqlite3_str_appendall(pStr, ")");
   zSql = sqlite3_str_finish(pStr);
   if (zSql == 0) return SQLITE_NOMEM;
   rc = sqlite3_declare_vtab(db, zSql);
@@ -132,8 +147,10 @@ static int cvRedDisconnect(sqlite3_vtab *pVtab) {
 
 /*
 ** xBestIndex. idxStr holds two characters per xFilter argument: an operator (CV_OP_EQ ...
-** CV_OP_GT, as in plan.c) and a column: 'a' + k for dimension k, 'R' arr, 'P' op, 'X' axes.
-** arr and op must be given (=); every usable bound on a dimension is taken, omitted.
+** CV_OP_GT, as in plan.c) and a column, as in plan.c: CV_LABEL_DIM + k for dk (labels when
+** the dimension has a coordinate), CV_INDEX_DIM + k for dk_index (indices); 'R' arr, 'P' op,
+** 'X' axes. arr and op must be given (=); every usable bound on a dimension is taken and
+** omitted (label ranges are exact, as the caterva table's are).
 */
 static int cvRedBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   char *zPlan = sqlite3_malloc64((sqlite3_uint64)pInfo->nConstraint * 2 + 1);
@@ -151,7 +168,7 @@ static int cvRedBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
       case SQLITE_INDEX_CONSTRAINT_GE: cOp = CV_OP_GE; break;
       default: break;
     }
-    if (p->iColumn >= CV_RED_ARR) {
+    if (p->iColumn >= CV_RED_ARR && p->iColumn < CV_RED_INDEX) {
       if (!p->usable || cOp != CV_OP_EQ) {
         if (!p->usable) continue;
         sqlite3_free(zPlan);
@@ -162,7 +179,10 @@ static int cvRedBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
       bArr |= cCol == 'R';
       bOp |= cCol == 'P';
     } else if (p->iColumn >= 0 && p->iColumn < CV_RED_NDIM && p->usable && cOp) {
-      cCol = (char)('a' + p->iColumn);
+      cCol = (char)(CV_LABEL_DIM + p->iColumn);
+      nBound++;
+    } else if (p->iColumn >= CV_RED_INDEX && p->usable && cOp) {
+      cCol = (char)(CV_INDEX_DIM + p->iColumn - CV_RED_INDEX);
       nBound++;
     } else {
       continue;
@@ -200,6 +220,12 @@ static int cvRedOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor) {
 }
 
 static void cvRedReset(CvRedCursor *pCur) {
+  int k;
+  for (k = 0; k < CV_RED_NDIM; k++) {
+    sqlite3_free(pCur->aLabVal[k]);
+    pCur->aLabVal[k] = 0;
+    pCur->bLab[k] = 0;
+  }
   sqlite3_free(pCur->aAcc);
   pCur->aAcc = 0;
   caterva_array_free(pCur->pOwned);
@@ -226,9 +252,16 @@ static int cvRedParseOp(const char *z) {
   return 0;
 }
 
-/* Dimension names: the table's columns, else the file's, else d0, d1, ... */
+static void cvRedFreeNames(char **az, int n) {
+  int k;
+  for (k = 0; az && k < n; k++) sqlite3_free(az[k]);
+  sqlite3_free(az);
+}
+
+/* Dimension names: the table's columns, else the file's, else d0, d1, ...; NULL when out
+** of memory. Free with cvRedFreeNames. */
 static char **cvRedDimNames(CvRedCursor *pCur, CvVtab *pFound) {
-  int k, n = pCur->nDim;
+  int k, n = pCur->nDim, bOom = 0;
   char **az = 0, **azFile = 0;
   if (pFound == 0) (void)caterva_array_get_dim_names(pCur->pCtx, pCur->pArr, &azFile);
   az = sqlite3_malloc64(sizeof(char *) * (sqlite3_uint64)(n + 1));
@@ -240,20 +273,22 @@ static char **cvRedDimNames(CvRedCursor *pCur, CvVtab *pFound) {
     if (pFound) az[k] = sqlite3_mprintf("%s", pFound->azCol[k]);
     else if (azFile) az[k] = sqlite3_mprintf("%s", azFile[k]);
     else az[k] = sqlite3_mprintf("d%d", k);
+    if (az[k] == 0) bOom = 1;
   }
   caterva_array_free_names(azFile, n);
+  if (bOom) {
+    cvRedFreeNames(az, n);
+    return 0;
+  }
   return az;
 }
 
 /* axes: a comma list of names or numbers; marks the reduced dimensions. */
-static int cvRedParseAxes(CvRedCursor *pCur, CvVtab *pFound, const char *zAxes, char **pzErr) {
-  char **az = 0;
+static int cvRedParseAxes(CvRedCursor *pCur, char **az, const char *zAxes, char **pzErr) {
   const char *z = zAxes;
   int k, rc = SQLITE_OK;
   for (k = 0; k < pCur->nDim; k++) pCur->bRemain[k] = zAxes != 0 && zAxes[0] != 0;
   if (zAxes == 0 || zAxes[0] == 0) return SQLITE_OK;
-  az = cvRedDimNames(pCur, pFound);
-  if (az == 0) return SQLITE_NOMEM;
   while (*z && rc == SQLITE_OK) {
     const char *zEnd = strchr(z, ',');
     int n, j, iFound = -1;
@@ -268,7 +303,7 @@ static int cvRedParseAxes(CvRedCursor *pCur, CvVtab *pFound, const char *zAxes, 
       break;
     }
     for (j = 0; j < pCur->nDim && iFound < 0; j++)
-      if (az[j] && sqlite3_stricmp(az[j], zName) == 0) iFound = j;
+      if (sqlite3_stricmp(az[j], zName) == 0) iFound = j;
     if (iFound < 0 && n > 0 && strspn(zName, "0123456789") == (size_t)n && n < 4) {
       iFound = atoi(zName);
       if (iFound >= pCur->nDim) iFound = -1;
@@ -283,8 +318,6 @@ static int cvRedParseAxes(CvRedCursor *pCur, CvVtab *pFound, const char *zAxes, 
     sqlite3_free(zName);
     z = *zEnd ? zEnd + 1 : zEnd;
   }
-  for (k = 0; k < pCur->nDim; k++) sqlite3_free(az[k]);
-  sqlite3_free(az);
   return rc;
 }
 
@@ -527,8 +560,42 @@ static int cvRedOpenArray(CvRedCursor *pCur, const char *zArg, CvVtab **ppFound)
   return SQLITE_OK;
 }
 
-/* Apply the box bounds of the plan; sets bEmpty when a dimension selects nothing. */
-static void cvRedBounds(CvRedCursor *pCur, const char *idxStr, int argc, sqlite3_value **argv) {
+/*
+** The coordinates of the dimensions into aLab[] (bLab[k] set for those that have one), with
+** an explicit coordinate's labels copied: rows are given after xFilter, when a borrowed
+** table's array may have been read again.
+*/
+static int cvRedLabels(CvRedCursor *pCur, char **azName) {
+  const int64_t *aShape = caterva_array_shape(pCur->pArr);
+  int k;
+  for (k = 0; k < pCur->nDim; k++) {
+    caterva_coord c;
+    int r = caterva_array_get_coord(pCur->pCtx, pCur->pArr, k, &c);
+    if (r == CATERVA_OK && c.kind == CATERVA_COORD_NONE) continue;
+    if (r == CATERVA_OK) r = caterva_labels_init(pCur->pCtx, &pCur->aLab[k], &c, aShape[k]);
+    if (r < 0)
+      return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: the coordinate of dimension "
+                                              "%s cannot be used: %s", azName[k],
+                                              caterva_ctx_errmsg(pCur->pCtx)));
+    if (c.kind == CATERVA_COORD_EXPLICIT) {
+      size_t nByte = sizeof(double) * (size_t)c.nvalues;
+      pCur->aLabVal[k] = sqlite3_malloc64(nByte ? nByte : 1);
+      if (pCur->aLabVal[k] == 0) return SQLITE_NOMEM;
+      memcpy(pCur->aLabVal[k], c.values, nByte);
+      pCur->aLab[k].c.values = pCur->aLabVal[k];
+    }
+    /* only the messages of xFilter read these, while the array is still held */
+    pCur->aLab[k].c.units = 0;
+    pCur->aLab[k].c.calendar = 0;
+    pCur->bLab[k] = 1;
+  }
+  return SQLITE_OK;
+}
+
+/* Apply the box bounds of the plan (labels on dk, indices on dk_index); sets bEmpty when a
+** dimension selects nothing. */
+static int cvRedBounds(CvRedCursor *pCur, char **azName, const char *idxStr, int argc,
+                       sqlite3_value **argv) {
   const int64_t *aShape = caterva_array_shape(pCur->pArr);
   int i, k;
   CvRange r[CV_RED_NDIM];
@@ -537,20 +604,37 @@ static void cvRedBounds(CvRedCursor *pCur, const char *idxStr, int argc, sqlite3
     r[k].iHi = aShape[k] - 1;
   }
   for (i = 0; i < argc; i++) {
-    k = idxStr[2 * i + 1] - 'a';
+    char cCol = idxStr[2 * i + 1];
+    int bLabel = cCol >= CV_LABEL_DIM && cCol < CV_LABEL_DIM + CV_RED_NDIM;
+    k = bLabel ? cCol - CV_LABEL_DIM : cCol - CV_INDEX_DIM;
     if (k < 0 || k >= CV_RED_NDIM) continue;
     if (k >= pCur->nDim) {
       /* a dimension the array does not have is NULL: no bound holds */
       pCur->bEmpty = 1;
       continue;
     }
-    cvRangeApply(&r[k], idxStr[2 * i], argv[i]);
+    if (bLabel && pCur->bLab[k]) {
+      char *zErr = 0, *zName = sqlite3_mprintf("d%d (%s)", k, azName[k]);
+      int rc = zName ? cvLabelRange(pCur->pCtx, &pCur->aLab[k], zName, &r[k], idxStr[2 * i],
+                                    argv[i], &zErr)
+                     : SQLITE_NOMEM;
+      sqlite3_free(zName);
+      if (rc != SQLITE_OK) {
+        const char *z = zErr && strncmp(zErr, "caterva: ", 9) == 0 ? zErr + 9 : zErr;
+        char *zMsg = z ? sqlite3_mprintf("caterva_reduce: %s", z) : 0;
+        sqlite3_free(zErr);
+        return zMsg ? cvRedError(pCur, zMsg) : SQLITE_NOMEM;
+      }
+    } else {
+      cvRangeApply(&r[k], idxStr[2 * i], argv[i]);
+    }
   }
   for (k = 0; k < pCur->nDim; k++) {
     pCur->aLo[k] = r[k].iLo;
     pCur->aHi[k] = r[k].iHi;
     if (r[k].iLo > r[k].iHi) pCur->bEmpty = 1;
   }
+  return SQLITE_OK;
 }
 
 static int cvRedFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr, int argc,
@@ -559,7 +643,7 @@ static int cvRedFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idx
   const char *zArr = 0, *zOp = 0, *zAxes = 0;
   CvVtab *pFound = 0;
   caterva_dtype_info info;
-  char *zErr = 0;
+  char *zErr = 0, **azName;
   int i, k, rc;
   int64_t nOut = 1;
   cvRedReset(pCur);
@@ -589,10 +673,17 @@ static int cvRedFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idx
                                             caterva_array_dtype(pCur->pArr)
                                                 ? caterva_array_dtype(pCur->pArr) : "(none)"));
   pCur->eKind = info.kind;
-  rc = cvRedParseAxes(pCur, pFound, zAxes, &zErr);
-  if (rc != SQLITE_OK) return zErr ? cvRedError(pCur, zErr) : rc;
+  azName = cvRedDimNames(pCur, pFound);
+  if (azName == 0) return SQLITE_NOMEM;
+  rc = cvRedParseAxes(pCur, azName, zAxes, &zErr);
+  if (rc == SQLITE_OK) rc = cvRedLabels(pCur, azName);
   pCur->bEmpty = 0;
-  cvRedBounds(pCur, idxStr, argc, argv);
+  if (rc == SQLITE_OK) rc = cvRedBounds(pCur, azName, idxStr, argc, argv);
+  cvRedFreeNames(azName, pCur->nDim);
+  if (rc != SQLITE_OK) {
+    pCur->bEmpty = 1;
+    return zErr ? cvRedError(pCur, zErr) : rc;
+  }
   if (pCur->bEmpty) return SQLITE_OK;
   for (k = pCur->nDim - 1; k >= 0; k--) {
     pCur->aStride[k] = pCur->bRemain[k] ? nOut : 0;
@@ -650,10 +741,13 @@ static void cvRedValue(sqlite3_context *pCtx, const CvRedCursor *pCur, const CvA
 static int cvRedColumn(sqlite3_vtab_cursor *pCursor, sqlite3_context *pCtx, int iCol) {
   CvRedCursor *pCur = (CvRedCursor *)pCursor;
   const CvAcc *p = pCur->aAcc + pCur->iRow;
-  if (iCol < CV_RED_NDIM) {
-    if (iCol < pCur->nDim && pCur->bRemain[iCol]) {
-      int64_t i = pCur->iRow, ext = pCur->aHi[iCol] - pCur->aLo[iCol] + 1;
-      sqlite3_result_int64(pCtx, pCur->aLo[iCol] + (i / pCur->aStride[iCol]) % ext);
+  if (iCol < CV_RED_NDIM || iCol >= CV_RED_INDEX) {
+    int k = iCol < CV_RED_NDIM ? iCol : iCol - CV_RED_INDEX;
+    if (k < pCur->nDim && pCur->bRemain[k]) {
+      int64_t i = pCur->iRow, ext = pCur->aHi[k] - pCur->aLo[k] + 1;
+      int64_t iIdx = pCur->aLo[k] + (i / pCur->aStride[k]) % ext;
+      if (iCol < CV_RED_NDIM && pCur->bLab[k]) cvLabelsResult(pCtx, &pCur->aLab[k], iIdx);
+      else sqlite3_result_int64(pCtx, iIdx);
     }
   } else if (iCol == CV_RED_VALUE) {
     cvRedValue(pCtx, pCur, p);

@@ -246,6 +246,11 @@ int cvColumnDim(const CvVtab *pTab, int iCol, int *pbLabel);
 ** bLabel and the dimension has them, else indices (cvRangeApply). SQLite error code,
 ** message on pTab. */
 int cvBoundApply(CvVtab *pTab, int k, int bLabel, CvRange *p, int op, sqlite3_value *pVal);
+/* The same for any labels pLab (of the dimension named zName, for messages): SQLITE_OK, or
+** SQLITE_MISMATCH with *pzErr (sqlite3_malloc'ed) for a value of the wrong kind, or
+** SQLITE_NOMEM. Used by caterva_reduce too. */
+int cvLabelRange(caterva_ctx *pCtx, const caterva_labels *pLab, const char *zName, CvRange *p,
+                 int op, sqlite3_value *pVal, char **pzErr);
 /* The key of an SQL value compared with labels pLab of the dimension named zName: 0 and
 ** *pKey; 1 for NULL; -1 with *pzErr (sqlite3_malloc'ed) for a value of the wrong kind. */
 int cvValueKey(caterva_ctx *pCtx, const caterva_labels *pLab, const char *zName,
@@ -257,6 +262,8 @@ int cvLabelKey(CvVtab *pTab, int k, sqlite3_value *pVal, double *pKey, char **pz
 int cvLabelIndexOf(CvVtab *pTab, int k, sqlite3_value *pVal, int64_t *piOut);
 /* Index i's label as the SQL result. */
 void cvLabelResult(sqlite3_context *pCtx, const CvVtab *pTab, int k, int64_t i);
+/* Index i's label of pLab as the SQL result (REAL, or ISO 8601 TEXT for instants). */
+void cvLabelsResult(sqlite3_context *pCtx, const caterva_labels *pLab, int64_t i);
 /* Store the coordinates of coords= ('lat:-89.5:1.0,time:2023-01-01:1 day') in a new array
 ** whose dimensions are named azName[0..nDim). */
 int cvStoreCoords(caterva_ctx *pCtx, caterva_array *pArr, const char *zCoords, char **azName,

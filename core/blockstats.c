@@ -47,6 +47,7 @@
  * savepoint is an array of record pointers, so savepoints cost a pointer per chunk).
  */
 #include "array_internal.h"
+#include "frame_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -88,6 +89,8 @@ struct cat_bstats {
   const uint8_t *hint_img;/* its uncompressed image */
   bs_rec *hint_rec;       /* or its record, taken from another array (a raw copy) */
   const cat_geom *geom;   /* geometry of new chunks while a resize renumbers them, or NULL */
+  uint8_t *scratch;       /* verify(): a chunk's bytes copied from the file */
+  size_t scratch_cap;
 };
 
 static void rec_unref(bs_rec *r) {
@@ -117,6 +120,7 @@ void cat_bs_free(cat_bstats *bs) {
   marks_drop(bs, INT32_MIN);
   free(bs->marks);
   recs_free(bs->rec, bs->n);
+  free(bs->scratch);
   free(bs);
 }
 
@@ -191,18 +195,23 @@ static inline uint64_t lane(uint64_t h, uint64_t w) {
 /* A 64-bit hash of n bytes: four independent lanes over 32-byte strides (fast enough to
  * check a chunk before trusting its statistics), never 0. */
 static uint64_t fingerprint(const uint8_t *p, size_t n) {
-  uint64_t h[4] = {0x243F6A8885A308D3ull, 0x13198A2E03707344ull, 0xA4093822299F31D0ull,
-                   0x082EFA98EC4E6C89ull};
+  /* the lanes in locals, so that they stay in registers (three times faster than an array) */
+  uint64_t h0 = 0x243F6A8885A308D3ull, h1 = 0x13198A2E03707344ull, h2 = 0xA4093822299F31D0ull,
+           h3 = 0x082EFA98EC4E6C89ull;
   size_t i = 0;
   uint64_t r;
   uint8_t tail[8];
-  for (; i + 32 <= n; i += 32)
-    for (int k = 0; k < 4; k++) h[k] = lane(h[k], rd64(p + i + 8 * k));
-  for (; i + 8 <= n; i += 8) h[0] = lane(h[0], rd64(p + i));
+  for (; i + 32 <= n; i += 32) {
+    h0 = lane(h0, rd64(p + i));
+    h1 = lane(h1, rd64(p + i + 8));
+    h2 = lane(h2, rd64(p + i + 16));
+    h3 = lane(h3, rd64(p + i + 24));
+  }
+  for (; i + 8 <= n; i += 8) h0 = lane(h0, rd64(p + i));
   memset(tail, 0, sizeof tail);
   memcpy(tail, p + i, n - i);
-  h[1] = lane(h[1], rd64(tail));
-  r = lane(lane(lane(lane((uint64_t)n, h[0]), h[1]), h[2]), h[3]);
+  h1 = lane(h1, rd64(tail));
+  r = lane(lane(lane(lane((uint64_t)n, h0), h1), h2), h3);
   r ^= r >> 31;
   return r ? r : 1;
 }
@@ -743,6 +752,19 @@ leave:
 
 /* ---- reading ------------------------------------------------------------------------- */
 
+/* The bytes to hash for a chunk at p: a copy read from the file when the chunk lies in a
+** file's map (cheaper than faulting its pages in), else p itself. */
+static const uint8_t *verify_bytes(cat_bstats *bs, caterva_schunk *sc, const uint8_t *p,
+                                   size_t n) {
+  if (n > bs->scratch_cap) {
+    uint8_t *b = realloc(bs->scratch, n);
+    if (b == NULL) return p;
+    bs->scratch = b;
+    bs->scratch_cap = n;
+  }
+  return cat_file_copy_mapped(sc, p, n, bs->scratch) ? bs->scratch : p;
+}
+
 /* Check a loaded record against the chunk's bytes. */
 static int verify(caterva_ctx *ctx, caterva_array *a, int64_t n, bs_rec *r) {
   int special = caterva_schunk_chunk_special(a->sc, n);
@@ -753,7 +775,7 @@ static int verify(caterva_ctx *ctx, caterva_array *a, int64_t n, bs_rec *r) {
   if (special != CATERVA_SPECIAL_NONE) return r->fp == special_fp(special);
   rc = caterva_schunk_get_chunk(ctx, a->sc, n, &chunk, &cbytes);
   if (rc < 0) return rc;
-  return r->fp == fingerprint(chunk, (size_t)cbytes);
+  return r->fp == fingerprint(verify_bytes(a->bs, a->sc, chunk, (size_t)cbytes), (size_t)cbytes);
 }
 
 int caterva_array_block_stats(caterva_ctx *ctx, caterva_array *a, int64_t nchunk,

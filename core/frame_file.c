@@ -372,7 +372,7 @@ static int contiguous_open(caterva_ctx *ctx, caterva_schunk *sc) {
     CAT_TRY(fail, remap(ctx, sc, fd));
   }
   if (sc->writable) sc->fd = fd;
-  else close(fd);
+  else sc->rfd = fd;
   sc->wend = sc->frame_len;
   if (sc->writable) count_dead(sc);
   return CATERVA_OK;
@@ -715,6 +715,26 @@ int cat_file_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool 
   return CATERVA_OK;
 }
 
+/*
+** A reader that looks at every byte of a chunk once (the statistics' fingerprint check) pays
+** less to copy it with pread than to fault in the map's pages: about a quarter of the CPU
+** time for a whole file (measured on the demo array).
+*/
+int cat_file_copy_mapped(caterva_schunk *sc, const uint8_t *p, size_t n, uint8_t *buf) {
+  int fd = sc->fd >= 0 ? sc->fd : sc->rfd;
+  size_t done = 0;
+  if (!sc->base_mapped || fd < 0 || p < sc->base || n > sc->base_len ||
+      (size_t)(p - sc->base) > sc->base_len - n)
+    return 0;
+  while (done < n) {
+    ssize_t r = pread(fd, buf + done, n - done, (off_t)(p - sc->base) + (off_t)done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return 0;
+    done += (size_t)r;
+  }
+  return 1;
+}
+
 /* ---- entry points ------------------------------------------------------------------------ */
 
 int cat_file_open(caterva_ctx *ctx, caterva_schunk *sc, const char *path, int mode) {
@@ -903,6 +923,8 @@ void cat_file_close(caterva_schunk *sc) {
   }
   if (sc->fd >= 0) close(sc->fd);
   sc->fd = -1;
+  if (sc->rfd >= 0) close(sc->rfd);
+  sc->rfd = -1;
 }
 
 int cat_file_stale(caterva_ctx *ctx, caterva_schunk *sc) {

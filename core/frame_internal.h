@@ -105,6 +105,8 @@ struct caterva_schunk {
   int64_t header_len;        /* header length of the image / file on disk */
   int64_t section;           /* bytes of the image's chunk section (its header cbytes) */
   int fd;                    /* contiguous store opened for writing, else -1 */
+  int rfd;                   /* contiguous store opened for reading: the descriptor behind
+                              * the map (cat_file_copy_mapped), else -1 */
   int64_t frame_len;         /* file stores: frame bytes on disk; memory: cached, -1 stale */
   int64_t dead;              /* contiguous file: unreferenced bytes inside the chunk section */
   int64_t next_file;         /* sparse: number for the next chunk file */
@@ -178,6 +180,11 @@ caterva_schunk *cat_sc_alloc(int store);
  * else cached in sc->data. */
 int cat_file_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool cache,
                           const uint8_t **p, int32_t *cbytes, uint8_t **tmp);
+/* Copy n bytes at p, which lie in the read-only map of a contiguous file, into buf with
+ * pread on the descriptor behind that map (the same file: cheaper than faulting the pages
+ * in for a reader that looks at each byte once). 1 when copied; 0 when p is not in the
+ * current map, there is no descriptor, or the read fails (the caller then reads p). */
+int cat_file_copy_mapped(caterva_schunk *sc, const uint8_t *p, size_t n, uint8_t *buf);
 
 /* Open the frame file or directory at path into sc (store, entries, metas, image). */
 int cat_file_open(caterva_ctx *ctx, caterva_schunk *sc, const char *path, int mode);

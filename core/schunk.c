@@ -35,6 +35,7 @@ caterva_schunk *cat_sc_alloc(int store) {
   if (sc == NULL) return NULL;
   sc->store = store;
   sc->fd = -1;
+  sc->rfd = -1;
   sc->frame_len = -1;
   return sc;
 }

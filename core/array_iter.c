@@ -14,6 +14,7 @@
  */
 #include "array_internal.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 /* ---- geometry ----------------------------------------------------------------------- */
@@ -173,6 +174,43 @@ void cat_fill_items(uint8_t *dst, int64_t n, int itemsize, int special, const ui
 
 /* ---- the block iterator --------------------------------------------------------------- */
 
+/*
+ * Read-ahead (CATERVA_ITER_READAHEAD). While the caller consumes batch k, a thread of the
+ * iterator's own decompresses batch k + 1 into a second buffer; next() then swaps buffers
+ * instead of decompressing. Everything that touches the schunk (chunk lookup, statistics
+ * filters) stays on the caller's thread: the worker gets a stable chunk pointer (mapped file
+ * or the schunk's chunk cache, both fixed while the array is not modified, which iterators
+ * require anyway), a copy of the block numbers and a context of its own (own scratch, no
+ * pool, so it never competes with the caller's batches); its decompressed blocks are added
+ * to the caller's counter when the batch is taken. The next chunk's block list is computed
+ * (and filtered) once, when the job is planned, and reused when the chunk is entered.
+ */
+typedef struct cat_readahead {
+  pthread_t thread;
+  int started;                       /* thread running */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int state;                         /* RA_IDLE, RA_QUEUED, RA_DONE */
+  int quit;
+  caterva_ctx *wctx;                 /* the worker's context */
+  /* the job */
+  const uint8_t *chunk;
+  int32_t cbytes;
+  int64_t nchunk;
+  int32_t pos, nb;                   /* sel entries [pos, pos + nb) of chunk nchunk */
+  int32_t *blocks;                   /* their block numbers (cap batch_max) */
+  uint8_t *buf;                      /* destination; swapped with the iterator's data */
+  size_t bufcap;
+  int64_t rc;
+  int64_t counted;                   /* wctx's blocks counter already passed on */
+  /* the next chunk's block list, planned ahead (valid when peek_valid) */
+  int peek_valid;
+  int64_t peek_cc[CATERVA_MAX_DIM];
+  int32_t *peek_sel, peek_n, peek_cap;
+} cat_readahead;
+
+enum { RA_IDLE, RA_QUEUED, RA_DONE };
+
 /* How the blocks of the current chunk are served. */
 enum { SERVE_BLOCKS, SERVE_FILL, SERVE_WHOLE, SERVE_NODATA };
 
@@ -208,15 +246,22 @@ struct caterva_block_iter {
   int fill_kind;                     /* special kind in fill, or -1 */
   uint8_t fill_value[256];           /* value in fill for CATERVA_SPECIAL_VALUE */
   int fill_vsize;
+  int64_t nchunk;                    /* number of the chunk at cc */
   int have_chunk;                    /* cc is valid */
   int done;
   int (*keep)(void *, int64_t, int32_t); /* block filter, or NULL */
   void *keep_arg;
+  cat_readahead *ra;                 /* CATERVA_ITER_READAHEAD with threads, else NULL */
   caterva_block blk;                 /* handed out by next */
 };
 
+static void ra_free(cat_readahead *ra);
+static void ra_discard(caterva_block_iter *it);
+
 void caterva_block_iter_free(caterva_block_iter *it) {
   if (it == NULL) return;
+  ra_discard(it);
+  ra_free(it->ra);
   free(it->sel);
   free(it->data);
   free(it->whole);
@@ -227,6 +272,7 @@ void caterva_block_iter_free(caterva_block_iter *it) {
 int caterva_block_iter_reset(caterva_block_iter *it, const int64_t *start,
                              const int64_t *stop) {
   const cat_geom *g = it->g;
+  ra_discard(it);
   it->have_chunk = 0;
   it->nsel = it->pos = 0;
   it->batch_lo = it->batch_hi = 0;
@@ -263,6 +309,7 @@ int caterva_block_iter_new(caterva_ctx *ctx, caterva_array *a, const int64_t *st
     if (bm < 1) bm = 1;
     it->batch_max = (int32_t)bm;
   }
+
 leave:
   if (rc < 0) caterva_block_iter_free(it);
   else *out = it;
@@ -277,15 +324,15 @@ void caterva_block_iter_set_filter(caterva_block_iter *it,
   it->keep_arg = arg;
 }
 
-/* Drop the selected blocks of chunk nchunk that the filter rejects. */
-static int filter_sel(caterva_block_iter *it, int64_t nchunk) {
+/* Drop the blocks of sel[0, *n) of chunk nchunk that the filter rejects. */
+static int filter_sel(caterva_block_iter *it, int64_t nchunk, int32_t *sel, int32_t *n) {
   int32_t j = 0;
-  for (int32_t i = 0; i < it->nsel; i++) {
-    int r = it->keep(it->keep_arg, nchunk, it->sel[i]);
+  for (int32_t i = 0; i < *n; i++) {
+    int r = it->keep(it->keep_arg, nchunk, sel[i]);
     if (r < 0) return r;
-    if (r) it->sel[j++] = it->sel[i];
+    if (r) sel[j++] = sel[i];
   }
-  it->nsel = j;
+  *n = j;
   return CATERVA_OK;
 }
 
@@ -367,64 +414,274 @@ leave:
   return rc;
 }
 
-/* Enter the chunk at it->cc: compute its block range and the blocks to visit. */
-static int enter_chunk(caterva_block_iter *it) {
+/* The blocks of chunk cc that intersect the box, in C order, that the filter keeps: their
+** numbers into *psel (grown as needed, capacity *pcap), their count into *pn. */
+static int chunk_sel(caterva_block_iter *it, const int64_t *cc, int32_t **psel, int32_t *pcap,
+                     int32_t *pn) {
   caterva_ctx *ctx = it->ctx;
   int rc = CATERVA_OK;
   const cat_geom *g = it->g;
   int64_t n = 1;
-  int32_t bc[CATERVA_MAX_DIM], bstride[CATERVA_MAX_DIM];
+  int32_t b0[CATERVA_MAX_DIM], b1[CATERVA_MAX_DIM], bc[CATERVA_MAX_DIM];
+  int32_t bstride[CATERVA_MAX_DIM];
+  int32_t *sel;
+  *pn = 0;
   for (int k = 0; k < g->ndim; k++) {
-    int64_t base = it->cc[k] * g->chunkshape[k];
+    int64_t base = cc[k] * g->chunkshape[k];
     int64_t lo = it->start[k] > base ? it->start[k] : base;
     int64_t hi = base + g->chunkshape[k];
     if (hi > it->stop[k]) hi = it->stop[k];
-    it->clo[k] = base;
-    it->chi[k] = base + g->chunkshape[k] < g->shape[k] ? base + g->chunkshape[k] : g->shape[k];
-    it->b0[k] = (int32_t)((lo - base) / g->blockshape[k]);
-    it->b1[k] = (int32_t)cat_ceil_div64(hi - base, g->blockshape[k]);
-    n *= it->b1[k] - it->b0[k];
+    b0[k] = (int32_t)((lo - base) / g->blockshape[k]);
+    b1[k] = (int32_t)cat_ceil_div64(hi - base, g->blockshape[k]);
+    n *= b1[k] - b0[k];
   }
-  if (n > it->selcap) {
-    int32_t *p = realloc(it->sel, (size_t)n * sizeof *p);
+  if (n > *pcap) {
+    int32_t *p = realloc(*psel, (size_t)n * sizeof *p);
     CAT_CHECK(leave, p != NULL, CATERVA_E_NOMEM, "out of memory");
-    it->sel = p;
-    it->selcap = (int32_t)n;
+    *psel = p;
+    *pcap = (int32_t)n;
   }
+  sel = *psel;
   /* Block numbers in C order over [b0, b1). */
   for (int k = g->ndim - 1, s = 1; k >= 0; k--) {
     bstride[k] = s;
     s *= g->blockgrid[k];
-    bc[k] = it->b0[k];
+    bc[k] = b0[k];
   }
   for (int64_t i = 0; i < n; i++) {
     int32_t num = 0;
     int k;
     for (k = 0; k < g->ndim; k++) num += bc[k] * bstride[k];
-    it->sel[i] = num;
+    sel[i] = num;
     for (k = g->ndim - 1; k >= 0; k--) {
-      if (++bc[k] < it->b1[k]) break;
-      bc[k] = it->b0[k];
+      if (++bc[k] < b1[k]) break;
+      bc[k] = b0[k];
     }
   }
-  it->nsel = (int32_t)n;
+  *pn = (int32_t)n;
+  if (it->keep != NULL) rc = filter_sel(it, cat_geom_chunk_number(g, cc), sel, pn);
+leave:
+  return rc;
+}
+
+/* Enter the chunk at it->cc: its valid items and the blocks to visit (planned ahead by the
+** read-ahead, or computed now). */
+static int enter_chunk(caterva_block_iter *it) {
+  int rc = CATERVA_OK;
+  const cat_geom *g = it->g;
+  cat_readahead *ra = it->ra;
+  for (int k = 0; k < g->ndim; k++) {
+    int64_t base = it->cc[k] * g->chunkshape[k];
+    it->clo[k] = base;
+    it->chi[k] = base + g->chunkshape[k] < g->shape[k] ? base + g->chunkshape[k] : g->shape[k];
+  }
+  it->nchunk = cat_geom_chunk_number(g, it->cc);
+  if (ra != NULL && ra->peek_valid &&
+      memcmp(ra->peek_cc, it->cc, sizeof(int64_t) * (size_t)g->ndim) == 0) {
+    int32_t *t = it->sel, tc = it->selcap;
+    it->sel = ra->peek_sel;
+    it->selcap = ra->peek_cap;
+    it->nsel = ra->peek_n;
+    ra->peek_sel = t;
+    ra->peek_cap = tc;
+    ra->peek_valid = 0;
+  } else {
+    if (ra != NULL) ra->peek_valid = 0;
+    CAT_TRY(leave, chunk_sel(it, it->cc, &it->sel, &it->selcap, &it->nsel));
+  }
   it->pos = 0;
-  if (it->keep != NULL) CAT_TRY(leave, filter_sel(it, cat_geom_chunk_number(g, it->cc)));
-  if (it->nsel > 0) rc = open_chunk_data(it, cat_geom_chunk_number(g, it->cc));
+  if (it->nsel > 0) rc = open_chunk_data(it, it->nchunk);
 leave:
   return rc;
 }
 
 /* Advance cc to the next chunk of the box in C order; 0 when past the last. */
-static int next_chunk(caterva_block_iter *it) {
+static int next_chunk(const caterva_block_iter *it, int64_t *cc) {
   for (int k = it->g->ndim - 1; k >= 0; k--) {
-    if (++it->cc[k] < it->c1[k]) return 1;
-    it->cc[k] = it->c0[k];
+    if (++cc[k] < it->c1[k]) return 1;
+    cc[k] = it->c0[k];
   }
   return 0;
 }
 
-/* Decompress the next batch of selected blocks, starting at it->pos. */
+/* ---- read-ahead ------------------------------------------------------------------------ */
+
+static void *ra_main(void *arg) {
+  cat_readahead *ra = arg;
+  pthread_mutex_lock(&ra->mu);
+  for (;;) {
+    while (!ra->quit && ra->state != RA_QUEUED) pthread_cond_wait(&ra->cv, &ra->mu);
+    if (ra->quit) break;
+    pthread_mutex_unlock(&ra->mu);
+    int64_t r = caterva_chunk_decompress_blocks(ra->wctx, ra->chunk, (size_t)ra->cbytes,
+                                                ra->blocks, ra->nb, ra->buf, ra->bufcap);
+    pthread_mutex_lock(&ra->mu);
+    ra->rc = r;
+    ra->state = RA_DONE;
+    pthread_cond_broadcast(&ra->cv);
+  }
+  pthread_mutex_unlock(&ra->mu);
+  return NULL;
+}
+
+/* A read-ahead for an iterator with batches of up to batch_max blocks; NULL when memory or a
+** context cannot be had (the iterator then simply reads as it goes). */
+static cat_readahead *ra_new(int32_t batch_max) {
+  cat_readahead *ra = calloc(1, sizeof *ra);
+  if (ra == NULL) return NULL;
+  ra->blocks = malloc((size_t)batch_max * sizeof *ra->blocks);
+  if (ra->blocks == NULL || caterva_ctx_new(1, &ra->wctx) != CATERVA_OK) {
+    free(ra->blocks);
+    free(ra);
+    return NULL;
+  }
+  pthread_mutex_init(&ra->mu, NULL);
+  pthread_cond_init(&ra->cv, NULL);
+  return ra;
+}
+
+static void ra_free(cat_readahead *ra) {
+  if (ra == NULL) return;
+  if (ra->started) {
+    pthread_mutex_lock(&ra->mu);
+    ra->quit = 1;
+    pthread_cond_broadcast(&ra->cv);
+    pthread_mutex_unlock(&ra->mu);
+    pthread_join(ra->thread, NULL);
+  }
+  pthread_mutex_destroy(&ra->mu);
+  pthread_cond_destroy(&ra->cv);
+  caterva_ctx_free(ra->wctx);
+  free(ra->blocks);
+  free(ra->buf);
+  free(ra->peek_sel);
+  free(ra);
+}
+
+/* Wait for the job in flight, if any, and pass its decompressed blocks on to the caller's
+** counter. Returns 1 when a finished job is there to take, 0 when there was none. */
+static int ra_finish(caterva_block_iter *it) {
+  cat_readahead *ra = it->ra;
+  int64_t n;
+  int had;
+  pthread_mutex_lock(&ra->mu);
+  while (ra->state == RA_QUEUED) pthread_cond_wait(&ra->cv, &ra->mu);
+  had = ra->state == RA_DONE;
+  ra->state = RA_IDLE;
+  pthread_mutex_unlock(&ra->mu);
+  if (!had) return 0;
+  n = caterva_ctx_blocks_decompressed(ra->wctx);
+  if (it->ctx != NULL) __atomic_fetch_add(&it->ctx->blocks_decompressed, n - ra->counted,
+                                          __ATOMIC_RELAXED);
+  ra->counted = n;
+  return 1;
+}
+
+/* Drop whatever was read ahead (a reset, the end). */
+static void ra_discard(caterva_block_iter *it) {
+  if (it->ra == NULL) return;
+  ra_finish(it);
+  it->ra->peek_valid = 0;
+}
+
+/* Take the job when it is batch sel[pos, pos + nb) of chunk nchunk: 1 (its blocks are now in
+** it->data), 0 when there is no such job, or the job's error. */
+static int ra_take(caterva_block_iter *it, int64_t nchunk, int32_t pos, int32_t nb) {
+  cat_readahead *ra = it->ra;
+  uint8_t *t;
+  size_t tc;
+  if (!ra_finish(it)) return 0;
+  if (ra->nchunk != nchunk || ra->pos != pos || ra->nb != nb ||
+      memcmp(ra->blocks, it->sel + pos, (size_t)nb * sizeof *ra->blocks) != 0)
+    return 0;
+  if (ra->rc < 0)
+    return cat_error(it->ctx, (int)ra->rc, "%s", caterva_ctx_errmsg(ra->wctx));
+  t = it->data;
+  tc = it->datacap;
+  it->data = ra->buf;
+  it->datacap = ra->bufcap;
+  ra->buf = t;
+  ra->bufcap = tc;
+  return 1;
+}
+
+/* Hand batch blocks[0, nb) of a chunk to the worker (sel[pos, ...) of chunk nchunk). Nothing
+** happens when its buffer or thread cannot be had: the caller then reads it itself. */
+static void ra_submit(caterva_block_iter *it, const uint8_t *chunk, int32_t cbytes,
+                      int64_t nchunk, int32_t pos, int32_t nb, const int32_t *blocks) {
+  cat_readahead *ra = it->ra;
+  size_t need = (size_t)nb * (size_t)it->g->blocksize;
+  if (need > ra->bufcap) {
+    free(ra->buf);
+    ra->bufcap = 0;
+    ra->buf = malloc(need);
+    if (ra->buf == NULL) return;
+    ra->bufcap = need;
+  }
+  if (!ra->started) {
+    if (pthread_create(&ra->thread, NULL, ra_main, ra) != 0) return;
+    ra->started = 1;
+  }
+  memcpy(ra->blocks, blocks, (size_t)nb * sizeof *blocks);
+  pthread_mutex_lock(&ra->mu);
+  ra->chunk = chunk;
+  ra->cbytes = cbytes;
+  ra->nchunk = nchunk;
+  ra->pos = pos;
+  ra->nb = nb;
+  ra->state = RA_QUEUED;
+  pthread_cond_broadcast(&ra->cv);
+  pthread_mutex_unlock(&ra->mu);
+}
+
+/* After batch [batch_lo, batch_hi) is loaded: start on the batch after it, in this chunk or
+** in the next one of the box (whose block list is planned now, once). Chunks that are not
+** plainly compressed blocks (special values, other blocksizes) are left to the caller, and
+** so is any error met here: it comes again, and is reported, when the caller gets there. */
+static void ra_plan_next(caterva_block_iter *it) {
+  cat_readahead *ra = it->ra;
+  const cat_geom *g = it->g;
+  const uint8_t *chunk;
+  int32_t cbytes, nb;
+  int64_t cc[CATERVA_MAX_DIM], nchunk;
+  caterva_chunk_info info;
+  if (it->batch_hi < it->nsel) {
+    nb = it->nsel - it->batch_hi;
+    if (nb > it->batch_max) nb = it->batch_max;
+    ra_submit(it, it->chunk, it->cbytes, it->nchunk, it->batch_hi, nb, it->sel + it->batch_hi);
+    return;
+  }
+  memcpy(cc, it->cc, sizeof cc);
+  if (ra->peek_valid || !next_chunk(it, cc)) return;
+  if (chunk_sel(it, cc, &ra->peek_sel, &ra->peek_cap, &ra->peek_n) < 0) return;
+  memcpy(ra->peek_cc, cc, sizeof cc);
+  ra->peek_valid = 1;
+  if (ra->peek_n == 0) return;
+  nchunk = cat_geom_chunk_number(g, cc);
+  if (caterva_schunk_chunk_special(it->sc, nchunk) != CATERVA_SPECIAL_NONE) return;
+  if (caterva_schunk_get_chunk(it->ctx, it->sc, nchunk, &chunk, &cbytes) < 0) return;
+  if (caterva_chunk_info_get(chunk, (size_t)cbytes, &info) < 0 ||
+      info.special != CATERVA_SPECIAL_NONE || info.nbytes != g->chunksize ||
+      info.blocksize != g->blocksize || info.nblocks != g->nblocks)
+    return;
+  nb = ra->peek_n < it->batch_max ? ra->peek_n : it->batch_max;
+  ra_submit(it, chunk, cbytes, nchunk, 0, nb, ra->peek_sel);
+}
+
+/* Whether a read-ahead is worth starting: asked for, threads to spare, and a batch after the
+** one just loaded (a box of one batch never starts a thread). */
+static int want_readahead(const caterva_block_iter *it) {
+  int64_t cc[CATERVA_MAX_DIM];
+  if (!(it->flags & CATERVA_ITER_READAHEAD) || (it->flags & CATERVA_ITER_NODATA) ||
+      it->ctx == NULL || it->ctx->nthreads < 2)
+    return 0;
+  if (it->batch_hi < it->nsel) return 1;
+  memcpy(cc, it->cc, sizeof cc);
+  return next_chunk(it, cc);
+}
+
+/* Decompress the next batch of selected blocks, starting at it->pos (or take it from the
+** read-ahead), then let the read-ahead start on the batch after it. */
 static int load_batch(caterva_block_iter *it) {
   caterva_ctx *ctx = it->ctx;
   int rc = CATERVA_OK;
@@ -433,6 +690,14 @@ static int load_batch(caterva_block_iter *it) {
   size_t need;
   if (nb > it->batch_max) nb = it->batch_max;
   need = (size_t)nb * (size_t)g->blocksize;
+  if (it->ra != NULL) {
+    rc = ra_take(it, it->nchunk, it->pos, nb);
+    if (rc < 0) goto leave;
+    if (rc == 1) {
+      rc = CATERVA_OK;
+      goto loaded;
+    }
+  }
   if (need > it->datacap) { /* grows to the largest batch seen; point lookups stay small */
     free(it->data);
     it->datacap = 0;
@@ -442,8 +707,11 @@ static int load_batch(caterva_block_iter *it) {
   }
   CAT_TRY(leave, caterva_chunk_decompress_blocks(ctx, it->chunk, (size_t)it->cbytes,
                                                  it->sel + it->pos, nb, it->data, need));
+loaded:
   it->batch_lo = it->pos;
   it->batch_hi = it->pos + nb;
+  if (it->ra == NULL && want_readahead(it)) it->ra = ra_new(it->batch_max);
+  if (it->ra != NULL) ra_plan_next(it);
 leave:
   return rc;
 }
@@ -460,7 +728,7 @@ int caterva_block_iter_next(caterva_block_iter *it, const caterva_block **blk) {
     if (!it->have_chunk) {
       memcpy(it->cc, it->c0, sizeof it->cc);
       it->have_chunk = 1;
-    } else if (!next_chunk(it)) {
+    } else if (!next_chunk(it, it->cc)) {
       it->done = 1;
       return 0;
     }
@@ -469,7 +737,7 @@ int caterva_block_iter_next(caterva_block_iter *it, const caterva_block **blk) {
       it->done = 1;
       return rc;
     }
-    b->nchunk = cat_geom_chunk_number(g, it->cc);
+    b->nchunk = it->nchunk;
   }
   /* Block coordinates from the block number (a filter may have dropped blocks of sel). */
   {

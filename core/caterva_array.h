@@ -362,6 +362,12 @@ typedef struct caterva_block {
 } caterva_block;
 
 #define CATERVA_ITER_NODATA 1   /**< visit the blocks but decompress nothing */
+/** Decompress the next batch of blocks on a thread of the iterator's own while the caller
+ * works on the current one (contexts with 2 threads or more; ignored otherwise). For scans
+ * that use every block they visit: the batch after the current one is decompressed even
+ * when the caller then stops. Blocks decompressed ahead are counted in ctx when the job is
+ * collected: taken, or dropped by a reset or free. */
+#define CATERVA_ITER_READAHEAD 2
 
 /** Iterate over the blocks intersecting the box [start, stop) (clipped to the shape; NULL
  * start/stop: the whole array), each exactly once, in C order of chunks and, within a chunk,

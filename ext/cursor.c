@@ -242,8 +242,12 @@ static int cvOpenBox(CvCursor *pCur) {
     if (pCur->iRun[k] + 1 < pCur->nRun[k]) bLast = 0;
   }
   pCur->bLastBox = bLast;
+  /* Scans that read values straight from the iterator use every block they visit: unless
+  ** a LIMIT may stop them early, the next batch is decompressed while this one is read. */
   rc = caterva_block_iter_new(pTab->pConn->pCtx, pTab->pArr, aStart, aStop,
-                              pCur->bValue && !pCur->bCached ? 0 : CATERVA_ITER_NODATA,
+                              !pCur->bValue || pCur->bCached ? CATERVA_ITER_NODATA
+                              : pCur->nLeft < 0              ? CATERVA_ITER_READAHEAD
+                                                             : 0,
                               &pCur->pIter);
   if (rc >= 0) cvValAttach(&pCur->val, pTab, pCur->pIter);
   return rc < 0 ? cvLibError(pTab, rc) : SQLITE_OK;

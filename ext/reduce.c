@@ -17,9 +17,12 @@
  * (non-NaN) cells that went into it. Hidden columns: arr (the table or path), op (count,
  * sum, mean, min, max) and axes (a comma list of dimension names -- the table's column
  * names or the file's `_ARRAY_DIMENSIONS`, else d0, d1, ... -- or numbers; empty or NULL:
- * every dimension). Constraints (=, <, <=, >, >=, BETWEEN) on dk compare labels exactly as
+ * every dimension). Constraints (=, <, <=, >, >=, BETWEEN, IN) on dk compare labels exactly as
  * the caterva table's dimension columns do (coord.c), those on dk_index indices; both restrict
- * the box, for reduced and remaining dimensions alike, and are exact (omit is set).
+ * the box, for reduced and remaining dimensions alike, and are exact (omit is set). An IN
+ * list restricts its dimension to the indices it names: a reduced dimension is reduced over
+ * all of them together (SQLite would otherwise call xFilter once per value, giving one row
+ * per value), a remaining one gives a row for each.
  *
  * The columns cannot carry the dimensions' names: an eponymous virtual table declares its
  * columns once per connection in xConnect, before any argument is seen, and the arguments
@@ -87,8 +90,12 @@ struct CvRedCursor {
   int eType;                 /* CATERVA_STATS_* of the array */
   int nDim;
   int bRemain[CV_RED_NDIM];  /* dimension k is kept in the output */
-  int64_t aLo[CV_RED_NDIM];  /* the box, inclusive */
+  int64_t aLo[CV_RED_NDIM];  /* the box, inclusive (an IN list's first and last index) */
   int64_t aHi[CV_RED_NDIM];
+  int64_t *aList[CV_RED_NDIM]; /* IN: the sorted, distinct indices of dimension k, or NULL */
+  int nList[CV_RED_NDIM];
+  int64_t aSubLo[CV_RED_NDIM]; /* the sub-box being walked (one run of each IN list) */
+  int64_t aSubHi[CV_RED_NDIM];
   int64_t aStride[CV_RED_NDIM]; /* output row stride of each remaining dimension, else 0 */
   int64_t nOut;              /* output rows */
   CvAcc *aAcc;               /* nOut accumulators */
@@ -150,7 +157,10 @@ static int cvRedDisconnect(sqlite3_vtab *pVtab) {
 ** CV_OP_GT, as in plan.c) and a column, as in plan.c: CV_LABEL_DIM + k for dk (labels when
 ** the dimension has a coordinate), CV_INDEX_DIM + k for dk_index (indices); 'R' arr, 'P' op,
 ** 'X' axes. arr and op must be given (=); every usable bound on a dimension is taken and
-** omitted (label ranges are exact, as the caterva table's are).
+** omitted (label ranges are exact, as the caterva table's are). An IN list on a dimension
+** (CV_OP_IN) comes whole to one xFilter call (sqlite3_vtab_in) and restricts the dimension
+** to its indices: a reduced dimension is reduced over all of them, a kept one gives a row
+** for each.
 */
 static int cvRedBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   char *zPlan = sqlite3_malloc64((sqlite3_uint64)pInfo->nConstraint * 2 + 1);
@@ -161,7 +171,13 @@ static int cvRedBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     const struct sqlite3_index_constraint *p = &pInfo->aConstraint[i];
     char cOp = 0, cCol = 0;
     switch (p->op) {
-      case SQLITE_INDEX_CONSTRAINT_EQ: cOp = CV_OP_EQ; break;
+      case SQLITE_INDEX_CONSTRAINT_EQ:
+        /* IN: all its values in one xFilter call, since a reduced dimension must be
+        ** reduced over all of them together, not once per value */
+        cOp = p->iColumn < CV_RED_ARR || p->iColumn >= CV_RED_INDEX
+                  ? (p->usable && sqlite3_vtab_in(pInfo, i, -1) ? CV_OP_IN : CV_OP_EQ)
+                  : CV_OP_EQ;
+        break;
       case SQLITE_INDEX_CONSTRAINT_LT: cOp = CV_OP_LT; break;
       case SQLITE_INDEX_CONSTRAINT_LE: cOp = CV_OP_LE; break;
       case SQLITE_INDEX_CONSTRAINT_GT: cOp = CV_OP_GT; break;
@@ -187,6 +203,7 @@ static int cvRedBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     } else {
       continue;
     }
+    if (cOp == CV_OP_IN) sqlite3_vtab_in(pInfo, i, 1);
     zPlan[2 * nArg] = cOp;
     zPlan[2 * nArg + 1] = cCol;
     pInfo->aConstraintUsage[i].argvIndex = ++nArg;
@@ -225,6 +242,9 @@ static void cvRedReset(CvRedCursor *pCur) {
     sqlite3_free(pCur->aLabVal[k]);
     pCur->aLabVal[k] = 0;
     pCur->bLab[k] = 0;
+    sqlite3_free(pCur->aList[k]);
+    pCur->aList[k] = 0;
+    pCur->nList[k] = 0;
   }
   sqlite3_free(pCur->aAcc);
   pCur->aAcc = 0;
@@ -464,7 +484,7 @@ static int cvRedKeep(void *pArg, int64_t iChunk, int32_t iBlock) {
     aHi[k] = aLo[k] + aB[k] - 1;
     if (aHi[k] > cc * aC[k] + aC[k] - 1) aHi[k] = cc * aC[k] + aC[k] - 1;
     if (aHi[k] > aShape[k] - 1) aHi[k] = aShape[k] - 1;
-    if (aLo[k] < pCur->aLo[k] || aHi[k] > pCur->aHi[k]) return 1;
+    if (aLo[k] < pCur->aSubLo[k] || aHi[k] > pCur->aSubHi[k]) return 1;
     if (pCur->bRemain[k] && aLo[k] != aHi[k]) return 1;
   }
   rc = caterva_array_block_stats(pCur->pCtx, pCur->pArr, iChunk, iBlock, &st);
@@ -502,15 +522,15 @@ static void cvRedBlock(CvRedCursor *pCur, const caterva_block *pBlk) {
   }
 }
 
-/* Walk the box and fill the accumulators. */
-static int cvRedCompute(CvRedCursor *pCur) {
+/* Walk the sub-box aSubLo..aSubHi and fill the accumulators. */
+static int cvRedComputeBox(CvRedCursor *pCur) {
   caterva_block_iter *pIter = 0;
   const caterva_block *pBlk;
   int64_t aStart[CV_RED_NDIM], aStop[CV_RED_NDIM];
   int k, rc;
   for (k = 0; k < pCur->nDim; k++) {
-    aStart[k] = pCur->aLo[k];
-    aStop[k] = pCur->aHi[k] + 1;
+    aStart[k] = pCur->aSubLo[k];
+    aStop[k] = pCur->aSubHi[k] + 1;
   }
   rc = caterva_block_iter_new(pCur->pCtx, pCur->pArr, aStart, aStop, 0, &pIter);
   if (rc >= 0 && caterva_array_has_stats(pCur->pArr) && pCur->nDim > 0)
@@ -518,6 +538,58 @@ static int cvRedCompute(CvRedCursor *pCur) {
   while (rc >= 0 && (rc = caterva_block_iter_next(pIter, &pBlk)) > 0) cvRedBlock(pCur, pBlk);
   caterva_block_iter_free(pIter);
   return rc;
+}
+
+/* Walk the box: for dimensions k and up, every run of consecutive indices of an IN list
+** (the whole range without one) in turn. */
+static int cvRedCompute(CvRedCursor *pCur, int k) {
+  const int64_t *a = pCur->aList[k < CV_RED_NDIM ? k : 0];
+  int i = 0, j, rc = 0;
+  if (k == pCur->nDim) return cvRedComputeBox(pCur);
+  if (a == 0) {
+    pCur->aSubLo[k] = pCur->aLo[k];
+    pCur->aSubHi[k] = pCur->aHi[k];
+    return cvRedCompute(pCur, k + 1);
+  }
+  while (i < pCur->nList[k] && rc >= 0) {
+    for (j = i; j + 1 < pCur->nList[k] && a[j + 1] == a[j] + 1; j++) {
+    }
+    pCur->aSubLo[k] = a[i];
+    pCur->aSubHi[k] = a[j];
+    rc = cvRedCompute(pCur, k + 1);
+    i = j + 1;
+  }
+  return rc;
+}
+
+/* Is index x in the sorted list a[0..n)? */
+static int cvRedInList(const int64_t *a, int n, int64_t x) {
+  int lo = 0, hi = n - 1;
+  while (lo <= hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (a[mid] == x) return 1;
+    if (a[mid] < x) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return 0;
+}
+
+/* Does output row iRow stand for indices of the IN lists of the kept dimensions? */
+static int cvRedRowWanted(const CvRedCursor *pCur, int64_t iRow) {
+  int k;
+  for (k = 0; k < pCur->nDim; k++) {
+    if (pCur->aList[k] && pCur->bRemain[k]) {
+      int64_t ext = pCur->aHi[k] - pCur->aLo[k] + 1;
+      int64_t x = pCur->aLo[k] + (iRow / pCur->aStride[k]) % ext;
+      if (!cvRedInList(pCur->aList[k], pCur->nList[k], x)) return 0;
+    }
+  }
+  return 1;
+}
+
+/* Move iRow to the first wanted row at or after it. */
+static void cvRedSkip(CvRedCursor *pCur) {
+  while (pCur->iRow < pCur->nOut && !cvRedRowWanted(pCur, pCur->iRow)) pCur->iRow++;
 }
 
 /* ---- xFilter and the rows ------------------------------------------------------------- */
@@ -592,19 +664,104 @@ static int cvRedLabels(CvRedCursor *pCur, char **azName) {
   return SQLITE_OK;
 }
 
-/* Apply the box bounds of the plan (labels on dk, indices on dk_index); sets bEmpty when a
-** dimension selects nothing. */
+/* Narrow *p by "dk OP pVal" (labels when bLabel and the dimension has them, else indices). */
+static int cvRedBound1(CvRedCursor *pCur, char **azName, int k, int bLabel, int op,
+                       sqlite3_value *pVal, CvRange *p) {
+  char *zErr = 0, *zName, *zMsg;
+  const char *z;
+  int rc;
+  if (!bLabel || !pCur->bLab[k]) {
+    cvRangeApply(p, op, pVal);
+    return SQLITE_OK;
+  }
+  zName = sqlite3_mprintf("d%d (%s)", k, azName[k]);
+  rc = zName ? cvLabelRange(pCur->pCtx, &pCur->aLab[k], zName, p, op, pVal, &zErr)
+             : SQLITE_NOMEM;
+  sqlite3_free(zName);
+  if (rc == SQLITE_OK) return rc;
+  z = zErr && strncmp(zErr, "caterva: ", 9) == 0 ? zErr + 9 : zErr;
+  zMsg = z ? sqlite3_mprintf("caterva_reduce: %s", z) : 0;
+  sqlite3_free(zErr);
+  return zMsg ? cvRedError(pCur, zMsg) : SQLITE_NOMEM;
+}
+
+static int cvCmpI64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* "dk IN (...)": the indices its values select (each one or none), sorted and distinct,
+** intersected with an earlier IN list on the same dimension. */
+static int cvRedInApply(CvRedCursor *pCur, char **azName, int k, int bLabel,
+                        sqlite3_value *pList, int64_t nExtent) {
+  sqlite3_value *pVal = 0;
+  int64_t *a = 0;
+  int n = 0, nAlloc = 0, i, j, rc;
+  for (rc = sqlite3_vtab_in_first(pList, &pVal); rc == SQLITE_OK && pVal;
+       rc = sqlite3_vtab_in_next(pList, &pVal)) {
+    CvRange r;
+    r.iLo = 0;
+    r.iHi = nExtent - 1;
+    rc = cvRedBound1(pCur, azName, k, bLabel, CV_OP_EQ, pVal, &r);
+    if (rc != SQLITE_OK) break;
+    if (r.iLo > r.iHi) continue;  /* an equality selects one index at most */
+    if (n == nAlloc) {
+      int64_t *aNew = sqlite3_realloc64(a, sizeof(int64_t) * (sqlite3_uint64)(2 * nAlloc + 8));
+      if (aNew == 0) {
+        rc = SQLITE_NOMEM;
+        break;
+      }
+      a = aNew;
+      nAlloc = 2 * nAlloc + 8;
+    }
+    a[n++] = r.iLo;
+  }
+  if (rc != SQLITE_DONE && rc != SQLITE_OK) {
+    sqlite3_free(a);
+    return rc;
+  }
+  if (n > 0) qsort(a, (size_t)n, sizeof(int64_t), cvCmpI64);
+  for (i = 0, j = 0; i < n; i++) {
+    int bOld = pCur->aList[k] == 0 || cvRedInList(pCur->aList[k], pCur->nList[k], a[i]);
+    if ((j == 0 || a[i] != a[j - 1]) && bOld) a[j++] = a[i];
+  }
+  sqlite3_free(pCur->aList[k]);
+  pCur->aList[k] = a;
+  pCur->nList[k] = j;
+  if (j == 0) pCur->bEmpty = 1;  /* (a NULL list would mean "no list") */
+  return SQLITE_OK;
+}
+
+/* Keep the IN list of dimension k inside [iLo, iHi], which becomes its first and last
+** index; empty: no rows. */
+static void cvRedClipList(CvRedCursor *pCur, int k, CvRange *p) {
+  int64_t *a = pCur->aList[k];
+  int i, j = 0;
+  for (i = 0; i < pCur->nList[k]; i++)
+    if (a[i] >= p->iLo && a[i] <= p->iHi) a[j++] = a[i];
+  pCur->nList[k] = j;
+  if (j == 0) {
+    p->iLo = 1;
+    p->iHi = 0;
+  } else {
+    p->iLo = a[0];
+    p->iHi = a[j - 1];
+  }
+}
+
+/* Apply the box bounds of the plan (labels on dk, indices on dk_index; IN lists); sets
+** bEmpty when a dimension selects nothing. */
 static int cvRedBounds(CvRedCursor *pCur, char **azName, const char *idxStr, int argc,
                        sqlite3_value **argv) {
   const int64_t *aShape = caterva_array_shape(pCur->pArr);
-  int i, k;
+  int i, k, rc = SQLITE_OK;
   CvRange r[CV_RED_NDIM];
   for (k = 0; k < pCur->nDim; k++) {
     r[k].iLo = 0;
     r[k].iHi = aShape[k] - 1;
   }
-  for (i = 0; i < argc; i++) {
-    char cCol = idxStr[2 * i + 1];
+  for (i = 0; i < argc && rc == SQLITE_OK; i++) {
+    char cCol = idxStr[2 * i + 1], cOp = idxStr[2 * i];
     int bLabel = cCol >= CV_LABEL_DIM && cCol < CV_LABEL_DIM + CV_RED_NDIM;
     k = bLabel ? cCol - CV_LABEL_DIM : cCol - CV_INDEX_DIM;
     if (k < 0 || k >= CV_RED_NDIM) continue;
@@ -613,28 +770,16 @@ static int cvRedBounds(CvRedCursor *pCur, char **azName, const char *idxStr, int
       pCur->bEmpty = 1;
       continue;
     }
-    if (bLabel && pCur->bLab[k]) {
-      char *zErr = 0, *zName = sqlite3_mprintf("d%d (%s)", k, azName[k]);
-      int rc = zName ? cvLabelRange(pCur->pCtx, &pCur->aLab[k], zName, &r[k], idxStr[2 * i],
-                                    argv[i], &zErr)
-                     : SQLITE_NOMEM;
-      sqlite3_free(zName);
-      if (rc != SQLITE_OK) {
-        const char *z = zErr && strncmp(zErr, "caterva: ", 9) == 0 ? zErr + 9 : zErr;
-        char *zMsg = z ? sqlite3_mprintf("caterva_reduce: %s", z) : 0;
-        sqlite3_free(zErr);
-        return zMsg ? cvRedError(pCur, zMsg) : SQLITE_NOMEM;
-      }
-    } else {
-      cvRangeApply(&r[k], idxStr[2 * i], argv[i]);
-    }
+    if (cOp == CV_OP_IN) rc = cvRedInApply(pCur, azName, k, bLabel, argv[i], aShape[k]);
+    else rc = cvRedBound1(pCur, azName, k, bLabel, cOp, argv[i], &r[k]);
   }
   for (k = 0; k < pCur->nDim; k++) {
+    if (pCur->aList[k]) cvRedClipList(pCur, k, &r[k]);
     pCur->aLo[k] = r[k].iLo;
     pCur->aHi[k] = r[k].iHi;
     if (r[k].iLo > r[k].iHi) pCur->bEmpty = 1;
   }
-  return SQLITE_OK;
+  return rc;
 }
 
 static int cvRedFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr, int argc,
@@ -696,16 +841,19 @@ static int cvRedFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idx
   pCur->aAcc = sqlite3_malloc64(sizeof(CvAcc) * (sqlite3_uint64)nOut);
   if (pCur->aAcc == 0) return SQLITE_NOMEM;
   memset(pCur->aAcc, 0, sizeof(CvAcc) * (size_t)nOut);
-  rc = cvRedCompute(pCur);
+  rc = cvRedCompute(pCur, 0);
   if (rc < 0)
     return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: %s",
                                             caterva_ctx_errmsg(pCur->pCtx)));
   pCur->iRow = 0;
+  cvRedSkip(pCur);
   return SQLITE_OK;
 }
 
 static int cvRedNext(sqlite3_vtab_cursor *pCursor) {
-  ((CvRedCursor *)pCursor)->iRow++;
+  CvRedCursor *pCur = (CvRedCursor *)pCursor;
+  pCur->iRow++;
+  cvRedSkip(pCur);
   return SQLITE_OK;
 }
 

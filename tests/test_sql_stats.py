@@ -375,9 +375,23 @@ def label_bound(rng, k, lons):
     else:
         lo, hi = sorted([rng.choice([rng.choice(lons), rng.uniform(30, 360)])
                          for _ in range(2)])
+    if rng.random() < 0.2:
+        # an IN list: labels and values between them, repeated and unordered
+        pool = [lo, hi] + [label_bound_value(rng, k, lons) for _ in range(rng.randint(0, 4))]
+        return "%s IN (" + ", ".join(str(v) for v in rng.sample(pool, len(pool))) + ")"
     form = rng.choice(["%s BETWEEN {lo} AND {hi}", "%s >= {lo} AND %s < {hi}",
                        "%s > {lo}", "%s <= {hi}", "%s = {lo}"])
     return form.replace("{lo}", str(lo)).replace("{hi}", str(hi))
+
+
+def label_bound_value(rng, k, lons):
+    """One label of dimension k (or, for numbers, sometimes a value between labels)."""
+    if k == 0:
+        return "'2023-12-%02d'" % rng.randint(20, 31) if rng.random() < 0.5 else \
+            "'2024-01-%02d'" % rng.randint(1, 25)
+    if k == 1:
+        return -82.5 + 15 * rng.randint(0, 11) if rng.random() < 0.8 else rng.uniform(-90, 90)
+    return rng.choice(lons)
 
 
 def check_reduce_labels(tmp, rng, nq):
@@ -400,7 +414,11 @@ def check_reduce_labels(tmp, rng, nq):
         for k in range(3):
             if rng.random() < 0.5:
                 continue
-            if rng.random() < 0.25:
+            if rng.random() < 0.1:
+                idx = ", ".join(str(rng.randint(-1, 12)) for _ in range(rng.randint(1, 5)))
+                wr.append("d%d_index IN (%s)" % (k, idx))
+                wt.append("%s_index IN (%s)" % (cols[k], idx))
+            elif rng.random() < 0.25:
                 lo = rng.randint(-1, 12)
                 hi = lo + rng.randint(0, 8)
                 wr.append("d%d_index BETWEEN %d AND %d" % (k, lo, hi))
@@ -433,7 +451,8 @@ def check_reduce_labels(tmp, rng, nq):
         if not ok:
             bad.append("%s\n  got %r\n  want %r" % (q1, got[:3], [w[:nk + 2] for w in want[:3]]))
     report(not bad, "an array with coordinates: %d random reductions with label and index "
-           "bounds equal GROUP BY on the table's label columns" % nq, "\n".join(bad[:4]))
+           "bounds and IN lists (a reduced dimension over all the list, a kept one a row per "
+           "member) equal GROUP BY on the table's label columns" % nq, "\n".join(bad[:4]))
     # the kinds of the label columns
     row = db.execute("SELECT d0, d0_index, d1, d1_index, d2, d2_index, typeof(d0), typeof(d1) "
                      "FROM caterva_reduce('t', 'count', '') LIMIT 1").fetchall()

@@ -116,6 +116,60 @@ int caterva_netcdf_available(void);
  *         callback returned. */
 int caterva_netcdf_import(caterva_ctx *ctx, const char *src, const caterva_netcdf_params *p,
                           caterva_netcdf_stats *stats, caterva_array **out);
+
+/*
+ * Several variables on one grid, into a directory of arrays: one file <name>.b2nd per
+ * variable, each imported as caterva_netcdf_import imports one (the same parameters for all),
+ * with the attribute "name" set to the variable's name unless the variable has a "name"
+ * attribute of its own. The files open together as one table of several variables
+ * (CREATE VIRTUAL TABLE w USING caterva('dir/a.b2nd', 'dir/b.b2nd', ...)), whose value
+ * columns take those names.
+ *
+ * Which variables (p->variable):
+ *  - "*": every numeric variable that is not a coordinate variable (CF 5: 1-D, named like
+ *    its dimension) and has the dimensions of the grid, the grid being the dimensions of the
+ *    variables with the most dimensions (when several such sets, the one the most variables
+ *    share, then the first in the file). Every other variable is left out and listed with
+ *    the reason (another grid, a coordinate variable, not numeric, a name that cannot be a
+ *    file name). No variable on the grid: CATERVA_E_NOTFOUND.
+ *  - "a,b,c": those variables (blanks around names ignored), which must exist, be numeric
+ *    and have the same dimensions, else CATERVA_E_NOTFOUND / CATERVA_E_UNSUPPORTED /
+ *    CATERVA_E_INVALID naming the variable.
+ * The directory is written under a temporary name beside dir and renamed to dir once every
+ * variable is complete (never replacing anything: CATERVA_E_EXISTS); on failure nothing is
+ * left behind. p->progress sees the items of all the variables (done and total summed).
+ */
+
+/** One variable of a grid import. */
+typedef struct caterva_netcdf_item {
+  char *name;                  /**< the variable's name */
+  char *skipped;               /**< NULL: imported as <dir>/<name>.b2nd; else why it was
+                                    left out */
+  caterva_netcdf_stats stats;  /**< what its import did (imported variables) */
+} caterva_netcdf_item;
+
+/** What a grid import did: the file's variables, imported or left out, in file order. */
+typedef struct caterva_netcdf_grid {
+  int nitems;
+  caterva_netcdf_item *items;
+  int nimported;               /**< items with skipped == NULL */
+} caterva_netcdf_grid;
+
+/** Import the variables p->variable names ("*" or a comma-separated list) of the NetCDF file
+ * src into a new directory dir. p->array.path is ignored; p->array.store must be
+ * CATERVA_STORE_CONTIGUOUS or CATERVA_STORE_SPARSE (the kind of each file).
+ * @param[in]  ctx  context
+ * @param[in]  src  path of the NetCDF file (untrusted)
+ * @param[in]  dir  path of the directory to create
+ * @param[in]  p    what to import and how (borrowed for the call)
+ * @param[out] out  what was done, owned by the caller (caterva_netcdf_grid_free); NULL on
+ *                  failure
+ * @return CATERVA_OK or an error as caterva_netcdf_import's. */
+int caterva_netcdf_import_grid(caterva_ctx *ctx, const char *src, const char *dir,
+                               const caterva_netcdf_params *p, caterva_netcdf_grid **out);
+
+/** Free a grid import's result (NULL is accepted). */
+void caterva_netcdf_grid_free(caterva_netcdf_grid *g);
 /** @} */
 
 #endif /* CATERVA_NETCDF_H */

@@ -4,6 +4,13 @@
  * (core/caterva_netcdf.h says what the array holds).
  *
  *   caterva_import('era5.nc', 'out.b2nd', 't2m' [, 'option=value ...'])
+ *   caterva_import('era5.nc', 'out.d', '*' [, 'option=value ...'])      every variable of
+ *   caterva_import('era5.nc', 'out.d', 't2m,tp' [, 'option=value ...'])  one grid, or those
+ *
+ * The second form writes a directory holding one array per variable, out.d/<name>.b2nd
+ * (caterva_netcdf_import_grid), which CREATE VIRTUAL TABLE w USING caterva('out.d/t2m.b2nd',
+ * 'out.d/tp.b2nd') opens as one table with a value column per variable. The options apply
+ * to every variable; the result lists the variables imported and those left out, with why.
  *
  * Options (blank-separated key=value words, cvOptionsParseStringExtra):
  *   chunks=, blocks=, codec=, clevel=, filters=, sparse=, dims=   as in CREATE VIRTUAL TABLE
@@ -167,26 +174,91 @@ static void cvJsonInts(sqlite3_str *pStr, const char *zKey, int n, const int64_t
   sqlite3_str_appendchar(pStr, 1, ']');
 }
 
-/* The result: what was imported, as JSON. */
-static char *cvNcSummary(caterva_array *pArr, const char *zVar, const caterva_netcdf_stats *s,
-                         double secs) {
-  sqlite3_str *pStr = sqlite3_str_new(0);
+/* Append what was imported into pArr, as a JSON object without its closing brace. */
+static void cvNcDescribe(sqlite3_str *pStr, caterva_array *pArr, const char *zVar,
+                         const caterva_netcdf_stats *s) {
   caterva_schunk *sc = caterva_array_schunk(pArr);
   int nDim = caterva_array_ndim(pArr);
-  sqlite3_str_appendf(pStr, "{\"variable\":\"%w\"", zVar);
+  sqlite3_str_appendall(pStr, "{\"variable\":");
+  cvJsonString(pStr, zVar, strlen(zVar));
   cvJsonInts(pStr, "shape", nDim, caterva_array_shape(pArr), 0);
   sqlite3_str_appendf(pStr, ",\"dtype\":\"%s\"", caterva_array_dtype(pArr));
   cvJsonInts(pStr, "chunks", nDim, 0, caterva_array_chunkshape(pArr));
   cvJsonInts(pStr, "blocks", nDim, 0, caterva_array_blockshape(pArr));
   sqlite3_str_appendf(pStr, ",\"unpacked\":%s,\"masked\":%lld,\"attributes\":%d,"
                       "\"attributes_skipped\":%d,\"coordinates\":%d,\"coordinates_skipped\":%d,"
-                      "\"nbytes\":%lld,\"cbytes\":%lld,"
-                      "\"seconds\":%.3f}",
+                      "\"nbytes\":%lld,\"cbytes\":%lld",
                       s->unpacked ? "true" : "false", (long long)s->masked, s->attrs_copied,
                       s->attrs_skipped, s->coords, s->coords_skipped,
                       (long long)(caterva_array_nitems(pArr) * caterva_array_itemsize(pArr)),
-                      (long long)caterva_schunk_cbytes(sc), secs);
+                      (long long)caterva_schunk_cbytes(sc));
+}
+
+/* The result of a one-variable import, as JSON. */
+static char *cvNcSummary(caterva_array *pArr, const char *zVar, const caterva_netcdf_stats *s,
+                         double secs) {
+  sqlite3_str *pStr = sqlite3_str_new(0);
+  cvNcDescribe(pStr, pArr, zVar, s);
+  sqlite3_str_appendf(pStr, ",\"seconds\":%.3f}", secs);
   return sqlite3_str_finish(pStr);
+}
+
+/* Several variables: a grid import into directory zDir. The JSON result holds one object per
+** variable imported (as for one variable, with its "file" instead of the time) and the
+** variables left out with the reason. */
+static int cvNcGrid(caterva_ctx *ctx, const char *zSrc, const char *zDir,
+                    const caterva_netcdf_params *pPar, double t0, char **pzJson, char **pzErr) {
+  caterva_netcdf_grid *g = 0;
+  sqlite3_str *pStr;
+  int r = caterva_netcdf_import_grid(ctx, zSrc, zDir, pPar, &g), i, n = 0;
+  if (r < 0) {
+    *pzErr = sqlite3_mprintf("caterva_import: %s: %s", caterva_strerror(r), caterva_ctx_errmsg(ctx));
+    return r == CATERVA_E_NOMEM ? SQLITE_NOMEM : SQLITE_ERROR;
+  }
+  pStr = sqlite3_str_new(0);
+  sqlite3_str_appendall(pStr, "{\"directory\":");
+  cvJsonString(pStr, zDir, strlen(zDir));
+  sqlite3_str_appendall(pStr, ",\"variables\":[");
+  for (i = 0; i < g->nitems && r >= 0; i++) {
+    caterva_netcdf_item *it = &g->items[i];
+    caterva_array *pArr = 0;
+    char *zPath;
+    if (it->skipped) continue;
+    zPath = sqlite3_mprintf("%s/%s.b2nd", zDir, it->name);
+    r = zPath ? caterva_array_open(ctx, zPath, CATERVA_OPEN_READ, &pArr) : CATERVA_E_NOMEM;
+    if (r >= 0) {
+      if (n++) sqlite3_str_appendchar(pStr, 1, ',');
+      cvNcDescribe(pStr, pArr, it->name, &it->stats);
+      sqlite3_str_appendall(pStr, ",\"file\":");
+      cvJsonString(pStr, zPath, strlen(zPath));
+      sqlite3_str_appendchar(pStr, 1, '}');
+    }
+    caterva_array_free(pArr);
+    sqlite3_free(zPath);
+  }
+  sqlite3_str_appendall(pStr, "],\"skipped\":[");
+  for (i = 0, n = 0; i < g->nitems; i++) {
+    if (g->items[i].skipped == 0) continue;
+    sqlite3_str_appendall(pStr, n++ ? ",{\"variable\":" : "{\"variable\":");
+    cvJsonString(pStr, g->items[i].name, strlen(g->items[i].name));
+    sqlite3_str_appendall(pStr, ",\"reason\":");
+    cvJsonString(pStr, g->items[i].skipped, strlen(g->items[i].skipped));
+    sqlite3_str_appendchar(pStr, 1, '}');
+  }
+  sqlite3_str_appendf(pStr, "],\"seconds\":%.3f}", cvNow() - t0);
+  caterva_netcdf_grid_free(g);
+  *pzJson = sqlite3_str_finish(pStr);
+  if (r < 0) {
+    *pzErr = sqlite3_mprintf("caterva_import: the variables were imported into %s, but reading "
+                             "them back failed: %s", zDir, caterva_ctx_errmsg(ctx));
+    return SQLITE_ERROR;
+  }
+  return *pzJson ? SQLITE_OK : SQLITE_NOMEM;
+}
+
+/* Is zVar several variables ("*", or a comma-separated list)? */
+static int cvNcIsGrid(const char *zVar) {
+  return zVar && (strcmp(zVar, "*") == 0 || strchr(zVar, ',') != 0);
 }
 
 void cvImportNetcdf(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, const char *zDst,
@@ -228,6 +300,14 @@ void cvImportNetcdf(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, cons
         goto import_out;
       }
     }
+  }
+  if (cvNcIsGrid(zVar)) {
+    rc = cvNcGrid(ctx, zSrc, zDst, &par, prog.t0, &zJson, &zErr);
+    if (rc != SQLITE_OK && prog.zErr) {
+      sqlite3_free(zErr);
+      zErr = sqlite3_mprintf("%s", prog.zErr);
+    }
+    goto import_out;
   }
   r = caterva_netcdf_import(ctx, zSrc, &par, &stats, &pArr);
   if (r < 0) {

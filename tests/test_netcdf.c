@@ -625,6 +625,132 @@ static void errors(const char *classic, const char *nc4) {
   }
 }
 
+/* ---- several variables on one grid (grid.cdl) ------------------------------------------ */
+
+/* Names in directory dir that contain part (0 when none). */
+static int dir_has(const char *dir, const char *part) {
+  char cmd[1024], line[64] = "";
+  FILE *f;
+  snprintf(cmd, sizeof cmd, "ls -a '%s' | grep -c -- '%s'", dir, part);
+  f = popen(cmd, "r");
+  if (f == NULL) return -1;
+  if (fgets(line, sizeof line, f) == NULL) line[0] = 0;
+  pclose(f);
+  return atoi(line);
+}
+
+static const caterva_netcdf_item *grid_item(const caterva_netcdf_grid *g, const char *name) {
+  for (int i = 0; g != NULL && i < g->nitems; i++)
+    if (strcmp(g->items[i].name, name) == 0) return &g->items[i];
+  return NULL;
+}
+
+static int grid_import(const char *src, const char *vars, const char *dir,
+                       caterva_netcdf_params *p, caterva_netcdf_grid **g) {
+  caterva_netcdf_params def;
+  char path[512];
+  if (p == NULL) {
+    caterva_netcdf_params_init(&def);
+    p = &def;
+  }
+  snprintf(path, sizeof path, "%s/%s", tmpdir, dir);
+  tu_rm_tree(path);
+  p->variable = vars;
+  p->array.store = CATERVA_STORE_CONTIGUOUS;
+  return caterva_netcdf_import_grid(ctx, src, path, p, g);
+}
+
+/* Each imported file holds its variable, item by item, with its name as attribute "name". */
+static void grid_files(const char *src, const char *dir, const char *const *names, int n,
+                       const char *label) {
+  for (int i = 0; i < n; i++) {
+    char path[512];
+    caterva_array *a = NULL;
+    int64_t nan = 0, bad = -1;
+    static const char *const dims[] = {"time", "lat", "lon"};
+    snprintf(path, sizeof path, "%s/%s/%s.b2nd", tmpdir, dir, names[i]);
+    if (caterva_array_open(ctx, path, CATERVA_OPEN_READ, &a) == CATERVA_OK)
+      bad = compare_var(src, names[i], a, &nan);
+    tap_ok(bad == 0, "%s: %s/%s.b2nd equals libnetcdf's %s, unpacked and masked (%lld NaN)",
+           label, dir, names[i], names[i], (long long)nan);
+    tap_ok(a != NULL && attr_is_str(a, "name", names[i]) && dims_are(a, dims),
+           "%s: %s: attribute name and dimensions (time, lat, lon)", label, names[i]);
+    caterva_array_free(a);
+  }
+}
+
+static int stop_in_second(void *arg, int64_t done, int64_t total) {
+  (void)arg;
+  return done > 60 && done < total ? CATERVA_E_INVALID : 0; /* t2m has 60 items */
+}
+
+static void grid(const char *src, const char *label) {
+  caterva_netcdf_grid *g = NULL;
+  caterva_netcdf_params p;
+  const caterva_netcdf_item *it;
+  static const char *const all[] = {"t2m", "tp", "cnt"}, *const two[] = {"cnt", "t2m"};
+  char dir[512];
+  int rc = grid_import(src, "*", "all.d", NULL, &g);
+  tap_ok(rc == CATERVA_OK && g->nimported == 3 && g->nitems == 9,
+         "%s: '*' imports 3 of the 9 variables (%s)", label, caterva_ctx_errmsg(ctx));
+  grid_files(src, "all.d", all, 3, label);
+  it = grid_item(g, "time_bnds");
+  tap_ok(it != NULL && it->skipped != NULL &&
+             strcmp(it->skipped, "on another grid: dimensions (time, nv), not (time, lat, lon)") == 0,
+         "%s: time_bnds left out: %s", label, it && it->skipped ? it->skipped : "(imported)");
+  it = grid_item(g, "lat");
+  tap_ok(it != NULL && it->skipped != NULL && strstr(it->skipped, "coordinate") != NULL,
+         "%s: lat left out as a coordinate variable", label);
+  it = grid_item(g, "name");
+  tap_ok(it != NULL && it->skipped != NULL && strstr(it->skipped, "not numeric") != NULL,
+         "%s: name (char) left out as not numeric", label);
+  it = grid_item(g, "station");
+  tap_ok(it != NULL && it->skipped != NULL && strstr(it->skipped, "scalar") != NULL,
+         "%s: station (a scalar) left out: %s", label, it && it->skipped ? it->skipped : "");
+  it = grid_item(g, "tp");
+  tap_ok(it != NULL && it->skipped == NULL && it->stats.unpacked && it->stats.masked == 2 &&
+             it->stats.coords == 3, "%s: tp unpacked, 2 masked, 3 coordinates", label);
+  snprintf(dir, sizeof dir, "%s/all.d", tmpdir);
+  tap_ok(dir_has(dir, "b2nd") == 3 && dir_has(tmpdir, "importing") == 0,
+         "%s: the directory holds 3 files, no temporary is left", label);
+  caterva_netcdf_grid_free(g);
+  g = NULL;
+  rc = caterva_netcdf_import_grid(ctx, src, dir, &(caterva_netcdf_params){.variable = "*"}, &g);
+  tap_ok(rc == CATERVA_E_INVALID && g == NULL, "%s: a memory store is refused", label);
+  caterva_netcdf_params_init(&p);
+  p.variable = "*";
+  p.array.store = CATERVA_STORE_CONTIGUOUS;
+  tap_ok(caterva_netcdf_import_grid(ctx, src, dir, &p, &g) == CATERVA_E_EXISTS && g == NULL &&
+             dir_has(dir, "b2nd") == 3, "%s: an existing directory: EXISTS, untouched", label);
+
+  rc = grid_import(src, " cnt ,t2m", "two.d", NULL, &g);
+  tap_ok(rc == CATERVA_OK && g->nimported == 2 && g->nitems == 2 &&
+             strcmp(g->items[0].name, "t2m") == 0, "%s: a list imports those variables", label);
+  grid_files(src, "two.d", two, 2, label);
+  snprintf(dir, sizeof dir, "%s/two.d", tmpdir);
+  tap_ok(dir_has(dir, "b2nd") == 2, "%s: ... and only those", label);
+  caterva_netcdf_grid_free(g);
+  g = NULL;
+
+  tap_ok(grid_import(src, "t2m,time_bnds", "bad.d", NULL, &g) == CATERVA_E_INVALID &&
+             strstr(caterva_ctx_errmsg(ctx), "one grid") != NULL && g == NULL,
+         "%s: a list over two grids: INVALID (%s)", label, caterva_ctx_errmsg(ctx));
+  tap_ok(grid_import(src, "t2m,nope", "bad.d", NULL, &g) == CATERVA_E_NOTFOUND,
+         "%s: an unknown variable in a list: NOTFOUND", label);
+  tap_ok(grid_import(src, "t2m,name", "bad.d", NULL, &g) == CATERVA_E_UNSUPPORTED,
+         "%s: a char variable in a list: UNSUPPORTED", label);
+  tap_ok(grid_import(src, "t2m,t2m", "bad.d", NULL, &g) == CATERVA_E_INVALID,
+         "%s: a variable named twice: INVALID", label);
+  tap_ok(grid_import(src, "t2m,", "bad.d", NULL, &g) == CATERVA_E_INVALID,
+         "%s: an empty name in a list: INVALID", label);
+  caterva_netcdf_params_init(&p);
+  p.progress = stop_in_second;
+  tap_ok(grid_import(src, "*", "bad.d", &p, &g) == CATERVA_E_INVALID && g == NULL,
+         "%s: stopped while importing the second variable: fails", label);
+  tap_ok(dir_has(tmpdir, "bad.d") == 0, "%s: ... and leaves no directory, temporary or not",
+         label);
+}
+
 int main(void) {
   char classic[512], path[512], nc4[512];
   static const char *const kinds[] = {"classic", "64-bit-offset", "cdf5", "nc4"};
@@ -643,6 +769,10 @@ int main(void) {
     round_trip_all(nc4, "nc4.cdl");
     planted_nc4(nc4);
   }
+  if (tap_ok(make_nc("grid", "nc4", path, sizeof path), "ncgen -k nc4 grid.cdl"))
+    grid(path, "grid nc4");
+  if (tap_ok(make_nc("grid", "classic", path, sizeof path), "ncgen -k classic grid.cdl"))
+    grid(path, "grid classic");
   options(classic, "classic");
   progress(classic);
   errors(classic, nc4);

@@ -322,6 +322,72 @@ def errors(db, tmp, classic):
            "an existing destination: %r, and it is untouched" % err)
 
 
+def grid(db, tmp, path, label):
+    """caterva_import(src, dir, '*') and a list: a directory opened as one several-variable
+    table, every column equal to ncdump's values."""
+    out = os.path.join(tmp, "grid-%s.d" % label)
+    res = json.loads(db.execute("SELECT caterva_import(?, ?, '*')", (path, out)).fetchone()[0])
+    names = [v["variable"] for v in res["variables"]]
+    skipped = {v["variable"]: v["reason"] for v in res["skipped"]}
+    report(names == ["t2m", "tp", "cnt"] and sorted(os.listdir(out)) == ["cnt.b2nd", "t2m.b2nd", "tp.b2nd"],
+           "%s: '*' writes t2m, tp, cnt into %s" % (label, os.path.basename(out)), res)
+    report(skipped.get("time_bnds") == "on another grid: dimensions (time, nv), not (time, lat, lon)"
+           and "coordinate" in skipped.get("time", "") and "not numeric" in skipped.get("name", "")
+           and "scalar" in skipped.get("station", ""),
+           "%s: the variables left out, each with its reason" % label, skipped)
+    files = [v["file"] for v in res["variables"]]
+    db.execute("CREATE VIRTUAL TABLE w USING caterva(%s)" % ", ".join(sqlite_quote(f) for f in files))
+    cols = [r[1] for r in db.execute("PRAGMA table_info(w)")]
+    report(cols == ["time", "lat", "lon", "t2m", "tp", "cnt"],
+           "%s: one table, a column per variable" % label, cols)
+    for var in ("t2m", "tp", "cnt"):
+        dtype = [v["dtype"] for v in res["variables"] if v["variable"] == var][0]
+        want = expected_cells(path, var, dtype)
+        got = [r[0] for r in db.execute("SELECT %s FROM w ORDER BY rowid" % var)]
+        report(got == want, "%s: column %s: %d cells equal ncdump's (%d NULL)"
+               % (label, var, len(want), sum(w is None for w in want)),
+               [(i, w, g) for i, (w, g) in enumerate(zip(want, got)) if w != g][:5])
+    got = db.execute("SELECT lat, lon, t2m, cnt FROM w WHERE time = '2000-01-02T12:00:00' "
+                     "AND lat = 30 AND lon = 90").fetchall()
+    want_t2m = expected_cells(path, "t2m", "<f4")[1 * 20 + 2 * 5 + 1]
+    want_cnt = expected_cells(path, "cnt", "<i4")[1 * 20 + 2 * 5 + 1]
+    report(got == [(30.0, 90.0, want_t2m, want_cnt)],
+           "%s: a cell looked up by its coordinates in every variable" % label, got)
+    db.execute("DROP TABLE w")
+    out2 = os.path.join(tmp, "grid2-%s.d" % label)
+    res = json.loads(db.execute("SELECT caterva_import(?, ?, 'tp, cnt', 'chunks=1,2,5 codec=lz4')",
+                                (path, out2)).fetchone()[0])
+    report([v["variable"] for v in res["variables"]] == ["tp", "cnt"] and res["skipped"] == []
+           and all(v["chunks"] == [1, 2, 5] for v in res["variables"])
+           and sorted(os.listdir(out2)) == ["cnt.b2nd", "tp.b2nd"],
+           "%s: a list of variables, with storage options for each" % label, res)
+    cases = [("t2m,time_bnds", "the variables of one import must share one grid"),
+             ("t2m,nope", 'has no variable "nope"'),
+             ("t2m,name", 'variable "name" is not numeric')]
+    for var, msg in cases:
+        bad = os.path.join(tmp, "bad.d")
+        err = error_of(db, "SELECT caterva_import(?, ?, ?)", (path, bad, var))
+        report(err is not None and msg in err and not os.path.exists(bad),
+               "%s: %r: %r" % (label, var, err))
+    err = error_of(db, "SELECT caterva_import(?, ?, '*')", (path, out))
+    report(err is not None and "exists" in err, "%s: an existing directory: %r" % (label, err))
+    calls = []
+
+    def stop_late(done, total):
+        calls.append(done)
+        if done > 60:
+            raise ValueError("enough")
+
+    db.create_function("stop_late", 2, stop_late)
+    bad = os.path.join(tmp, "stopped.d")
+    err = error_of(db, "SELECT caterva_import(?, ?, '*', 'chunks=1,4,5 progress=stop_late')",
+                   (path, bad))
+    left = [f for f in os.listdir(tmp) if f.startswith("stopped.d")]
+    report(err is not None and "stopped by the progress function" in err and calls[-1] > 60
+           and left == [], "%s: stopped in the second variable: no directory left (%r)"
+           % (label, err), left)
+
+
 def without_netcdf(db, tmp):
     fake = os.path.join(tmp, "fake.nc")
     with open(fake, "wb") as f:
@@ -353,6 +419,8 @@ def main():
         options(db, tmp, kinds["classic"])
         progress(db, tmp, kinds["classic"])
         errors(db, tmp, kinds["classic"])
+        grid(db, tmp, ncgen(tmp, "grid", "nc4"), "grid-nc4")
+        grid(db, tmp, ncgen(tmp, "grid", "classic"), "grid-classic")
         db.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

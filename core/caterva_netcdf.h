@@ -16,8 +16,13 @@
  *    value = packed * scale_factor + add_offset, computed in double, stored as float64 when
  *    either attribute is a double (or not a float) and float32 when they are floats; with
  *    keep_packed the packed integers are stored as they are, and the attributes with them.
+ *  - _Unsigned = "true" (the NetCDF-3 convention for unsigned data): a byte, short, int or
+ *    int64 variable is stored as |u1, <u2, <u4 or <u8, the bits unchanged; its _FillValue,
+ *    missing_value and valid range attributes are read as unsigned values of the same bits.
  *  - missing values: in float results (float variables and unpacked ones), items equal to
- *    _FillValue or to one of the missing_value values become NaN, unless keep_fill. Without a
+ *    _FillValue or to one of the missing_value values, and items outside the valid range
+ *    (valid_range, else valid_min and/or valid_max; compared before unpacking, in the type
+ *    the data are stored as, as CF 2.5.1 says), become NaN, unless keep_fill. Without a
  *    _FillValue attribute, NetCDF's default fill value of the type counts (what the library
  *    writes into cells never written), except for byte and ubyte variables and variables
  *    declared without fill. The array's fill (caterva_array_set_fill, attribute _FillValue)
@@ -34,7 +39,7 @@
  *    (int, uint, float32 or float64 as the attribute's type), several as an array, string
  *    attributes as a string or an array of strings. Not copied: _FillValue (the fill, above),
  *    attributes that unpacking or masking has applied (scale_factor, add_offset,
- *    missing_value), and names longer than CATERVA_METALAYER_NAME_MAX bytes (counted in
+ *    missing_value, valid_range, valid_min, valid_max, _Unsigned), and names longer than CATERVA_METALAYER_NAME_MAX bytes (counted in
  *    caterva_netcdf_stats.attrs_skipped).
  *
  * The data are read hyperslab by hyperslab: each read covers whole chunks of the new array

@@ -7,6 +7,7 @@
  *   open_var        open the file, find the variable, its type, dimensions and chunking
  *   read_packing    scale_factor/add_offset and the type values unpack to
  *   read_missing    _FillValue, missing_value (or the default fill) in the variable's type
+ *   read_range      valid_range, valid_min, valid_max (items outside are missing)
  *   choose_chunks   default partitioning: whole NetCDF-4 chunks, about 1 to 8 MiB
  *   copy_data       hyperslabs covering whole chunks: nc_get_vara, convert, set_slice
  *   copy_attrs      dimension names, the fill, the variable's attributes as msgpack
@@ -32,6 +33,7 @@ void caterva_netcdf_params_init(caterva_netcdf_params *p) {
 #include <sys/stat.h>
 #include <math.h>
 #include <msgpack.h>
+#include <strings.h>
 #include <netcdf.h>
 #include <unistd.h>
 
@@ -72,6 +74,9 @@ typedef struct nc_var {
   nc_val miss[NC_MAX_MISSING];      /* values that are missing */
   int has_fill;                     /* a _FillValue attribute */
   nc_val fill;                      /* its value, in the variable's type */
+  int is_unsigned;                  /* _Unsigned = "true" made a signed type unsigned */
+  int has_vmin, has_vmax;           /* a valid range applied (float results only) */
+  long double vmin, vmax;           /* its bounds, in the (packed) type's values */
 } nc_var;
 
 /* ---- errors ------------------------------------------------------------------------- */
@@ -136,6 +141,35 @@ static void var_list(int ncid, char *list, size_t cap) {
   if (nvars == 0) snprintf(list, cap, "no variables");
 }
 
+/* Is text attribute name of the variable equal to want, ignoring case? */
+static int att_text_is(const nc_var *v, const char *name, const char *want) {
+  nc_type t;
+  size_t len;
+  char buf[16];
+  if (nc_inq_att(v->ncid, v->varid, name, &t, &len) != NC_NOERR || t != NC_CHAR ||
+      len >= sizeof buf || nc_get_att_text(v->ncid, v->varid, name, buf) != NC_NOERR)
+    return 0;
+  while (len > 0 && buf[len - 1] == 0) len--;
+  buf[len] = 0;
+  return strcasecmp(buf, want) == 0;
+}
+
+/* _Unsigned = "true" (the NetCDF-3 convention for unsigned data, which NetCDF-3 has no types
+ * for): a signed integer variable is read as the unsigned type of its size, the bits
+ * unchanged. */
+static void read_unsigned(nc_var *v) {
+  static const nc_type to[][2] = {{NC_BYTE, NC_UBYTE}, {NC_SHORT, NC_USHORT},
+                                  {NC_INT, NC_UINT}, {NC_INT64, NC_UINT64}};
+  if (!att_text_is(v, "_Unsigned", "true")) return;
+  for (size_t k = 0; k < sizeof to / sizeof to[0]; k++) {
+    if (to[k][0] != v->type) continue;
+    v->type = to[k][1];
+    v->is_unsigned = 1;
+    type_dtype(v->type, v->dtype);
+    return;
+  }
+}
+
 /* Open src and describe variable name (NULL: none was given). */
 static int nc3_check_length(caterva_ctx *ctx, const nc_var *v);
 
@@ -171,6 +205,7 @@ static int open_var(caterva_ctx *ctx, const char *src, const char *name, nc_var 
             "variable \"%s\" is of type %s: only numeric variables (byte ... double) can be "
             "imported", name, type_name(v->type));
   v->osize = v->isize;
+  read_unsigned(v);
   for (int k = 0; k < v->ndim; k++) {
     size_t len;
     st = nc_inq_dimlen(v->ncid, v->dimids[k], &len);
@@ -447,6 +482,18 @@ static long double item_ld(nc_type t, const void *p, size_t i) {
   }
 }
 
+/* Value k of an attribute of type t as a value of the variable's type: with _Unsigned, a
+ * negative value of the signed type of the variable's size is the unsigned one of the same
+ * bits (CF: the attribute has the type the variable is stored as). */
+static long double att_item(const nc_var *v, nc_type t, const void *buf, size_t k) {
+  long double x = item_ld(t, buf, k);
+  char dt[8];
+  int signed_type = t == NC_BYTE || t == NC_SHORT || t == NC_INT || t == NC_INT64;
+  if (v->is_unsigned && signed_type && x < 0 && type_dtype(t, dt) == v->isize)
+    x += ldexpl(1.0L, 8 * v->isize);
+  return x;
+}
+
 /* Add the values of a numeric attribute that are values of the variable's type to the
  * missing values (others can never match an item). */
 static int add_missing(caterva_ctx *ctx, nc_var *v, const char *name, int is_fill) {
@@ -463,7 +510,7 @@ static int add_missing(caterva_ctx *ctx, nc_var *v, const char *name, int is_fil
   if (st != NC_NOERR) CAT_FAIL(leave, nc_code(st), "%s: %s", name, nc_strerror(st));
   for (size_t k = 0; k < len; k++) {
     nc_val x;
-    if (!fit_type(v->type, item_ld(t, buf, k), &x)) continue;
+    if (!fit_type(v->type, att_item(v, t, buf, k), &x)) continue;
     if (is_fill && k == 0) {
       v->has_fill = 1;
       v->fill = x;
@@ -472,6 +519,32 @@ static int add_missing(caterva_ctx *ctx, nc_var *v, const char *name, int is_fil
   }
 leave:
   return rc;
+}
+
+/* Bound k of numeric attribute name into *out (0 when absent, not numeric, too short or NaN). */
+static int att_bound(const nc_var *v, const char *name, size_t want, size_t k, long double *out) {
+  nc_type t;
+  size_t len;
+  char dt[8];
+  uint8_t buf[2 * 8];
+  if (!att_info(v, name, &t, &len) || len != want || type_dtype(t, dt) == 0 ||
+      nc_get_att(v->ncid, v->varid, name, buf) != NC_NOERR)
+    return 0;
+  *out = att_item(v, t, buf, k);
+  return !isnan(*out);
+}
+
+/* valid_range (two values), else valid_min and valid_max (CF 2.5.1): items outside are
+ * missing. They are in the type the data are stored as, so items are compared before
+ * unpacking. An attribute that is not numeric, or of the wrong length, is not applied. */
+static void read_range(nc_var *v) {
+  if (att_info(v, "valid_range", &(nc_type){0}, &(size_t){0})) {
+    v->has_vmin = att_bound(v, "valid_range", 2, 0, &v->vmin);
+    v->has_vmax = att_bound(v, "valid_range", 2, 1, &v->vmax);
+    return;
+  }
+  v->has_vmin = att_bound(v, "valid_min", 1, 0, &v->vmin);
+  v->has_vmax = att_bound(v, "valid_max", 1, 0, &v->vmax);
 }
 
 /* The values that are missing: _FillValue (else the type's default fill, which NetCDF writes
@@ -491,6 +564,7 @@ static int read_missing(caterva_ctx *ctx, nc_var *v, int keep_fill) {
   }
   CAT_TRY(leave, add_missing(ctx, v, "missing_value", 0));
   v->mask = !keep_fill && (v->unpack || v->type == NC_FLOAT || v->type == NC_DOUBLE);
+  if (v->mask) read_range(v);
 leave:
   return rc;
 }
@@ -501,17 +575,24 @@ leave:
 #define MASK_LOOP(T)                                                                     \
   do {                                                                                   \
     T *q = buf;                                                                          \
-    for (size_t i = 0; i < n; i++)                                                       \
-      for (int k = 0; k < v->nmiss; k++)                                                 \
-        if (q[i] == (T)v->miss[k].d) {                                                   \
-          q[i] = (T)NAN;                                                                 \
-          masked++;                                                                      \
-          break;                                                                         \
-        }                                                                                \
+    for (size_t i = 0; i < n; i++) {                                                     \
+      int m = ranged && out_of_range(v, q[i]);                                           \
+      for (int k = 0; k < v->nmiss && !m; k++) m = q[i] == (T)v->miss[k].d;              \
+      if (m) {                                                                           \
+        q[i] = (T)NAN;                                                                   \
+        masked++;                                                                        \
+      }                                                                                  \
+    }                                                                                    \
   } while (0)
+
+/* Outside the valid range (x exact in long double)? */
+static inline int out_of_range(const nc_var *v, long double x) {
+  return (v->has_vmin && x < v->vmin) || (v->has_vmax && x > v->vmax);
+}
 
 static int64_t mask_floats(const nc_var *v, void *buf, size_t n) {
   int64_t masked = 0;
+  int ranged = v->has_vmin || v->has_vmax;
   if (v->type == NC_FLOAT) MASK_LOOP(float);
   else MASK_LOOP(double);
   return masked;
@@ -522,7 +603,7 @@ static int64_t mask_floats(const nc_var *v, void *buf, size_t n) {
   do {                                                                                   \
     const T *s = raw;                                                                    \
     for (size_t i = 0; i < n; i++) {                                                     \
-      int m = 0;                                                                         \
+      int m = ranged && out_of_range(v, s[i]);                                           \
       double d;                                                                          \
       for (int k = 0; k < nm; k++) m |= s[i] == (T)v->miss[k].F;                         \
       d = m ? NAN : (double)s[i] * v->scale + v->offset;                                 \
@@ -534,7 +615,7 @@ static int64_t mask_floats(const nc_var *v, void *buf, size_t n) {
 
 static int64_t unpack(const nc_var *v, const void *raw, void *out, size_t n) {
   int64_t masked = 0;
-  int nm = v->mask ? v->nmiss : 0;
+  int nm = v->mask ? v->nmiss : 0, ranged = v->mask && (v->has_vmin || v->has_vmax);
   switch (v->type) {
   case NC_BYTE: UNPACK_LOOP(signed char, i); break;
   case NC_UBYTE: UNPACK_LOOP(unsigned char, u); break;
@@ -742,6 +823,11 @@ static int attr_skipped(const nc_var *v, const char *name) {
       strcmp(name, "_coords") == 0)
     return 1;
   if (v->unpack && (strcmp(name, "scale_factor") == 0 || strcmp(name, "add_offset") == 0))
+    return 1;
+  if (v->is_unsigned && strcmp(name, "_Unsigned") == 0) return 1;
+  if ((v->has_vmin || v->has_vmax) && (strcmp(name, "valid_range") == 0 ||
+                                       strcmp(name, "valid_min") == 0 ||
+                                       strcmp(name, "valid_max") == 0))
     return 1;
   return v->mask && strcmp(name, "missing_value") == 0;
 }

@@ -21,6 +21,7 @@
 #include <netcdf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -113,18 +114,55 @@ static long double default_fill(nc_type t) {
 }
 
 typedef struct oracle {
-  nc_type t;
+  nc_type t;                 /* the type items are read as (unsigned with _Unsigned) */
   int packed, to_double, floats;
   double scale, offset;
   long double miss[8];
   int nmiss;
+  int uns;                   /* _Unsigned = "true" on a signed integer type */
+  int has_lo, has_hi;        /* valid range (applied to float results) */
+  long double lo, hi;
 } oracle;
+
+/* _Unsigned = "true"? */
+static int unsigned_att(int ncid, int varid) {
+  char buf[16] = "";
+  size_t len;
+  nc_type at;
+  if (nc_inq_att(ncid, varid, "_Unsigned", &at, &len) != NC_NOERR || at != NC_CHAR ||
+      len >= sizeof buf || nc_get_att_text(ncid, varid, "_Unsigned", buf) != NC_NOERR)
+    return 0;
+  return strncasecmp(buf, "true", len) == 0 && len == 4;
+}
+
+/* An attribute's value (read as double) as a value of the oracle's type. */
+static long double as_item(const oracle *o, double x) {
+  if (o->uns && x < 0) return (long double)x + ldexpl(1.0L, 8 * type_size(o->t));
+  return x;
+}
+
+/* CF valid_range, else valid_min/valid_max. */
+static void oracle_range(int ncid, int varid, oracle *o) {
+  double v[2];
+  if (att_doubles(ncid, varid, "valid_range", v, 2) == 2) {
+    o->has_lo = o->has_hi = 1;
+    o->lo = as_item(o, v[0]);
+    o->hi = as_item(o, v[1]);
+    return;
+  }
+  if (att_doubles(ncid, varid, "valid_min", v, 1) == 1) o->has_lo = 1, o->lo = as_item(o, v[0]);
+  if (att_doubles(ncid, varid, "valid_max", v, 1) == 1) o->has_hi = 1, o->hi = as_item(o, v[0]);
+}
 
 static void oracle_init(int ncid, int varid, nc_type t, oracle *o) {
   double v[8];
   nc_type at;
   size_t len;
   memset(o, 0, sizeof *o);
+  o->uns = unsigned_att(ncid, varid) &&
+           (t == NC_BYTE || t == NC_SHORT || t == NC_INT || t == NC_INT64);
+  if (o->uns)
+    t = t == NC_BYTE ? NC_UBYTE : t == NC_SHORT ? NC_USHORT : t == NC_INT ? NC_UINT : NC_UINT64;
   o->t = t;
   o->scale = 1;
   if (att_doubles(ncid, varid, "scale_factor", v, 1)) o->packed = 1, o->scale = v[0];
@@ -143,15 +181,20 @@ static void oracle_init(int ncid, int varid, nc_type t, oracle *o) {
     /* exact for every type: read in the variable's own type */
     unsigned char buf[8];
     if (nc_get_att(ncid, varid, "_FillValue", buf) == NC_NOERR) o->miss[o->nmiss++] = raw_item(t, buf, 0);
+  } else if (o->uns && t != NC_UBYTE) {
+    /* the bits of the signed type's default fill, read as unsigned */
+    nc_type st = t == NC_USHORT ? NC_SHORT : t == NC_UINT ? NC_INT : NC_INT64;
+    o->miss[o->nmiss++] = as_item(o, (double)default_fill(st));
   } else if (!isnan((double)default_fill(t))) {
     o->miss[o->nmiss++] = default_fill(t);
   }
   size_t n = att_doubles(ncid, varid, "missing_value", v, 8);
   for (size_t k = 0; k < n; k++) {
-    long double m = v[k];
+    long double m = as_item(o, v[k]);
     if (t == NC_FLOAT) m = (float)v[k];
     o->miss[o->nmiss++] = m;
   }
+  if (o->floats) oracle_range(ncid, varid, o);
 }
 
 /* Item i as the array should hold it: NaN (masked) or the value, as a double. */
@@ -159,6 +202,7 @@ static double expected_item(const oracle *o, const void *raw, size_t i) {
   long double x = raw_item(o->t, raw, i);
   for (int k = 0; k < o->nmiss; k++)
     if (x == o->miss[k]) return NAN;
+  if ((o->has_lo && x < o->lo) || (o->has_hi && x > o->hi)) return NAN;
   if (!o->packed) return (double)x;
   double d = (double)x * o->scale + o->offset;
   return o->to_double ? d : (double)(float)d;
@@ -309,7 +353,7 @@ static void round_trip_all(const char *src, const char *label) {
     }
     tap_ok(caterva_array_ndim(a) == ndim && shape_ok, "%s: %s has the variable's shape", label,
            name);
-    tap_ok(strcmp(caterva_array_dtype(a), expected_dtype(t, o.to_double, o.packed)) == 0,
+    tap_ok(strcmp(caterva_array_dtype(a), expected_dtype(o.t, o.to_double, o.packed)) == 0,
            "%s: %s: dtype %s", label, name, caterva_array_dtype(a));
     tap_ok(ndim == 0 || dims_are(a, dp), "%s: %s keeps the dimension names", label, name);
     bad = compare_var(src, name, a, &nan);
@@ -345,6 +389,7 @@ static void coords_classic(caterva_array *a, const caterva_netcdf_stats *st, con
 static void planted_classic(const char *src, const char *label) {
   caterva_array *a = NULL;
   caterva_netcdf_stats st;
+  caterva_netcdf_params p;
   uint8_t fill[8];
   static const char *const tll[] = {"time", "lat", "lon"};
   if (tap_ok(import(src, "t2m", NULL, "p.b2nd", &st, &a) == CATERVA_OK, "%s: t2m", label)) {
@@ -374,11 +419,17 @@ static void planted_classic(const char *src, const char *label) {
     msgpack_unpacked_init(&up);
     tap_ok(isnan(item_at(a, 3)) && isnan(item_at(a, 44)) && isnan(item_at(a, 8)),
            "%s: sst: fill and missing values are NaN", label);
-    tap_ok(attr(a, "valid_range", &up) && up.data.type == MSGPACK_OBJECT_ARRAY &&
+    tap_ok(!has_attr(a, "valid_range"), "%s: sst: valid_range applied, not copied", label);
+    caterva_array_free(a);
+    a = NULL;
+    caterva_netcdf_params_init(&p);
+    p.keep_fill = 1;
+    tap_ok(import(src, "sst", &p, "p.b2nd", &st, &a) == CATERVA_OK &&
+               attr(a, "valid_range", &up) && up.data.type == MSGPACK_OBJECT_ARRAY &&
                up.data.via.array.size == 2 &&
                up.data.via.array.ptr[0].type == MSGPACK_OBJECT_FLOAT32 &&
                up.data.via.array.ptr[0].via.f64 == -5.0 && up.data.via.array.ptr[1].via.f64 == 40.0,
-           "%s: sst: valid_range is a msgpack array of two float32", label);
+           "%s: sst, keep_fill: valid_range is a msgpack array of two float32", label);
     msgpack_unpacked_destroy(&up);
     caterva_array_free(a);
   }
@@ -625,6 +676,68 @@ static void errors(const char *classic, const char *nc4) {
   }
 }
 
+/* ---- valid ranges and _Unsigned (cf.cdl): cells planted there, by value ---------------- */
+
+/* Items of var as doubles (n of them) into out; 1 on success. */
+static int cf_values(const char *src, const char *var, double *out, int n, char *dtype,
+                     caterva_netcdf_stats *st) {
+  caterva_array *a = NULL;
+  uint8_t buf[64];
+  int ok = import(src, var, NULL, "cf.b2nd", st, &a) == CATERVA_OK &&
+           caterva_array_nitems(a) == n &&
+           caterva_array_to_buffer(ctx, a, buf, sizeof buf) == CATERVA_OK;
+  for (int i = 0; ok && i < n; i++) {
+    const char *dt = caterva_array_dtype(a);
+    strcpy(dtype, dt);
+    out[i] = strcmp(dt, "<f4") == 0 ? ((float *)buf)[i] : strcmp(dt, "<f8") == 0 ? ((double *)buf)[i]
+             : strcmp(dt, "|u1") == 0 ? buf[i] : strcmp(dt, "<u2") == 0 ? ((uint16_t *)buf)[i]
+             : strcmp(dt, "<i4") == 0 ? ((int32_t *)buf)[i] : NAN;
+  }
+  if (a != NULL && strcmp(var, "ub") == 0) ok &= !has_attr(a, "_Unsigned");
+  if (a != NULL && strcmp(var, "ui") == 0) ok &= has_attr(a, "_Unsigned");
+  if (a != NULL && strcmp(var, "vi") == 0) ok &= has_attr(a, "valid_range");
+  if (a != NULL && strcmp(var, "pk") == 0) ok &= !has_attr(a, "valid_range");
+  caterva_array_free(a);
+  return ok;
+}
+
+static int same(const double *got, const double *want, int n) {
+  for (int i = 0; i < n; i++)
+    if (!(isnan(want[i]) ? isnan(got[i]) : got[i] == want[i])) return 0;
+  return 1;
+}
+
+static void planted_cf(const char *src, const char *label) {
+  static const struct {
+    const char *var, *dtype;
+    int masked;
+    double want[8];
+    const char *what;
+  } cases[] = {
+      {"ub", "|u1", 0, {128, 255, 0, 1, 127, 129, 100, 156}, "_Unsigned byte: -128 -> 128, -1 -> 255; the attribute applied, not copied"},
+      {"us", "<u2", 0, {65535, 0, 1, 32767, 32768, 65534, 100, 7}, "_Unsigned short: integers keep the fill 65535 (_FillValue -1s)"},
+      {"pk", "<f4", 2, {NAN, 0, (float)(100 * (double)0.01f), (float)(59999 * (double)0.01f),
+              (float)(60000 * (double)0.01f), NAN, (float)(32768 * (double)0.01f),
+              (float)(32767 * (double)0.01f)}, "_Unsigned packed short: fill -1s = 65535 and 60001 above valid_range (0s, -5536s = 60000) are NaN, 60000 is not"},
+      {"vf", "<f4", 4, {NAN, -10, 0, 10, NAN, NAN, 9.999999f, NAN}, "float valid_min/valid_max -10/10: -11, 10.5, -10.000001f and 1e30 are NaN"},
+      {"vd", "<f8", 3, {NAN, 0, 0.5, 1, NAN, NAN, -0.0, 0.25}, "double valid_range 0..1: -1e-300, 1+2^-52 and 2 are NaN"},
+      {"vi", "<i4", 0, {-1, 0, 5, 10, 11, 100, -100, 3}, "int valid_range is not applied to integer results (the attribute is kept)"},
+      {"pr", "<f8", 3, {NAN, -2.5, -2, 0, 2, NAN, 16383.5, NAN}, "packed short valid_min -5s compared before unpacking: -6 is NaN, -5 is -2.5"},
+      {"pb", "<f4", 2, {NAN, 400, NAN, 0, 2, 254, 256, 200}, "_Unsigned packed byte with valid_max -56b = 200: 255 and 201 are NaN, 200 unpacks to 400"},
+      {"ui", "<i4", 0, {-1, 0, 1, 2, 3, 4, 5, 6}, "_Unsigned = \"false\": still signed, the attribute kept"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    double got[8];
+    char dtype[8] = "";
+    caterva_netcdf_stats st;
+    memset(&st, 0, sizeof st);
+    int ok = cf_values(src, cases[k].var, got, 8, dtype, &st);
+    tap_ok(ok && strcmp(dtype, cases[k].dtype) == 0 && same(got, cases[k].want, 8) &&
+               st.masked == cases[k].masked,
+           "%s: %s (%s): %s", label, cases[k].var, dtype, cases[k].what);
+  }
+}
+
 /* ---- several variables on one grid (grid.cdl) ------------------------------------------ */
 
 /* Names in directory dir that contain part (0 when none). */
@@ -768,6 +881,14 @@ int main(void) {
   if (tap_ok(make_nc("nc4", "nc4", nc4, sizeof nc4), "ncgen -k nc4 nc4.cdl")) {
     round_trip_all(nc4, "nc4.cdl");
     planted_nc4(nc4);
+  }
+  for (size_t k = 0; k < 2; k++) {
+    const char *kind = k == 0 ? "classic" : "nc4";
+    char label[32];
+    snprintf(label, sizeof label, "cf.cdl %s", kind);
+    if (!tap_ok(make_nc("cf", kind, path, sizeof path), "ncgen -k %s cf.cdl", kind)) continue;
+    round_trip_all(path, label);
+    planted_cf(path, label);
   }
   if (tap_ok(make_nc("grid", "nc4", path, sizeof path), "ncgen -k nc4 grid.cdl"))
     grid(path, "grid nc4");

@@ -105,11 +105,44 @@ def f32(x):
     return struct.unpack("<f", struct.pack("<f", x))[0]
 
 
+SIGNED_BITS = {"byte": 8, "short": 16, "int": 32, "int64": 64}
+
+
+def unsigned_bits(path, var):
+    """The size in bits of a signed integer variable with _Unsigned = "true", else 0."""
+    text = subprocess.run([NCDUMP, "-h", path], capture_output=True, text=True,
+                          check=True).stdout
+    m = re.search(r"^\t(\w+) %s\(" % re.escape(var), text, re.M)
+    unsigned = re.search(r'^\t\t%s:_Unsigned = "true" ;$' % re.escape(var), text, re.M | re.I)
+    return SIGNED_BITS.get(m.group(1), 0) if m and unsigned else 0
+
+
+def as_unsigned(v, bits):
+    """v as _Unsigned says: a negative value of the signed type is the unsigned one."""
+    return v + (1 << bits) if bits and isinstance(v, int) and v < 0 else v
+
+
+def valid_range(atts, bits):
+    """(lo, hi) from valid_range, else valid_min/valid_max (None when absent), as values of
+    the variable's type (float attributes rounded to float32)."""
+    def bound(name, k):
+        if name not in atts or len(atts[name][1]) <= k:
+            return None
+        v = atts[name][1][k]
+        return f32(v) if atts[name][0] == "f" else as_unsigned(v, bits)
+    if "valid_range" in atts and len(atts["valid_range"][1]) == 2:
+        return bound("valid_range", 0), bound("valid_range", 1)
+    return bound("valid_min", 0), bound("valid_max", 0)
+
+
 def expected_cells(path, var, dtype):
-    """The cells the array must hold, as SQL returns them (NULL for NaN)."""
-    raw = ncdump_values(path, var)
+    """The cells the array must hold, as SQL returns them (NULL for NaN): CF masking of fill
+    and missing values and of values outside the valid range (compared before unpacking),
+    unpacking, and _Unsigned."""
+    bits = unsigned_bits(path, var)
+    raw = [as_unsigned(v, bits) for v in ncdump_values(path, var)]
     atts = ncdump_atts(path, var)
-    missing = set(atts.get("missing_value", ("", []))[1])
+    missing = set(as_unsigned(m, bits) for m in atts.get("missing_value", ("", []))[1])
     packed = "scale_factor" in atts or "add_offset" in atts
     scale = atts.get("scale_factor", ("", [1.0]))[1][0]
     offset = atts.get("add_offset", ("", [0.0]))[1][0]
@@ -118,10 +151,14 @@ def expected_cells(path, var, dtype):
     if atts.get("add_offset", ("",))[0] == "f":
         offset = f32(offset)
     floats = dtype in ("<f4", "<f8")
+    lo, hi = valid_range(atts, bits) if floats else (None, None)
     out = []
     for v in raw:
         if v is None or (floats and v in missing):
             out.append(None if floats else "fill")
+            continue
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            out.append(None)
             continue
         if packed:
             v = v * scale + offset
@@ -138,6 +175,7 @@ def expected_cells(path, var, dtype):
 # ---- tests -------------------------------------------------------------------------------
 
 VARS = {
+    "cf": ["ub", "us", "pk", "vf", "vd", "vi", "pr", "pb", "ui"],
     "classic": ["t2m", "tp", "sst", "count", "dd", "flags", "time", "lat", "lon", "scalar"],
     "nc4": ["vb", "vub", "vs", "vus", "vi", "vui", "vi64", "vu64", "vd", "vf", "pus", "x", "y"],
 }
@@ -145,10 +183,13 @@ DTYPES = {"t2m": "<f4", "tp": "<f8", "sst": "<f4", "count": "<i4", "dd": "<f8", 
           "time": "<f8", "lat": "<f4", "lon": "<f4", "scalar": "<i4", "vb": "|i1", "vub": "|u1",
           "vs": "<i2", "vus": "<u2", "vi": "<i4", "vui": "<u4", "vi64": "<i8", "vu64": "<u8",
           "vd": "<f8", "vf": "<f4", "pus": "<f8", "x": "<f4", "y": "<f4"}
+DTYPES_CF = {"ub": "|u1", "us": "<u2", "pk": "<f4", "vf": "<f4", "vd": "<f8", "vi": "<i4",
+             "pr": "<f8", "pb": "<f4", "ui": "<i4"}
 
 
 def round_trips(db, tmp, path, label, cdl):
     n = 0
+    dtypes = DTYPES_CF if cdl == "cf" else DTYPES
     for var in VARS[cdl]:
         dst = os.path.join(tmp, "%s-%s.b2nd" % (label, var))
         try:
@@ -156,12 +197,13 @@ def round_trips(db, tmp, path, label, cdl):
         except sqlite3.Error as e:
             report(False, "%s: %s imports" % (label, var), str(e))
             continue
-        report(res["dtype"] == DTYPES[var], "%s: %s: dtype %s" % (label, var, res["dtype"]))
+        report(res["dtype"] == dtypes[var], "%s: %s: dtype %s" % (label, var, res["dtype"]))
         db.execute("CREATE VIRTUAL TABLE t USING caterva(%s)" % sqlite_quote(dst))
         cols = [r[1] for r in db.execute("PRAGMA table_info(t)")]
         got = [r[0] for r in db.execute("SELECT %s FROM t ORDER BY rowid" % cols[-1])]
         atts = ncdump_atts(path, var)
-        fill = atts["_FillValue"][1][0] if "_FillValue" in atts else DEFAULT_FILL.get(res["dtype"])
+        fill = (as_unsigned(atts["_FillValue"][1][0], unsigned_bits(path, var))
+                if "_FillValue" in atts else DEFAULT_FILL.get(res["dtype"]))
         want = [fill if w == "fill" else w for w in expected_cells(path, var, res["dtype"])]
         bad = [(i, w, g) for i, (w, g) in enumerate(zip(want, got)) if w != g]
         report(len(want) == len(got) and not bad,
@@ -207,8 +249,13 @@ def dims_and_attributes(db, tmp, classic, nc4):
     dst = os.path.join(tmp, "attrs2.b2nd")
     db.execute("SELECT caterva_import(?, ?, 'sst')", (classic, dst))
     info = json.loads(db.execute("SELECT caterva_info(?)", (dst,)).fetchone()[0])["attributes"]
+    report("valid_range" not in info and info.get("units") == "degC",
+           "sst: valid_range applied, not copied", info)
+    dst = os.path.join(tmp, "attrs2k.b2nd")
+    db.execute("SELECT caterva_import(?, ?, 'sst', 'mask=0')", (classic, dst))
+    info = json.loads(db.execute("SELECT caterva_info(?)", (dst,)).fetchone()[0])["attributes"]
     report(info.get("valid_range") == [-5.0, 40.0] and info.get("units") == "degC",
-           "sst: valid_range as a list of numbers", info)
+           "sst, mask=0: valid_range as a list of numbers", info)
     dst = os.path.join(tmp, "attrs3.b2nd")
     db.execute("SELECT caterva_import(?, ?, 'vf')", (nc4, dst))
     info = json.loads(db.execute("SELECT caterva_info(?)", (dst,)).fetchone()[0])
@@ -413,8 +460,11 @@ def main():
                  "64-bit-offset": ncgen(tmp, "classic", "64-bit-offset"),
                  "nc4-classic.cdl": ncgen(tmp, "classic", "nc4"),
                  "nc4": ncgen(tmp, "nc4", "nc4")}
+        kinds["cf.cdl classic"] = ncgen(tmp, "cf", "classic")
+        kinds["cf.cdl nc4"] = ncgen(tmp, "cf", "nc4")
         for label, path in kinds.items():
-            round_trips(db, tmp, path, label, "nc4" if label == "nc4" else "classic")
+            round_trips(db, tmp, path, label,
+                        "cf" if label.startswith("cf") else "nc4" if label == "nc4" else "classic")
         dims_and_attributes(db, tmp, kinds["classic"], kinds["nc4"])
         options(db, tmp, kinds["classic"])
         progress(db, tmp, kinds["classic"])

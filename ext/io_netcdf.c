@@ -22,6 +22,8 @@
  *                  (about 32 MiB); an error it raises stops the import. progress=stderr
  *                  prints a line per hyperslab to standard error instead.
  *
+ * sqlite3_interrupt() stops an import after the hyperslab in progress (cvNcInterrupted).
+ *
  * The result is a JSON object describing the new array. Nothing is left at dst on failure.
  */
 #include "config.h"
@@ -49,7 +51,10 @@ typedef struct CvNcProgress CvNcProgress;
 struct CvNcProgress {
   sqlite3 *db;             /* The connection calling caterva_import() */
   const char *zVar;        /* The variable, for messages */
-  sqlite3_stmt *pStmt;     /* SELECT progress(?1, ?2), or NULL for progress=stderr */
+  sqlite3_stmt *pStmt;     /* SELECT progress(?1, ?2), or NULL */
+  sqlite3_stmt *pCheck;    /* SELECT 1, to see sqlite3_interrupt() without pStmt */
+  int bStderr;             /* progress=stderr */
+  int bInterrupted;        /* stopped by sqlite3_interrupt() */
   char *zErr;              /* The error the progress function raised */
   double t0;               /* Start, in seconds */
 };
@@ -97,21 +102,40 @@ static double cvNow(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* caterva_progress_fn: call the progress function, or print a line. */
+/* Was sqlite3_interrupt() called? SQLite 3.40 has no sqlite3_is_interrupted(), and a
+** function call is one step of its statement, so the flag is not looked at until the import
+** returns; but a statement stepped meanwhile on the same connection sees it and fails with
+** SQLITE_INTERRUPT. */
+static int cvNcInterrupted(CvNcProgress *p) {
+  int rc = sqlite3_step(p->pCheck);
+  sqlite3_reset(p->pCheck);
+  if (rc == SQLITE_ROW) return 0;
+  p->bInterrupted = rc == SQLITE_INTERRUPT;
+  p->zErr = sqlite3_mprintf("caterva_import: %s", rc == SQLITE_INTERRUPT ? "interrupted"
+                                                                          : sqlite3_errmsg(p->db));
+  return 1;
+}
+
+/* caterva_progress_fn, after each hyperslab: call the progress function (which also fails
+** when the connection is interrupted), or print a line and look for an interrupt. */
 static int cvNcProgress(void *pArg, int64_t nDone, int64_t nTotal) {
   CvNcProgress *p = (CvNcProgress *)pArg;
   int rc;
   if (p->pStmt == 0) {
-    fprintf(stderr, "caterva_import: %s: %lld of %lld items (%.0f%%), %.1f s\n", p->zVar,
-            (long long)nDone, (long long)nTotal, nTotal ? 100.0 * (double)nDone / (double)nTotal : 100.0,
-            cvNow() - p->t0);
-    return 0;
+    if (p->bStderr)
+      fprintf(stderr, "caterva_import: %s: %lld of %lld items (%.0f%%), %.1f s\n", p->zVar,
+              (long long)nDone, (long long)nTotal,
+              nTotal ? 100.0 * (double)nDone / (double)nTotal : 100.0, cvNow() - p->t0);
+    return cvNcInterrupted(p) ? CATERVA_E_INVALID : 0;
   }
   sqlite3_bind_int64(p->pStmt, 1, nDone);
   sqlite3_bind_int64(p->pStmt, 2, nTotal);
   while ((rc = sqlite3_step(p->pStmt)) == SQLITE_ROW) {
   }
-  if (rc != SQLITE_DONE) {
+  if (rc == SQLITE_INTERRUPT) {
+    p->bInterrupted = 1;
+    p->zErr = sqlite3_mprintf("caterva_import: interrupted");
+  } else if (rc != SQLITE_DONE) {
     p->zErr = sqlite3_mprintf("caterva_import: stopped by the progress function: %s",
                               sqlite3_errmsg(p->db));
   }
@@ -287,10 +311,19 @@ void cvImportNetcdf(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, cons
   prog.db = sqlite3_context_db_handle(pCtx);
   prog.zVar = zVar ? zVar : "";
   prog.t0 = cvNow();
+  par.progress = cvNcProgress;
+  par.progress_arg = &prog;
+  rc = sqlite3_prepare_v2(prog.db, "SELECT 1", -1, &prog.pCheck, 0);
+  if (rc != SQLITE_OK) {
+    /* the parser, too, fails once sqlite3_interrupt() was called */
+    prog.bInterrupted = rc == SQLITE_INTERRUPT;
+    zErr = sqlite3_mprintf("caterva_import: %s", sqlite3_errmsg(prog.db));
+    rc = rc == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_ERROR;
+    goto import_out;
+  }
   if (opt.zProgress) {
-    par.progress = cvNcProgress;
-    par.progress_arg = &prog;
-    if (strcmp(opt.zProgress, "stderr") != 0) {
+    prog.bStderr = strcmp(opt.zProgress, "stderr") == 0;
+    if (!prog.bStderr) {
       char *zSql = sqlite3_mprintf("SELECT \"%w\"(?1, ?2)", opt.zProgress);
       rc = zSql ? sqlite3_prepare_v2(prog.db, zSql, -1, &prog.pStmt, 0) : SQLITE_NOMEM;
       sqlite3_free(zSql);
@@ -327,10 +360,12 @@ import_out:
     sqlite3_result_error_nomem(pCtx);
   } else {
     sqlite3_result_error(pCtx, zErr ? zErr : "caterva_import: failed", -1);
+    if (prog.bInterrupted) sqlite3_result_error_code(pCtx, SQLITE_INTERRUPT);
   }
   if (rc != SQLITE_OK) sqlite3_free(zJson);
   caterva_array_free(pArr);
   sqlite3_finalize(prog.pStmt);
+  sqlite3_finalize(prog.pCheck);
   sqlite3_free(prog.zErr);
   sqlite3_free(zErr);
   sqlite3_free(opt.zProgress);

@@ -20,6 +20,8 @@ import sqlite3
 import struct
 import subprocess
 import tempfile
+import threading
+import time
 
 from sqltap import plan, report, reexec_with_preload, skip
 
@@ -344,6 +346,63 @@ def progress(db, tmp, classic):
            and not os.path.exists(dst), "a progress function's error stops the import: %r" % err)
 
 
+def interrupts(tmp, classic):
+    """sqlite3_interrupt() stops an import (SQLite 3.40 cannot be asked whether it was called;
+    the import steps a statement after each hyperslab, which fails once it was)."""
+    db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    db.enable_load_extension(True)
+    db.load_extension(EXT)
+    calls = []
+
+    def prog(done, total):
+        calls.append(done)
+        if len(calls) == 2:
+            db.interrupt()
+
+    db.create_function("prog", 2, prog)
+    db.create_function("intr", 0, db.interrupt)
+    dst = os.path.join(tmp, "intr1.b2nd")
+    err = error_of(db, "SELECT caterva_import(?, ?, 't2m', 'chunks=1,3,4 progress=prog')",
+                   (classic, dst))
+    report(err == "caterva_import: interrupted" and len(calls) == 2 and not os.path.exists(dst),
+           "interrupted during a progress call: stops, leaves nothing (%r)" % err)
+    dst = os.path.join(tmp, "intr2.b2nd")
+    err = error_of(db, "SELECT intr(), caterva_import(?, ?, 't2m')", (classic, dst))
+    report(err == "caterva_import: interrupted" and not os.path.exists(dst),
+           "interrupted before the import starts: %r" % err)
+    dst = os.path.join(tmp, "intr3.d")
+    del calls[:]
+    err = error_of(db, "SELECT caterva_import(?, ?, '*', 'chunks=1,3,4 progress=prog')",
+                   (classic.replace("classic-classic", "grid-classic"), dst))
+    report(err == "caterva_import: interrupted" and not os.path.exists(dst),
+           "a grid import interrupted: no directory (%r)" % err)
+    # from another thread, with no progress function: a 16 MB variable in 100 hyperslabs
+    cdl = os.path.join(tmp, "big.cdl")
+    with open(cdl, "w") as f:
+        f.write("netcdf big {\ndimensions:\n t = 100 ; y = 200 ; x = 200 ;\nvariables:\n"
+                "  float v(t, y, x) ;\n}\n")
+    big = os.path.join(tmp, "big.nc")
+    subprocess.run([NCGEN, "-k", "classic", "-o", big, cdl], check=True)
+    dst = os.path.join(tmp, "intr4.b2nd")
+    done = threading.Event()
+
+    def interrupter():
+        while not done.is_set():
+            db.interrupt()
+            time.sleep(0.001)
+
+    th = threading.Thread(target=interrupter)
+    th.start()
+    try:
+        err = error_of(db, "SELECT caterva_import(?, ?, 'v', 'chunks=1,200,200')", (big, dst))
+    finally:
+        done.set()
+        th.join()
+    report(err == "caterva_import: interrupted" and not os.path.exists(dst),
+           "sqlite3_interrupt() from another thread stops an import without progress=: %r" % err)
+    db.close()
+
+
 def errors(db, tmp, classic):
     dst = os.path.join(tmp, "err.b2nd")
     cases = [(classic, "nope", 'has no variable "nope" (it has: time, lat, lon, t2m'),
@@ -471,6 +530,7 @@ def main():
         errors(db, tmp, kinds["classic"])
         grid(db, tmp, ncgen(tmp, "grid", "nc4"), "grid-nc4")
         grid(db, tmp, ncgen(tmp, "grid", "classic"), "grid-classic")
+        interrupts(tmp, kinds["classic"])
         db.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

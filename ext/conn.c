@@ -27,6 +27,7 @@ int cvConnNew(CvConn **ppConn) {
   p->nRef = 1;
   p->pCtx = 0;
   p->pTables = 0;
+  p->pArrCache = 0;
   if (caterva_ctx_new(nThread, &p->pCtx) != CATERVA_OK &&
       caterva_ctx_new(1, &p->pCtx) != CATERVA_OK) {
     sqlite3_free(p);
@@ -44,6 +45,7 @@ CvConn *cvConnRef(CvConn *p) {
 void cvConnUnref(void *pArg) {
   CvConn *p = (CvConn *)pArg;
   if (p == 0 || --p->nRef > 0) return;
+  cvConnArrayCacheFree(p);
   caterva_ctx_free(p->pCtx);
   sqlite3_free(p);
 }

@@ -11,6 +11,7 @@
  *   item.c           how array items become SQL values
  *   cache.c          the LRU cache of decompressed blocks shared by the cursors of one table
  *   functions.c      caterva_info(), caterva_slice(), caterva_blocks_read(), caterva_version()
+ *   arrcache.c       the arrays those functions keep open between calls
  *
  * Files other than extension.c include this header and then SQLITE_EXTENSION_INIT3.
  * Nothing here parses bytes of the Blosc2 formats: that is the library's job (caterva.h).
@@ -32,10 +33,12 @@
 */
 typedef struct CvConn CvConn;
 typedef struct CvTableRef CvTableRef;
+typedef struct CvArrCache CvArrCache;
 struct CvConn {
   caterva_ctx *pCtx;      /* Library context of this connection */
   int nRef;               /* Registrations still holding this object */
   CvTableRef *pTables;    /* The caterva tables open in this connection */
+  CvArrCache *pArrCache;  /* Arrays the SQL functions keep open (arrcache.c), or NULL */
 };
 
 /* A caterva table open in a connection, so that functions taking '<table or path>' find it. */
@@ -68,10 +71,18 @@ const char *cvConnResolve(CvConn *p, sqlite3 *db, const char *zArg, void **ppTab
 CvConn *cvConnRef(CvConn *p);
 void cvConnUnref(void *p);
 
+/* arrcache.c: arrays opened read-only by path for the SQL functions, kept open while their
+** file provably has not changed. cvConnArrayGet: *ppArr borrowed until cvConnArrayPut (a
+** negative library error, message in pConn->pCtx, and *ppArr = NULL on failure).
+** cvConnArrayCacheFree: close them all (the connection ends). */
+int cvConnArrayGet(CvConn *pConn, const char *zPath, caterva_array **ppArr);
+void cvConnArrayPut(CvConn *pConn, caterva_array *pArr);
+void cvConnArrayCacheFree(CvConn *pConn);
+
 /* Helpers of functions.c shared by the other SQL functions (io.c, io_*.c, png.c).
 ** cvOpenArg: open the array named by pPath, a caterva table of this connection or a file
 ** (read-only: a table's committed state); NULL after setting an error on pCtx (zFunc names
-** the function in the message). Free it with caterva_array_free.
+** the function in the message). Give it back with cvConnArrayPut (it may stay open).
 ** cvResultLibError: report a failed library call rc ("caterva: zWhat: ...") on pCtx.
 ** cvBoxArgs: the box [aStart, aStop) given by two JSON arrays of integers, as caterva_slice
 ** takes them (a NULL pointer or SQL NULL: the whole extent); 0 after reporting an error. */

@@ -67,7 +67,7 @@ caterva_array *cvOpenArg(sqlite3_context *pCtx, CvConn *pConn, sqlite3_value *pP
     return 0;
   }
   zPath = cvConnResolve(pConn, sqlite3_context_db_handle(pCtx), zPath, &pTab);
-  rc = caterva_array_open(pConn->pCtx, zPath, CATERVA_OPEN_READ, &pArr);
+  rc = cvConnArrayGet(pConn, zPath, &pArr);
   if (rc < 0) {
     char *zWhat = sqlite3_mprintf("cannot open \"%s\"", zPath);
     cvResultLibError(pCtx, pConn, zWhat ? zWhat : zPath, rc);
@@ -311,7 +311,7 @@ static void cvInfoFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3_str_appendchar(pStr, 1, '}');
   cvInfoCoords(pStr, pConn, pArr);
   sqlite3_str_appendchar(pStr, 1, '}');
-  caterva_array_free(pArr);
+  cvConnArrayPut(pConn, pArr);
   if (sqlite3_str_errcode(pStr) == SQLITE_NOMEM) {
     sqlite3_free(sqlite3_str_finish(pStr));
     sqlite3_result_error_nomem(pCtx);
@@ -443,7 +443,7 @@ static void cvSliceFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   }
   sqlite3_result_blob64(pCtx, aBuf, (sqlite3_uint64)nByte, sqlite3_free);
 slice_out:
-  caterva_array_free(pArr);
+  cvConnArrayPut(pConn, pArr);
 }
 
 /* Register one function holding a reference to pConn. */

@@ -41,5 +41,5 @@ void cvExportFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   for (k = 0; k < caterva_array_ndim(pArr); k++) nItem *= aStop[k] - aStart[k];
   sqlite3_result_int64(pCtx, nItem);
 export_out:
-  caterva_array_free(pArr);
+  cvConnArrayPut(pConn, pArr);
 }

@@ -164,5 +164,5 @@ void cvPngFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   }
   sqlite3_result_blob64(pCtx, aPng, (sqlite3_uint64)nPng, free);
 png_out:
-  caterva_array_free(pArr);
+  cvConnArrayPut(pConn, pArr);
 }

@@ -1,7 +1,7 @@
 /*
  * bench_sql.c -- the caterva virtual table against a plain SQLite table holding the same cells.
  *
- *   bench_sql [-e EXT] [-d DEMO.b2nd] [-m MKDEMO] [-t TMPDIR] [-n N]
+ *   bench_sql [-e EXT] [-d DEMO.b2nd] [-m MKDEMO] [-t TMPDIR] [-n N] [-s SQLITE3]
  *
  *   -e  the built extension (default: ../.libs/caterva.so next to this program)
  *   -d  the demo array (default: written by ./mkdemo next to this program into TMPDIR)
@@ -9,6 +9,7 @@
  *   -n  extent of the first array, N x N x N float64 (default 200)
  *   -c  the first array only
  *   -k  keep the scratch files
+ *   -s  the sqlite3 shell for the second floor (default: sqlite3 on the PATH; "" for none)
  *
  * For each array (an N^3 float64 array written here, and the demo's 365x180x360 float32
  * temperatures) it builds a plain table
@@ -19,7 +20,11 @@
  * full-scan sum, a slice on each axis, a 20^3 box, 1000 random point lookups through a join,
  * ORDER BY the dimensions LIMIT 10. Results are compared. The floor for row iteration is
  * sum(value) over a counting virtual table of the same number of rows (generate_series is
- * part of the sqlite3 shell, not of every libsqlite3, so an equivalent lives here).
+ * part of the sqlite3 shell, not of every libsqlite3, so an equivalent lives here). The
+ * second floor is the shell itself: in one sqlite3 process, `SELECT sum(value)` over the
+ * caterva table and over the shell's generate_series(1, N), alternately, best of 5 each
+ * (".timer on" wall times). Last, caterva_slice() through SQL against the library's
+ * caterva_array_get_slice() of the same boxes (both best of at least 5, same process).
  *
  * Timing: each query is run at least 3 times (more while under 0.3 s in all) and the best
  * time is kept. The caterva table is dropped and created again before every run, so its
@@ -325,6 +330,144 @@ static double floor_ms(sqlite3 *db, int64_t n, double *result) {
   return best_of(db, sql, NULL, result, &rows);
 }
 
+/* ---- the sqlite3 shell as host ------------------------------------------------------------ */
+
+static const char *shell_path = "sqlite3";
+static const char *g_ext, *g_dir; /* the extension and the scratch directory */
+
+/* Best "Run Time: real" of the statements alternating in the shell's output: even-numbered
+** timings into *pa, odd ones into *pb (ms). 0 when the shell did not give 2 x reps timings. */
+static int shell_times(const char *out, int reps, double *pa, double *pb) {
+  const char *p = out;
+  int n = 0;
+  *pa = *pb = 1e300;
+  while ((p = strstr(p, "Run Time: real ")) != NULL) {
+    double t = strtod(p + 15, NULL) * 1e3;
+    if (n % 2 == 0 && t < *pa) *pa = t;
+    if (n % 2 == 1 && t < *pb) *pb = t;
+    n++;
+    p += 15;
+  }
+  return n == 2 * reps;
+}
+
+/* Full scan of the array in the sqlite3 shell against the shell's generate_series. */
+static void shell_floor(const char *ext, const char *dir, const Dataset *d, int64_t nitems) {
+  char script[4300], cmd[9000];
+  static char out[1 << 16];
+  FILE *f;
+  size_t got;
+  double tcat, tser;
+  const int reps = 5;
+  int i;
+  if (shell_path[0] == 0) return;
+  snprintf(script, sizeof(script), "%s/scan.sql", dir);
+  f = fopen(script, "w");
+  if (f == NULL) die("%s: %s", script, strerror(errno));
+  fprintf(f, ".load %s\nCREATE VIRTUAL TABLE temp.cat USING caterva('%s');\n.timer on\n", ext,
+          d->path);
+  for (i = 0; i < reps; i++)
+    fprintf(f, "SELECT sum(value) FROM temp.cat;\n"
+               "SELECT sum(value) FROM generate_series(1, %lld);\n",
+            (long long)nitems);
+  fclose(f);
+  snprintf(cmd, sizeof(cmd), "'%s' :memory: < '%s' 2>&1", shell_path, script);
+  f = popen(cmd, "r");
+  if (f == NULL) die("%s: %s", cmd, strerror(errno));
+  got = fread(out, 1, sizeof(out) - 1, f);
+  out[got] = 0;
+  if (pclose(f) != 0 || !shell_times(out, reps, &tcat, &tser)) {
+    printf("(the sqlite3 shell floor could not be measured: %.200s)\n\n", out);
+    return;
+  }
+  printf("In the sqlite3 shell (%s), best of %d alternating runs: caterva full scan %.1f ms "
+         "(%.1f M rows/s), generate_series(1, %lld) %.1f ms (%.1f M rows/s): %.2fx the "
+         "shell's floor.\n\n",
+         shell_path, reps, tcat, nitems / tcat / 1e3, (long long)nitems, tser,
+         nitems / tser / 1e3, tser / tcat);
+}
+
+/* ---- caterva_slice() against the library ---------------------------------------------------- */
+
+/* Best time of caterva_array_get_slice of [start, stop) into buf. */
+static double lib_slice_ms(caterva_ctx *ctx, caterva_array *a, const int64_t *start,
+                           const int64_t *stop, void *buf, int64_t cap) {
+  double best = 1e300, total = 0.0;
+  for (int k = 0; k < 5 || (total < 200.0 && k < 50); k++) {
+    double t = now_ms();
+    if (caterva_array_get_slice(ctx, a, start, stop, buf, cap) < 0)
+      die("get_slice: %s", caterva_ctx_errmsg(ctx));
+    t = now_ms() - t;
+    total += t;
+    if (t < best) best = t;
+  }
+  return best;
+}
+
+/* Best time of SELECT caterva_slice(path, start, stop), the BLOB fetched. */
+static double sql_slice_ms(sqlite3 *db, const char *path, const int64_t *start,
+                           const int64_t *stop, int64_t want) {
+  char sql[4400];
+  sqlite3_stmt *st;
+  double best = 1e300, total = 0.0;
+  snprintf(sql, sizeof(sql),
+           "SELECT caterva_slice('%s', '[%lld,%lld,%lld]', '[%lld,%lld,%lld]')", path,
+           (long long)start[0], (long long)start[1], (long long)start[2], (long long)stop[0],
+           (long long)stop[1], (long long)stop[2]);
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+    die("%s: %s", sql, sqlite3_errmsg(db));
+  for (int k = 0; k < 5 || (total < 200.0 && k < 50); k++) {
+    double t = now_ms();
+    if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_bytes(st, 0) != want)
+      die("%s: %s", sql, sqlite3_errmsg(db));
+    (void)sqlite3_column_blob(st, 0);
+    sqlite3_reset(st);
+    t = now_ms() - t;
+    total += t;
+    if (t < best) best = t;
+  }
+  sqlite3_finalize(st);
+  return best;
+}
+
+/* caterva_slice() of a slice on each axis and of a 10^3 box, against the library's. */
+static void slice_table(sqlite3 *db, caterva_ctx *ctx, const Dataset *d) {
+  int64_t start[3], stop[3], cap = 1, n;
+  int k, j, is = caterva_array_itemsize(d->arr);
+  uint8_t *buf;
+  for (k = 0; k < 3; k++) {
+    int64_t face = d->shape[(k + 1) % 3] * d->shape[(k + 2) % 3];
+    if (face > cap) cap = face;
+  }
+  buf = malloc((size_t)(cap * is));
+  if (buf == NULL) die("out of memory");
+  {
+    /* The functions keep arrays open only for files whose last change is over 2 s old
+    ** (ext/arrcache.c): a file written moments ago is measured once it has settled. */
+    struct stat st;
+    if (stat(d->path, &st) == 0 && st.st_ctime + 3 > time(NULL)) sleep(3);
+  }
+  printf("| caterva_slice, %s | library ms | SQL ms | SQL / library |\n|---|---:|---:|---:|\n",
+         d->label);
+  for (k = 0; k < 4; k++) {
+    char lbl[64];
+    double tl, ts;
+    n = is;
+    for (j = 0; j < 3; j++) {
+      start[j] = k < 3 && j != k ? 0 : d->shape[j] / 2;
+      stop[j] = k < 3 ? (j != k ? d->shape[j] : start[j] + 1) : start[j] + 10;
+      n *= stop[j] - start[j];
+    }
+    if (k < 3) snprintf(lbl, sizeof(lbl), "slice %s = %lld", d->dims[k], (long long)start[k]);
+    else snprintf(lbl, sizeof(lbl), "box 10x10x10");
+    tl = lib_slice_ms(ctx, d->arr, start, stop, buf, n);
+    ts = sql_slice_ms(db, d->path, start, stop, n);
+    printf("| %s | %.3f | %.3f | %.2fx |\n", lbl, tl, ts, ts / tl);
+  }
+  printf("\n");
+  free(buf);
+}
+
 static void bench_dataset(sqlite3 *db, caterva_ctx *ctx, Dataset *d) {
   Query q[16];
   int nq = 0, k, i;
@@ -434,6 +577,8 @@ static void bench_dataset(sqlite3 *db, caterva_ctx *ctx, Dataset *d) {
          floor_t);
   printf("Full scan: caterva %.1f M rows/s, floor %.1f M rows/s: %.2fx the floor.\n\n",
          nitems / full_cat / 1e3, nitems / floor_t / 1e3, floor_t / full_cat);
+  shell_floor(g_ext, g_dir, d, nitems);
+  slice_table(db, ctx, d);
   printf("Sizes: raw %.1f MB; caterva file %.1f MB; plain table database %.1f MB (%.1fx the "
          "caterva file).\n",
          nitems * caterva_array_itemsize(d->arr) / 1e6, fsize / 1e6, psize / 1e6,
@@ -460,7 +605,7 @@ int main(int argc, char **argv) {
   else snprintf(self, sizeof(self), ".");
   snprintf(ext, sizeof(ext), "%s/../.libs/caterva.so", self);
   snprintf(mkdemo, sizeof(mkdemo), "%s/mkdemo", self);
-  while ((opt = getopt(argc, argv, "e:d:m:t:n:kc")) != -1) {
+  while ((opt = getopt(argc, argv, "e:d:m:t:n:kcs:")) != -1) {
     switch (opt) {
       case 'e': snprintf(ext, sizeof(ext), "%s", optarg); break;
       case 'd': demo = optarg; break;
@@ -469,9 +614,10 @@ int main(int argc, char **argv) {
       case 'n': n = atoi(optarg); break;
       case 'k': keep = 1; break;
       case 'c': cube_only = 1; break;
+      case 's': shell_path = optarg; break;
       default:
         fprintf(stderr, "usage: bench_sql [-e ext.so] [-d demo.b2nd] [-m mkdemo] [-t tmpdir] "
-                        "[-n N] [-k] [-c]\n");
+                        "[-n N] [-k] [-c] [-s sqlite3]\n");
         return 2;
     }
   }
@@ -479,6 +625,8 @@ int main(int argc, char **argv) {
   snprintf(dir, sizeof(dir), "%s/bench_sql.XXXXXX", tmpdir);
   if (mkdtemp(dir) == NULL) die("mkdtemp %s: %s", dir, strerror(errno));
   if (caterva_ctx_new(2, &ctx) != CATERVA_OK) die("no context");
+  g_ext = ext;
+  g_dir = dir;
 
   memset(&cube, 0, sizeof(cube));
   cube.label = "cube";

@@ -8,9 +8,9 @@
  */
 #define _XOPEN_SOURCE 700
 #include "array_internal.h"
+#include "fsutil.h"
 #include "tap.h"
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,13 +24,6 @@ static uint64_t rnd(void) {
   rng_state ^= rng_state >> 7;
   rng_state ^= rng_state << 17;
   return rng_state;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  return remove(path);
 }
 
 /* One visited block: where it is and a hash of its bytes. */
@@ -301,6 +294,6 @@ int main(void) {
       run_config(c1, c2, &configs[i], store);
   caterva_ctx_free(c1);
   caterva_ctx_free(c2);
-  nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  tu_rm_tree(tmpdir);
   return tap_done();
 }

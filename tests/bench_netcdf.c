@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -33,6 +34,15 @@ static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* CPU seconds used so far by this process and by its waited-for children (nccopy). */
+static double cpu(void) {
+  struct rusage a, b;
+  getrusage(RUSAGE_SELF, &a);
+  getrusage(RUSAGE_CHILDREN, &b);
+  return (double)(a.ru_utime.tv_sec + a.ru_stime.tv_sec + b.ru_utime.tv_sec + b.ru_stime.tv_sec) +
+         (a.ru_utime.tv_usec + a.ru_stime.tv_usec + b.ru_utime.tv_usec + b.ru_stime.tv_usec) * 1e-6;
 }
 
 static int check(int st, const char *what) {
@@ -104,8 +114,8 @@ static double read_all(const char *path, int ntime, double *sum) {
 }
 
 /* Import t2m of src into dst; seconds, or -1. Compares time step t with libnetcdf. */
-static double import(caterva_ctx *ctx, const char *src, const char *dst, int t, int64_t *cbytes,
-                     int *same) {
+static double import(caterva_ctx *ctx, const char *src, const char *dst, int t, int codec,
+                     int64_t *cbytes, int *same) {
   caterva_netcdf_params p;
   caterva_array *a = NULL;
   double t0 = now(), secs;
@@ -118,6 +128,7 @@ static double import(caterva_ctx *ctx, const char *src, const char *dst, int t, 
   p.variable = "t2m";
   p.array.store = CATERVA_STORE_CONTIGUOUS;
   p.array.path = dst;
+  if (codec >= 0) p.array.cparams.codec = codec;
   if (caterva_netcdf_import(ctx, src, &p, NULL, &a) != CATERVA_OK) {
     fprintf(stderr, "bench_netcdf: import: %s\n", caterva_ctx_errmsg(ctx));
     return -1;
@@ -145,14 +156,21 @@ static double run(const char *cmd) {
   return now() - t0;
 }
 
+/* One row: wall seconds, MiB/s, CPU seconds, and the time relative to the import's. */
+static void row(const char *what, double secs, double cpus, double bytes, double ref) {
+  printf("%-52s %8.2f %7.0f %8.2f %10.2f\n", what, secs, bytes / 1048576.0 / secs, cpus,
+         ref / secs);
+}
+
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "/tmp";
   const char *mbs = getenv("CATERVA_BENCH_NC_MB"), *nccopy = getenv("NCCOPY");
-  double mb = mbs ? atof(mbs) : 512, sum, t_write, t_read, t_copy, t_imp, t_read3, t_imp3;
-  int ntime = (int)ceil(mb * 1048576.0 / (4.0 * NLAT * NLON)), same4, same3;
-  char src[512], plain[512], dst[512], dst3[512], cmd[2048];
+  double mb = mbs ? atof(mbs) : 512, sum, t_write, t_read, t_copy, t_imp, t_read3, t_imp3, t_lz4;
+  double c_read, c_copy, c_imp, c_read3, c_imp3, c_lz4, c0;
+  int ntime = (int)ceil(mb * 1048576.0 / (4.0 * NLAT * NLON)), same4, same3, samel;
+  char src[512], plain[512], dst[512], dst3[512], dstl[512], cmd[2048];
   caterva_ctx *ctx;
-  int64_t cb4, cb3;
+  int64_t cb4, cb3, cbl;
   double bytes;
   if (ntime < 1) ntime = 1;
   bytes = 4.0 * NLAT * NLON * ntime;
@@ -160,6 +178,7 @@ int main(int argc, char **argv) {
   snprintf(plain, sizeof plain, "%s/bench_nc3.nc", dir);
   snprintf(dst, sizeof dst, "%s/bench_nc4.b2nd", dir);
   snprintf(dst3, sizeof dst3, "%s/bench_nc3.b2nd", dir);
+  snprintf(dstl, sizeof dstl, "%s/bench_nc4_lz4.b2nd", dir);
   if (caterva_ctx_new(2, &ctx) != CATERVA_OK) return 1;
   printf("t2m(time=%d, latitude=%d, longitude=%d) float32: %.0f MiB of values\n", ntime, NLAT,
          NLON, bytes / 1048576.0);
@@ -168,36 +187,49 @@ int main(int argc, char **argv) {
   t_write = now() - t_write;
   printf("NetCDF-4 source (chunks 1x721x1440, shuffle + deflate 1): %.0f MiB, written in %.1f s\n",
          file_size(src) / 1048576.0, t_write);
+  c0 = cpu();
   t_read = read_all(src, ntime, &sum);
+  c_read = cpu() - c0;
   snprintf(cmd, sizeof cmd, "'%s' -k 64-bit-offset '%s' '%s'", nccopy && *nccopy ? nccopy : "nccopy",
            src, plain);
   remove(plain);
+  c0 = cpu();
   t_copy = run(cmd);
-  t_imp = import(ctx, src, dst, ntime / 2, &cb4, &same4);
+  c_copy = cpu() - c0;
+  c0 = cpu();
+  t_imp = import(ctx, src, dst, ntime / 2, -1, &cb4, &same4);
+  c_imp = cpu() - c0;
+  c0 = cpu();
+  t_lz4 = import(ctx, src, dstl, ntime / 3, CATERVA_LZ4, &cbl, &samel);
+  c_lz4 = cpu() - c0;
+  c0 = cpu();
   t_read3 = read_all(plain, ntime, &sum);
-  t_imp3 = import(ctx, plain, dst3, ntime - 1, &cb3, &same3);
-  if (t_copy < 0 || t_imp < 0 || t_imp3 < 0) return 1;
-  printf("\n%-58s %8s %9s %10s\n", "", "seconds", "MiB/s", "vs import");
-  printf("%-58s %8.2f %9.0f %10.2f\n", "read NetCDF-4 with nc_get_vara (into memory)", t_read,
-         bytes / 1048576.0 / t_read, t_imp / t_read);
-  printf("%-58s %8.2f %9.0f %10.2f\n", "nccopy NetCDF-4 -> uncompressed NetCDF-3 (the floor)",
-         t_copy, bytes / 1048576.0 / t_copy, t_imp / t_copy);
-  printf("%-58s %8.2f %9.0f %10s\n", "caterva_import NetCDF-4 -> b2nd (zstd 5, shuffle)", t_imp,
-         bytes / 1048576.0 / t_imp, "1.00");
-  printf("%-58s %8.2f %9.0f %10.2f\n", "read uncompressed NetCDF-3 with nc_get_vara", t_read3,
-         bytes / 1048576.0 / t_read3, t_imp3 / t_read3);
-  printf("%-58s %8.2f %9.0f %10s\n", "caterva_import NetCDF-3 -> b2nd", t_imp3,
-         bytes / 1048576.0 / t_imp3, "");
-  printf("\nimport / nccopy: %.2fx the floor's time (import is %s than nccopy)\n", t_imp / t_copy,
-         t_imp < t_copy ? "faster" : "slower");
-  printf("sizes: NetCDF-4 %.0f MiB, NetCDF-3 %.0f MiB, b2nd %.0f MiB (from NetCDF-4) and %.0f MiB"
-         " (from NetCDF-3)\n", file_size(src) / 1048576.0, file_size(plain) / 1048576.0,
-         cb4 / 1048576.0, cb3 / 1048576.0);
-  printf("one time step of each array equals libnetcdf's: %s\n", same4 && same3 ? "yes" : "NO");
+  c_read3 = cpu() - c0;
+  c0 = cpu();
+  t_imp3 = import(ctx, plain, dst3, ntime - 1, -1, &cb3, &same3);
+  c_imp3 = cpu() - c0;
+  if (t_copy < 0 || t_imp < 0 || t_imp3 < 0 || t_lz4 < 0) return 1;
+  printf("\n%-52s %8s %7s %8s %10s\n", "", "seconds", "MiB/s", "CPU s", "vs import");
+  row("read NetCDF-4 with nc_get_vara (into memory)", t_read, c_read, bytes, t_imp);
+  row("nccopy NetCDF-4 -> uncompressed NetCDF-3 (the floor)", t_copy, c_copy, bytes, t_imp);
+  row("caterva_import NetCDF-4 -> b2nd (zstd 5, shuffle)", t_imp, c_imp, bytes, t_imp);
+  row("caterva_import NetCDF-4 -> b2nd (lz4 5, shuffle)", t_lz4, c_lz4, bytes, t_imp);
+  row("read uncompressed NetCDF-3 with nc_get_vara", t_read3, c_read3, bytes, t_imp3);
+  row("caterva_import NetCDF-3 -> b2nd (zstd 5, shuffle)", t_imp3, c_imp3, bytes, t_imp3);
+  printf("\n(CPU s: user + system seconds of all threads, and of nccopy for its row; vs import:\n"
+         "the default import's seconds over the row's, the NetCDF-3 rows against the NetCDF-3 import)\n");
+  printf("import / nccopy: %.2fx the floor's time (import is %s than nccopy); in CPU time %.2fx\n",
+         t_imp / t_copy, t_imp < t_copy ? "faster" : "slower", c_imp / c_copy);
+  printf("sizes: NetCDF-4 %.0f MiB, NetCDF-3 %.0f MiB, b2nd %.0f MiB (from NetCDF-4, zstd), %.0f MiB "
+         "(lz4) and %.0f MiB (from NetCDF-3)\n", file_size(src) / 1048576.0,
+         file_size(plain) / 1048576.0, cb4 / 1048576.0, cbl / 1048576.0, cb3 / 1048576.0);
+  printf("one time step of each array equals libnetcdf's: %s\n",
+         same4 && same3 && samel ? "yes" : "NO");
   remove(src);
   remove(plain);
   tu_rm_tree(dst);
   tu_rm_tree(dst3);
+  tu_rm_tree(dstl);
   caterva_ctx_free(ctx);
-  return same4 && same3 ? 0 : 1;
+  return same4 && same3 && samel ? 0 : 1;
 }

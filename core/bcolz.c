@@ -847,18 +847,33 @@ leave:
   return rc;
 }
 
-/* ctable.json of a converted ctable. */
+/* Append s as a JSON string to text (capacity checked by the caller: 6 bytes per byte + 2). */
+static size_t bz_json_str(char *text, size_t n, const char *s) {
+  text[n++] = '"';
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') text[n++] = '\\', text[n++] = (char)c;
+    else if (c < 0x20) n += (size_t)sprintf(text + n, "\\u%04x", c);
+    else text[n++] = (char)c;
+  }
+  text[n++] = '"';
+  return n;
+}
+
+/* ctable.json of a converted ctable: {"format":"bcolz-ctable","names":[...],"attrs":{...}}. */
 static int bz_write_manifest(caterva_ctx *ctx, caterva_bcolz *b, const char *dir) {
   int rc = CATERVA_OK, fd;
   char *path = bz_join(dir, "ctable.json");
   size_t cap = 128 + strlen(b->attrs_text), n = 0;
   char *text = NULL;
-  for (int k = 0; k < b->ncols; k++) cap += strlen(b->cols[k].name) + 4;
+  for (int k = 0; k < b->ncols; k++) cap += 6 * strlen(b->cols[k].name) + 4;
   text = malloc(cap);
   CAT_CHECK(leave, path && text, CATERVA_E_NOMEM, "out of memory");
   n += (size_t)snprintf(text + n, cap - n, "{\"format\":\"bcolz-ctable\",\"names\":[");
-  for (int k = 0; k < b->ncols; k++)  /* names are identifiers (checked: no '/', NUL) */
-    n += (size_t)snprintf(text + n, cap - n, "%s\"%s\"", k ? "," : "", b->cols[k].name);
+  for (int k = 0; k < b->ncols; k++) {
+    if (k) text[n++] = ',';
+    n = bz_json_str(text, n, b->cols[k].name);
+  }
   n += (size_t)snprintf(text + n, cap - n, "],\"attrs\":%s}\n", b->attrs_text);
   fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
@@ -871,6 +886,56 @@ static int bz_write_manifest(caterva_ctx *ctx, caterva_bcolz *b, const char *dir
 leave:
   free(text);
   free(path);
+  return rc;
+}
+
+int caterva_bcolz_converted(const char *dir) {
+  struct stat st;
+  return dir != NULL && stat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+         bz_exists(dir, "ctable.json", false);
+}
+
+void caterva_bcolz_names_free(char **names, int n) {
+  if (names == NULL) return;
+  for (int k = 0; k < n; k++) free(names[k]);
+  free(names);
+}
+
+int caterva_bcolz_converted_names(caterva_ctx *ctx, const char *dir, char ***names, int *n) {
+  int rc = CATERVA_OK, k = 0, cap = 0;
+  cat_json *root = NULL;
+  const cat_json *list, *fmt;
+  char **out = NULL;
+  char *what = dir ? bz_join(dir, "ctable.json") : NULL;
+  *names = NULL;
+  *n = 0;
+  CAT_CHECK(leave, what != NULL, CATERVA_E_NOMEM, "out of memory");
+  CAT_TRY(leave, bz_read_json(ctx, dir, "ctable.json", &root));
+  fmt = cat_json_get(root, "format");
+  CAT_CHECK(leave, fmt && fmt->type == CAT_JSON_STRING && strcmp(fmt->str, "bcolz-ctable") == 0,
+            CATERVA_E_CORRUPT, "%s: \"format\" is not \"bcolz-ctable\"", what);
+  list = cat_json_get(root, "names");
+  CAT_CHECK(leave, list && list->type == CAT_JSON_ARRAY && list->n >= 1 && list->n <= 32767,
+            CATERVA_E_CORRUPT, "%s: \"names\" must be a list of 1 to 32767 column names", what);
+  out = calloc((size_t)list->n, sizeof *out);
+  CAT_CHECK(leave, out != NULL, CATERVA_E_NOMEM, "out of memory");
+  cap = (int)list->n;
+  for (const cat_json *e = list->child; e; e = e->next, k++) {
+    CAT_CHECK(leave, bz_name_ok(e), CATERVA_E_CORRUPT, "%s: names[%d] is not a column name",
+              what, k);
+    for (int j = 0; j < k; j++)
+      CAT_CHECK(leave, strcmp(out[j], e->str) != 0, CATERVA_E_CORRUPT,
+                "%s: column \"%s\" is named twice", what, e->str);
+    out[k] = bz_strdup(e->str);
+    CAT_CHECK(leave, out[k] != NULL, CATERVA_E_NOMEM, "out of memory");
+  }
+  *names = out;
+  *n = k;
+  out = NULL;
+leave:
+  caterva_bcolz_names_free(out, cap);
+  cat_json_free(root);
+  free(what);
   return rc;
 }
 

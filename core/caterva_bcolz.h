@@ -119,11 +119,28 @@ int caterva_bcolz_read(caterva_ctx *ctx, caterva_bcolz *b, int col, int64_t star
 int caterva_bcolz_convert(caterva_ctx *ctx, caterva_bcolz *b, int col,
                           const caterva_array_params *p, caterva_array **out);
 /** Convert every column of a ctable into directory dir (which must not exist), one array
- * <name>.b2nd per column (p as for caterva_bcolz_convert, path ignored), plus ctable.json:
- * {"format":"bcolz-ctable","names":[...],"attrs":{...}} (the root's __attrs__). Written under
+ * <name>.b2nd per column (p as for caterva_bcolz_convert, path ignored), plus the manifest
+ * ctable.json: {"format":"bcolz-ctable","names":[...],"attrs":{...}}, names in the ctable's
+ * order (JSON strings), attrs the root's __attrs__. Column k's array is always
+ * dir/<names[k]>.b2nd (a name is one path component: no '/', not "." or ".."). Written under
  * a temporary name and renamed into place when complete. */
 int caterva_bcolz_convert_ctable(caterva_ctx *ctx, caterva_bcolz *b, const char *dir,
                                  const caterva_array_params *p);
+
+/* -- converted ctables (a directory written by caterva_bcolz_convert_ctable) -- */
+
+/** Is dir a directory holding a file ctable.json? (Reads directory entries only.) */
+int caterva_bcolz_converted(const char *dir);
+/** The column names of the converted ctable in dir, in the ctable's order, from its
+ * ctable.json (checked: "format" is "bcolz-ctable", 1 to 32767 distinct names, each one path
+ * component). The arrays are dir/<name>.b2nd.
+ * @param[out] names  malloc'ed array of n malloc'ed strings (caterva_bcolz_names_free);
+ *                    NULL on failure
+ * @return CATERVA_OK; CATERVA_E_NOTFOUND, CATERVA_E_CORRUPT (message naming the file),
+ *         CATERVA_E_NOMEM, CATERVA_E_IO. */
+int caterva_bcolz_converted_names(caterva_ctx *ctx, const char *dir, char ***names, int *n);
+/** Free what caterva_bcolz_converted_names returned (NULL accepted). */
+void caterva_bcolz_names_free(char **names, int n);
 /** @} */
 
 #endif /* CATERVA_BCOLZ_H */

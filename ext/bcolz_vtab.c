@@ -364,6 +364,63 @@ bz_connect_out:
   return rc;
 }
 
+/* ---- converted ctables ---------------------------------------------------------------------
+** caterva_import('t.bcolz', 'out.d') writes one array per column and ctable.json (the column
+** names in the ctable's order). Opening 'out.d' opens a several-variable table (vars.c) over
+** out.d/<name>.b2nd for each name in that order, the value columns named after the columns. */
+
+static void cvBzFreeList(char **az, int n) {
+  for (int i = 0; i < n; i++) sqlite3_free(az[i]);
+  sqlite3_free(az);
+}
+
+int cvBzExpandConverted(CvConn *pConn, CvOptions *pOpt, char **pzErr) {
+  char **azName = 0, **azPath = 0, **azVal = 0;
+  int nName = 0, i, rc = SQLITE_OK, iErr;
+  if (pOpt->nMore > 0 || cvHasCreateOptions(pOpt) || pOpt->zDtype) {
+    *pzErr = sqlite3_mprintf("caterva: '%s' is a converted bcolz ctable (ctable.json): it opens "
+                             "alone as one table of its arrays, without further paths, dtype= or "
+                             "creation options", pOpt->zPath);
+    return SQLITE_ERROR;
+  }
+  iErr = caterva_bcolz_converted_names(pConn->pCtx, pOpt->zPath, &azName, &nName);
+  if (iErr < 0) {
+    const char *zMsg = caterva_ctx_errmsg(pConn->pCtx);
+    *pzErr = sqlite3_mprintf("caterva: cannot open the converted ctable \"%s\": %s%s%s",
+                             pOpt->zPath, caterva_strerror(iErr), zMsg[0] ? ": " : "", zMsg);
+    return iErr == CATERVA_E_NOMEM ? SQLITE_NOMEM : SQLITE_ERROR;
+  }
+  if (nName > CV_MAX_VARS) {
+    *pzErr = sqlite3_mprintf("caterva: the converted ctable \"%s\" has %d columns; a table holds "
+                             "at most %d arrays (open the bcolz ctable itself, or a column's "
+                             "array on its own)", pOpt->zPath, nName, CV_MAX_VARS);
+    caterva_bcolz_names_free(azName, nName);
+    return SQLITE_ERROR;
+  }
+  azPath = sqlite3_malloc64(sizeof(char *) * (sqlite3_uint64)nName);
+  azVal = sqlite3_malloc64(sizeof(char *) * (sqlite3_uint64)nName);
+  if (azPath) memset(azPath, 0, sizeof(char *) * (size_t)nName);
+  if (azVal) memset(azVal, 0, sizeof(char *) * (size_t)nName);
+  for (i = 0; i < nName && azPath && azVal; i++) {
+    azPath[i] = sqlite3_mprintf("%s/%s.b2nd", pOpt->zPath, azName[i]);
+    azVal[i] = sqlite3_mprintf("%s", azName[i]);
+    if (azPath[i] == 0 || azVal[i] == 0) break;
+  }
+  caterva_bcolz_names_free(azName, nName);
+  if (i < nName) {
+    if (azPath) cvBzFreeList(azPath, nName);
+    if (azVal) cvBzFreeList(azVal, nName);
+    return SQLITE_NOMEM;
+  }
+  sqlite3_free(pOpt->zPath);
+  pOpt->zPath = azPath[0];
+  for (i = 1; i < nName; i++) pOpt->azMore[i - 1] = azPath[i];
+  pOpt->nMore = nName - 1;
+  pOpt->azValName = azVal;
+  sqlite3_free(azPath);
+  return rc;
+}
+
 /* ---- plan --------------------------------------------------------------------------------- */
 
 /* The indexed dimension a constraint on column iCol reads, or -1. */

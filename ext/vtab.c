@@ -129,6 +129,8 @@ static int cvConnectImpl(sqlite3 *db, void *pAux, int argc, const char *const *a
     cvOptionsFree(&opt);
     return rc;
   }
+  if (rc == SQLITE_OK && caterva_bcolz_converted(opt.zPath))
+    rc = cvBzExpandConverted(pConn, &opt, pzErr);            /* bcolz_vtab.c */
   if (rc == SQLITE_OK && cvParseSync(opt.zSync) < 0) {
     *pzErr = sqlite3_mprintf("caterva: synchronous= must be full, normal or off");
     rc = SQLITE_ERROR;

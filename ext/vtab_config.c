@@ -33,6 +33,10 @@ void cvOptionsFree(CvOptions *p) {
   for (int i = 0; i < p->nMore; i++) sqlite3_free(p->azMore[i]);
   sqlite3_free(p->zSync);
   sqlite3_free(p->zLockReads);
+  if (p->azValName) {
+    for (int i = 0; i < p->nMore + 1; i++) sqlite3_free(p->azValName[i]);
+    sqlite3_free(p->azValName);
+  }
 }
 
 /* A copy of z[0..n) with surrounding blanks removed and, if quoted with ', " or `, the quotes
@@ -236,8 +240,8 @@ static int cvCheckNames(char **azName, int nName) {
 ** Column names: azName[0..nDim) for the dimensions, azName[nDim] for the value. From the
 ** options, else the file's dimension names (ignored unless usable), else d0, d1, ...
 */
-/* Value column names: value= (one name per array, comma-separated), else "value" for one
-** array, else each array's name (cvVarName). */
+/* Value column names: value= (one name per array, comma-separated), else a converted
+** ctable's column names, else "value" for one array, else each array's name (cvVarName). */
 static int cvValueNames(CvVtab *pTab, const CvOptions *pOpt, char **azName, char **pzErr) {
   int nDim = pTab->nDim, nVal = pTab->nVar + 1, j;
   if (pOpt->zValue && nVal > 1) {
@@ -247,6 +251,13 @@ static int cvValueNames(CvVtab *pTab, const CvOptions *pOpt, char **azName, char
       *pzErr = sqlite3_mprintf("caterva: value= must name each of the %d arrays", nVal);
     }
     return rc;
+  }
+  if (pOpt->zValue == 0 && pOpt->azValName) {   /* a converted ctable's column names */
+    for (j = 0; j < nVal; j++) {
+      azName[nDim + j] = sqlite3_mprintf("%s", pOpt->azValName[j]);
+      if (azName[nDim + j] == 0) return SQLITE_NOMEM;
+    }
+    return SQLITE_OK;
   }
   if (nVal == 1) {
     azName[nDim] = sqlite3_mprintf("%s", pOpt->zValue ? pOpt->zValue : "value");

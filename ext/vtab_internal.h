@@ -201,6 +201,8 @@ struct CvOptions {
   char *azMore[CV_MAX_VARS];
   char *zSync;       /* synchronous= full | normal | off */
   char *zLockReads;  /* lock_reads= 0 | 1 */
+  char **azValName;  /* Value column names of a converted ctable (1 + nMore; bcolz_vtab.c
+                     ** cvBzExpandConverted), or NULL: used when value= is not given */
 };
 
 /* Parse argv[3..argc) of xCreate/xConnect into *pOpt (zeroed first); writes *pzErr on error.
@@ -405,6 +407,10 @@ int cvBzConnect(sqlite3 *db, CvConn *pConn, const char *const *argv, const CvOpt
                 sqlite3_vtab **ppVtab, char **pzErr);
 /* xDisconnect and xDestroy. */
 void cvBzFree(CvVtab *pTab);
+/* A directory a bcolz ctable was converted into (caterva_bcolz_converted): turn pOpt into
+** the options of a several-variable table over its arrays in the ctable's column order
+** (zPath the first, azMore the others, azValName the column names). */
+int cvBzExpandConverted(CvConn *pConn, CvOptions *pOpt, char **pzErr);
 /* The module slots of a bcolz table (vtab.c sends its calls here). */
 int cvBzBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo);
 int cvBzOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor);

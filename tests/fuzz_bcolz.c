@@ -1,8 +1,9 @@
 /*
  * fuzz_bcolz.c -- libFuzzer target: arbitrary bytes as the files of a bcolz carray (meta/sizes,
  * meta/storage, __attrs__ and the chunk files), opened and read item by item; and the whole
- * input through the JSON reader, whose output must parse again. Any outcome but a crash, a
- * sanitizer report or a hang is fine.
+ * input through the JSON reader, whose output must parse again; the __attrs__ part also as
+ * the ctable.json of a converted ctable (caterva_bcolz_converted_names). Any outcome but a
+ * crash, a sanitizer report or a hang is fine.
  *
  * Input layout: three parts each prefixed by a u16 LE length (sizes, storage, attrs), then the
  * bytes of data/__0.blp; data/__1.blp and the following are copies of it (a short input that
@@ -35,7 +36,8 @@ static void put(const char *rel, const uint8_t *p, size_t n) {
 }
 
 static void cleanup(void) {
-  static const char *const rel[] = {"meta/sizes", "meta/storage", "__attrs__", "meta", "data"};
+  static const char *const rel[] = {"meta/sizes", "meta/storage", "__attrs__", "ctable.json",
+                                      "meta", "data"};
   char path[512];
   for (int k = 0; k < FUZZ_MAX_CHUNKS; k++) {
     snprintf(path, sizeof path, "%s/data/__%d.blp", root, k);
@@ -124,6 +126,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (caterva_ctx_new(1, &ctx) < 0) return 0;
   if (caterva_bcolz_open(ctx, root, &b) == 0) read_all(ctx, b);
   caterva_bcolz_free(b);
+  {   /* the attrs part as a converted ctable's manifest */
+    char **names = NULL;
+    int n = 0;
+    put("ctable.json", at, nat);
+    if (caterva_bcolz_converted_names(ctx, root, &names, &n) == 0 && (names == NULL || n < 1))
+      abort();
+    caterva_bcolz_names_free(names, n);
+  }
   caterva_ctx_free(ctx);
   return 0;
 }

@@ -375,6 +375,7 @@ def test_import(d, man, tmp):
     man2 = json.load(open(os.path.join(out, "ctable.json")))
     good &= man2["names"] == ["id", "price", "name", "when", "ok"] and man2["attrs"]["source"] == "mkbcolz"
     report(good, "caterva_import of a ctable: one array per column, ctable.json")
+    test_converted_table(db, d, tab, out, tmp)
     out = os.path.join(tmp, "price.b2nd")
     db.execute("select caterva_import(?, ?, 'price')", (os.path.join(d, "table"), out))
     got = db.execute("select caterva_slice(?)", (out,)).fetchone()[0]
@@ -383,6 +384,97 @@ def test_import(d, man, tmp):
     err = error_of(db, "select caterva_import(?, ?, 'nope')", (os.path.join(d, "table"), out + "2"))
     report("no column" in err, "caterva_import of an unknown column: an error", err)
     db.close()
+
+
+def array_rule(v, dtype):
+    """A bcolz table's value of a column of this dtype as the array rules (item.c) give it:
+    datetime64 as ISO text -> INTEGER count, |S as TEXT or BLOB -> BLOB of the padded bytes."""
+    dt = np.dtype(dtype)
+    if v is None or dt.kind not in "MS":
+        return v
+    if dt.kind == "S":
+        b = v.encode("utf-8") if isinstance(v, str) else v
+        return b + b"\0" * (dt.itemsize - len(b))
+    return int(np.datetime64(v, np.datetime_data(dt)).astype(np.int64))
+
+
+def test_converted_table(db, d, tab, out, tmp):
+    """A converted ctable's directory opens as one table: value columns in names order, the
+    rows of the bcolz ctable (datetime64 and |S under the array rules)."""
+    names = [c["name"] for c in tab["columns"]]
+    db.execute("create virtual table conv using caterva('%s')" % out)
+    db.execute("create virtual table orig using caterva('%s')" % os.path.join(d, "table"))
+    decl = [r[0] for r in db.execute("select name from pragma_table_info('conv')")]
+    report(decl == ["d0"] + names, "converted ctable directory: one table, columns d0 then %s" %
+           ",".join(names), str(decl))
+    sel = ", ".join('"%s"' % n for n in names)
+    got = db.execute("select rowid, d0, %s from conv" % sel).fetchall()
+    want = db.execute("select rowid, rowid, %s from orig" % sel).fetchall()
+    dts = [c["dtype"] for c in tab["columns"]]
+    want = [tuple(r[:2]) + tuple(array_rule(v, dts[k]) for k, v in enumerate(r[2:])) for r in want]
+    bad = next((i for i in range(min(len(got), len(want))) if got[i] != want[i]), None)
+    report(len(got) == tab["len"] and got == want,
+           "converted ctable: its %d rows equal the bcolz ctable's (rowid = d0 = row number; "
+           "datetime64 INTEGER counts, |S BLOBs), digest %s" % (len(got), digest(got)),
+           "first difference at %s: %r != %r" % (bad, got[bad] if bad is not None else None,
+                                                want[bad] if bad is not None else None))
+    # pushdown: a row range reads only its blocks of the columns read (a new table: conv's
+    # block cache holds what the scan above read)
+    db.execute("create virtual table convp using caterva('%s')" % out)
+    b0 = db.execute("select caterva_blocks_read()").fetchone()[0]
+    rows = db.execute("select sum(price) from convp where d0 between 1000 and 1099").fetchall()
+    b1 = db.execute("select caterva_blocks_read()").fetchone()[0]
+    want_sum = db.execute("select sum(price) from orig where rowid between 1000 and 1099").fetchone()[0]
+    pinfo = json.loads(db.execute("select caterva_info(?)",
+                                  (os.path.join(out, "price.b2nd"),)).fetchone()[0])
+    ch, bl = pinfo["chunkshape"][0], pinfo["blockshape"][0]
+    want_blk = len({(r // ch, r % ch // bl) for r in range(1000, 1100)})
+    report(rows[0][0] == want_sum and b1 - b0 == want_blk,
+           "converted ctable: a 100-row range of one column decompresses %d block(s), those "
+           "holding the rows (chunks %d, blocks %d rows)" % (b1 - b0, ch, bl), "want %d" % want_blk)
+    db.execute("create virtual table conv2 using caterva('%s', dims='row', value='a,b,c,d,e')" % out)
+    decl = [r[0] for r in db.execute("select name from pragma_table_info('conv2')")]
+    report(decl == ["row", "a", "b", "c", "d", "e"], "converted ctable: dims= and value= rename", str(decl))
+    err = error_of(db, "create virtual table conv3 using caterva('%s', '%s')" %
+                   (out, os.path.join(out, "id.b2nd")))
+    report("converted bcolz ctable" in err, "converted ctable with a further path: an error", err)
+    err = error_of(db, "insert into conv(d0, id) values (25000, 1)")
+    report("read-only" in err or "read only" in err, "converted ctable: read-only", err)
+    # column names needing JSON escapes, and order other than alphabetical
+    src = os.path.join(tmp, "odd.bcolz")
+    shutil.copytree(os.path.join(d, "table"), src)
+    odd = ['z "q"', "a\\b", "id", "\u00e9t\u00e9", "ok"]
+    for old, new in zip(["id", "price", "name", "when", "ok"], ["tmp0", "tmp1", "tmp2", "tmp3", "tmp4"]):
+        os.rename(os.path.join(src, old), os.path.join(src, new))
+    for k, new in enumerate(odd):
+        os.rename(os.path.join(src, "tmp%d" % k), os.path.join(src, new))
+    with open(os.path.join(src, "__rootdirs__"), "w") as f:
+        json.dump({"names": odd, "dirname": src}, f)
+    dst = os.path.join(tmp, "odd.d")
+    db.execute("select caterva_import(?, ?)", (src, dst))
+    db.execute("create virtual table odd using caterva('%s')" % dst)
+    db.execute("create virtual table oddb using caterva('%s')" % src)
+    decl = [r[0] for r in db.execute("select name from pragma_table_info('odd')")]
+    man = json.load(open(os.path.join(dst, "ctable.json")))
+    same = db.execute('select count(*) from odd join oddb on odd.d0 = oddb.rowid where '
+                      'odd."z ""q""" = oddb."z ""q""" and odd."a\\b" is oddb."a\\b"').fetchone()[0]
+    report(decl == ["d0"] + odd and man["names"] == odd and same == tab["len"],
+           "converted ctable with names needing escapes: names order kept", str(decl))
+    # damaged manifests
+    for label, text, words in [
+        ("format", b'{"format":"other","names":["id"]}', ["ctable.json", "format"]),
+        ("json", b'{"format":"bcolz-ctable","names":["id",]}', ["ctable.json", "malformed JSON"]),
+        ("names", b'{"format":"bcolz-ctable","names":[]}', ["ctable.json", "names"]),
+        ("dup", b'{"format":"bcolz-ctable","names":["id","id"]}', ["ctable.json", "twice"]),
+        ("slash", b'{"format":"bcolz-ctable","names":["../x"]}', ["ctable.json", "column name"]),
+        ("missing", b'{"format":"bcolz-ctable","names":["id","nope"]}', ["nope.b2nd"]),
+    ]:
+        bad = os.path.join(tmp, "bad_%s.d" % label)
+        shutil.copytree(out, bad)
+        write(os.path.join(bad, "ctable.json"), text)
+        err = error_of(db, "create virtual table \"bad_%s\" using caterva('%s')" % (label, bad))
+        report(err != "" and all(w in err for w in words),
+               "converted ctable, damaged ctable.json (%s): %s" % (label, err), "want %s" % words)
 
 
 def damaged(d, tmp, src, name, change):

@@ -68,7 +68,7 @@ int caterva_bcolz_kind(const char *path);
  * @return CATERVA_OK; CATERVA_E_NOTFOUND (not a bcolz directory, a column directory or a
  *         meta file missing), CATERVA_E_CORRUPT (malformed JSON, missing or wrong-typed
  *         keys, columns of different lengths), CATERVA_E_UNSUPPORTED (object or structured
- *         dtypes, N-d ctable columns), CATERVA_E_NOMEM, CATERVA_E_IO. */
+ *         dtypes), CATERVA_E_NOMEM, CATERVA_E_IO. A ctable column may be N-d (shape[0] rows). */
 int caterva_bcolz_open(caterva_ctx *ctx, const char *path, caterva_bcolz **out);
 /** Release a dataset; its readers must be freed first. NULL accepted. */
 void caterva_bcolz_free(caterva_bcolz *b);

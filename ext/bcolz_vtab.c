@@ -12,7 +12,9 @@
  *   carray of shape (n, a, b)  columns d0, d1, d2, value; one row per item; the rowid is the
  *                              C-order item index (= d0 for a 1-D carray)
  *   ctable with names [x, y]   columns x, y; one row per bcolz row; the rowid is the row
- *                              number (0-based). N-d columns are refused.
+ *                              number (0-based). An N-d column (shape (n, a, b)) is a BLOB
+ *                              column: each row's a*b items in C order, as stored (numpy:
+ *                              frombuffer(v, dtype).reshape(a, b)).
  *
  * Values: as item.c says for arrays, except that
  *   |S<n>        TEXT when the bytes, trailing NULs removed, are valid UTF-8 without a NUL;
@@ -55,6 +57,7 @@ struct CvBzType {
   CvItemType item;         /* item.c's view of the dtype */
   int eBz;                 /* CV_BZ_* */
   int iUnit;               /* CV_BZ_DATETIME: index in aBzUnit[] */
+  int64_t nRowItem;        /* Items per row: 1, or more for an N-d ctable column (a BLOB) */
 };
 
 struct CvBcolzTab {
@@ -104,6 +107,7 @@ static int cvBzTypeInit(CvBzType *pT, const caterva_bcolz_column *pCol, char **p
   if (cvItemTypeInit(&pT->item, pCol->dtype, pCol->itemsize, pzErr)) return SQLITE_ERROR;
   caterva_dtype_parse(pCol->dtype, &info);
   pT->eBz = CV_BZ_ITEM;
+  pT->nRowItem = 1;
   if (info.kind == CATERVA_KIND_BYTES && pCol->dtype[1] == 'S') pT->eBz = CV_BZ_BYTES;
   if (info.kind == CATERVA_KIND_DATETIME) {
     const char *z = strchr(pCol->dtype, '[');
@@ -119,6 +123,7 @@ static int cvBzTypeInit(CvBzType *pT, const caterva_bcolz_column *pCol, char **p
 }
 
 static const char *cvBzDecl(const CvBzType *pT) {
+  if (pT->nRowItem > 1) return "BLOB";
   return pT->eBz == CV_BZ_ITEM ? cvItemTypeDecl(&pT->item) : "TEXT";
 }
 
@@ -273,13 +278,9 @@ static int cvBzGeometry(CvBcolzTab *pBc, char **pzErr) {
   if (pBc->aType == 0) return SQLITE_NOMEM;
   for (i = 0; i < pBc->nVal; i++) {
     const caterva_bcolz_column *pC = caterva_bcolz_column_get(pBc->pBz, i);
-    if (pBc->bCtable && pC->ndim != 1) {
-      *pzErr = sqlite3_mprintf("caterva: '%s': column \"%s\" is %d-dimensional; ctable columns "
-                               "are read when 1-D (open '%s' on its own)", pC->path, pC->name,
-                               pC->ndim, pC->path);
-      return SQLITE_ERROR;
-    }
     if (cvBzTypeInit(&pBc->aType[i], pC, pzErr)) return SQLITE_ERROR;
+    /* an N-d ctable column: each row's items (shape[1:], C order, as stored) as one BLOB */
+    for (int k = 1; pBc->bCtable && k < pC->ndim; k++) pBc->aType[i].nRowItem *= pC->shape[k];
   }
   return SQLITE_OK;
 }
@@ -670,26 +671,76 @@ static int64_t cvBzWant(const CvBzCursor *pCur, const CvBcolzTab *pBc) {
   return pCur->aRun[d][pCur->iRun[d]].iHi - pCur->aCoord[d] + 1;
 }
 
+/* Make column iVal's window hold item i (want: items the scan reads from i on). */
+static int cvBzFetch(CvBzCursor *pCur, int iVal, int64_t i, int64_t want) {
+  CvVtab *pTab = (CvVtab *)pCur->base.pVtab;
+  CvBzCol *pCol = &pCur->aCol[iVal];
+  caterva_ctx *pLib = pTab->pConn->pCtx;
+  int64_t n = 0;
+  int r = CATERVA_OK;
+  if (pCol->pReader == 0)
+    r = caterva_bcolz_reader_new(pLib, pTab->pBcolz->pBz, iVal, &pCol->pReader);
+  if (r == CATERVA_OK && !(pCol->aData && i >= pCol->iFirst && i < pCol->iEnd)) {
+    pCol->aData = 0;
+    r = caterva_bcolz_reader_items(pLib, pCol->pReader, i, want, &pCol->aData, &n);
+    pCol->iFirst = i;
+    pCol->iEnd = i + n;
+  }
+  if (r < 0) pCol->aData = 0;
+  return r;
+}
+
+/* The row's items of an N-d column, copied out of the window piece by piece (a row may
+** straddle blocks). A BLOB; NULL after an error with pCtx's result set. */
+static int cvBzRowBlob(CvBzCursor *pCur, sqlite3_context *pCtx, int iVal, int64_t want) {
+  const CvBzType *pT = &((CvVtab *)pCur->base.pVtab)->pBcolz->aType[iVal];
+  CvBzCol *pCol = &pCur->aCol[iVal];
+  size_t sz = (size_t)pT->item.szItem;
+  int64_t i = pCur->iItem * pT->nRowItem, k = 0;
+  uint8_t *a;
+  int r = CATERVA_OK;
+  if ((double)pT->nRowItem * (double)sz >
+      (double)sqlite3_limit(sqlite3_context_db_handle(pCtx), SQLITE_LIMIT_LENGTH, -1)) {
+    sqlite3_result_error_toobig(pCtx);
+    return SQLITE_TOOBIG;
+  }
+  a = sqlite3_malloc64((sqlite3_uint64)(pT->nRowItem * (int64_t)sz));
+  if (a == 0) return SQLITE_NOMEM;
+  while (k < pT->nRowItem && r >= 0) {
+    int64_t m;
+    r = cvBzFetch(pCur, iVal, i + k, want * pT->nRowItem - k);
+    if (r < 0) break;
+    m = pCol->iEnd - (i + k);
+    if (m > pT->nRowItem - k) m = pT->nRowItem - k;
+    memcpy(a + (size_t)k * sz, pCol->aData + (size_t)(i + k - pCol->iFirst) * sz, (size_t)m * sz);
+    k += m;
+  }
+  if (r < 0) {
+    sqlite3_free(a);
+    return r;
+  }
+  sqlite3_result_blob64(pCtx, a, (sqlite3_uint64)(pT->nRowItem * (int64_t)sz), sqlite3_free);
+  return SQLITE_OK;
+}
+
 /* Value column iVal of the current row. */
 static int cvBzValue(CvBzCursor *pCur, sqlite3_context *pCtx, int iVal) {
   CvVtab *pTab = (CvVtab *)pCur->base.pVtab;
   CvBcolzTab *pBc = pTab->pBcolz;
   CvBzCol *pCol = &pCur->aCol[iVal];
   caterva_ctx *pLib = pTab->pConn->pCtx;
-  int64_t i = pCur->iItem, n;
-  int r = CATERVA_OK;
-  if (pCol->pReader == 0) r = caterva_bcolz_reader_new(pLib, pBc->pBz, iVal, &pCol->pReader);
-  if (r == CATERVA_OK && !(pCol->aData && i >= pCol->iFirst && i < pCol->iEnd)) {
-    pCol->aData = 0;
-    r = caterva_bcolz_reader_items(pLib, pCol->pReader, i, cvBzWant(pCur, pBc), &pCol->aData,
-                                   &n);
-    pCol->iFirst = i;
-    pCol->iEnd = i + n;
+  int64_t i = pCur->iItem;
+  int r;
+  if (pBc->aType[iVal].nRowItem > 1) {
+    r = cvBzRowBlob(pCur, pCtx, iVal, cvBzWant(pCur, pBc));
+    if (r == SQLITE_OK || r == SQLITE_TOOBIG) return r;
+    if (r == SQLITE_NOMEM) return SQLITE_NOMEM;
+  } else {
+    r = cvBzFetch(pCur, iVal, i, cvBzWant(pCur, pBc));
   }
   if (r < 0) {
     const char *zMsg = caterva_ctx_errmsg(pLib);
     char *z = sqlite3_mprintf("caterva: %s%s%s", caterva_strerror(r), zMsg[0] ? ": " : "", zMsg);
-    pCol->aData = 0;
     sqlite3_result_error(pCtx, z ? z : "caterva: error", -1);
     sqlite3_free(z);
     return SQLITE_ERROR;

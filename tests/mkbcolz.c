@@ -6,6 +6,7 @@
  *
  *   mkbcolz DIR            the test datasets in DIR (which must not exist), and for each
  *                          value array its raw C-order bytes (<name>.raw) and DIR/manifest.json
+ *                          (carrays, the ctable "table", the ctable "table_nd" with N-d columns)
  *   mkbcolz --bench DIR N  a ctable of N rows for bench_bcolz (id int64 = the row number,
  *                          price float64, qty int32, flag bool; lz4 clevel 5 with shuffle,
  *                          the chunklens bcolz chooses for 10 M rows)
@@ -358,6 +359,49 @@ static void make_ctable(const char *dir, const char *name, int64_t n, int bench)
   if (!bench) fprintf(manifest, "]}");
 }
 
+/* A ctable with N-d columns (each row of such a column is an array of items): manifest kind
+ * "ctable_nd", each column with its shape. */
+static void make_ctable_nd(const char *dir, const char *name, int64_t n) {
+  static const struct { spec s; char kind; } cols[] = {
+    {{"id", "int32", "<i4", 4, 4, 1, {0}, 100, "lz4", 5, 1, 0, 0, "{}\n"}, 'i'},
+    /* forced 512-byte blocks: a row of 3 float64 straddles blocks now and then */
+    {{"vec", "float64", "<f8", 8, 8, 2, {0, 3}, 64, "zstd", 5, 1, 0, 512, "{}\n"}, 'f'},
+    {{"tag", "|S3", "|S3", 3, 1, 2, {0, 2}, 200, "zstd", 5, 1, 0, 256, "{}\n"}, 'S'},
+    {{"grid", ">i2", ">i2", 2, 2, 3, {0, 2, 2}, 128, "blosclz", 5, 2, 0, 0, "{}\n"}, 'i'},
+  };
+  int ncols = (int)(sizeof cols / sizeof cols[0]);
+  char root[4096], path[4200];
+  snprintf(root, sizeof root, "%s/%s", dir, name);
+  mkdir_p(root);
+  snprintf(path, sizeof path, "%s/__rootdirs__", root);
+  write_text(path, "{\"names\": [\"id\", \"vec\", \"tag\", \"grid\"]}\n");
+  fprintf(manifest, "%s\n  {\"name\": \"%s\", \"kind\": \"ctable_nd\", \"len\": %lld, "
+          "\"columns\": [", nmanifest++ ? "," : "", name, (long long)n);
+  for (int c = 0; c < ncols; c++) {
+    spec s = cols[c].s;
+    int64_t items;
+    uint8_t *data;
+    char sub[600];
+    s.shape[0] = n;
+    items = nitems_of(&s);
+    data = malloc((size_t)(items * s.itemsize) + 1);
+    fill(data, items, cols[c].kind, s.itemsize, 0);
+    if (s.bcolz[0] == '>') swap_items(data, items, s.itemsize);
+    snprintf(sub, sizeof sub, "%s/%s", name, s.name);
+    s.name = sub;
+    write_carray(dir, &s, data);
+    snprintf(path, sizeof path, "%s/%s.%s.raw", dir, name, cols[c].s.name);
+    write_file(path, data, (size_t)(items * s.itemsize));
+    fprintf(manifest, "%s{\"name\": \"%s\", \"dtype\": \"%s\", \"shape\": [", c ? ", " : "",
+            cols[c].s.name, s.numpy);
+    for (int d = 0; d < s.ndim; d++) fprintf(manifest, "%s%lld", d ? ", " : "", (long long)s.shape[d]);
+    fprintf(manifest, "], \"chunklen\": %lld, \"raw\": \"%s.%s.raw\"}", (long long)s.chunklen,
+            name, cols[c].s.name);
+    free(data);
+  }
+  fprintf(manifest, "]}");
+}
+
 int main(int argc, char **argv) {
   char path[4096];
   blosc_init();
@@ -385,6 +429,7 @@ int main(int argc, char **argv) {
   fprintf(manifest, "{\"datasets\": [");
   make_carrays(argv[1]);
   make_ctable(argv[1], "table", 25000, 0);
+  make_ctable_nd(argv[1], "table_nd", 1000);
   fprintf(manifest, "\n]}\n");
   fclose(manifest);
   blosc_destroy();

@@ -203,26 +203,37 @@ int cvOptionsParseStringExtra(CvOptions *pOpt, const char *zOpt, CvExtraOption x
 
 /* ---- columns -------------------------------------------------------------------------- */
 
+/* On failure the names already split are freed and their slots set to 0 (found by
+** tests/fuzz_sql: a dims= with too many names leaked the first ones). */
 int cvSplitDims(const char *zDims, int nDim, char **azName, char **pzErr) {
   const char *z = zDims;
-  int i = 0;
+  int i = 0, rc = SQLITE_OK;
   for (;;) {
     const char *zEnd = strchr(z, ',');
     int n = zEnd ? (int)(zEnd - z) : (int)strlen(z);
     if (i < nDim) {
       azName[i] = cvDequote(z, n);
-      if (azName[i] == 0) return SQLITE_NOMEM;
+      if (azName[i] == 0) {
+        rc = SQLITE_NOMEM;
+        break;
+      }
     }
     i++;
     if (zEnd == 0) break;
     z = zEnd + 1;
   }
-  if (i != nDim || (nDim == 0 && zDims[0] != 0)) {
+  if (rc == SQLITE_OK && (i != nDim || (nDim == 0 && zDims[0] != 0))) {
     *pzErr = sqlite3_mprintf("caterva: dims= gives %d names but the array has %d dimensions", i,
                              nDim);
-    return SQLITE_ERROR;
+    rc = SQLITE_ERROR;
   }
-  return SQLITE_OK;
+  if (rc != SQLITE_OK) {
+    for (int k = 0; k < i && k < nDim; k++) {
+      sqlite3_free(azName[k]);
+      azName[k] = 0;
+    }
+  }
+  return rc;
 }
 
 /* Check that column names are non-empty and distinct (SQLite compares them without case). */

@@ -30,8 +30,9 @@ void cvCacheInit(CvCache *p, int64_t szBlock, int64_t nByte) {
   if (nMax > 1000000) nMax = 1000000;
   p->nMax = (int)nMax;
   if (p->nMax > 0) {
+    /* The bucket array starts small and doubles as entries are added (cvCacheGrow): a
+    ** table of tiny blocks must not pay for a million buckets when it is opened. */
     int nHash = 16;
-    while (nHash < 2 * p->nMax) nHash *= 2;
     p->apHash = sqlite3_malloc64(sizeof(CvCacheEntry *) * (sqlite3_uint64)nHash);
     if (p->apHash == 0) {
       p->nMax = 0;  /* no memory: run without a cache */
@@ -40,6 +41,27 @@ void cvCacheInit(CvCache *p, int64_t szBlock, int64_t nByte) {
       p->nHash = nHash;
     }
   }
+}
+
+/* Double the bucket array while it holds fewer than two buckets per entry (at most 2*nMax).
+** Without memory the array stays as it is: chains get longer, lookups stay correct. */
+static void cvCacheGrow(CvCache *p) {
+  CvCacheEntry **apNew, *pE;
+  int nNew = p->nHash * 2;
+  if (p->nHash >= 2 * p->nEntry || p->nHash >= 2 * p->nMax) return;
+  apNew = sqlite3_malloc64(sizeof(CvCacheEntry *) * (sqlite3_uint64)nNew);
+  if (apNew == 0) return;
+  memset(apNew, 0, sizeof(CvCacheEntry *) * (size_t)nNew);
+  for (pE = p->pLruFirst; pE; pE = pE->pLruNext) {
+    unsigned h;
+    if (!pE->bValid) continue;
+    h = cvCacheHash(pE->iChunk, pE->iBlock) & (unsigned)(nNew - 1);
+    pE->pHashNext = apNew[h];
+    apNew[h] = pE;
+  }
+  sqlite3_free(p->apHash);
+  p->apHash = apNew;
+  p->nHash = nNew;
 }
 
 void cvCacheClear(CvCache *p) {
@@ -111,6 +133,7 @@ static CvCacheEntry *cvCacheVictim(CvCache *p) {
     if (pE) {
       p->nEntry++;
       cvCacheLruPushFront(p, pE);
+      cvCacheGrow(p);
       return pE;
     }
   }

@@ -1,0 +1,490 @@
+/*
+ * fuzz_sql.c -- libFuzzer target for the SQL surface of the extension, loaded in-process
+ * (its objects are linked in; sqlite3_auto_extension registers it on every connection).
+ *
+ * Input: a u32 LE length n, then n bytes written to a.b2nd in a directory of this process
+ * (the array file: seeds hold real frames), then a program: each byte picks a step and the
+ * bytes after it its operands.
+ *   CREATE VIRTUAL TABLE over the file, a new file (create options) or a fuzzed path, with
+ *     fuzzed module arguments and options;
+ *   SELECT with fuzzed constraints (=, <, BETWEEN, IN, IS NULL, ...) on the dimension and value
+ *     columns, ORDER BY, LIMIT/OFFSET, aggregates;
+ *   caterva_info/slice/nearest/set_coords/build_stats/stats_check/reduce/export/png/import
+ *     with fuzzed arguments;
+ *   INSERT/UPDATE/DELETE in a transaction that commits or rolls back.
+ * Strings from the input only ever appear as quoted SQL literals, and every path is the
+ * directory's name, '/', and a name without '/', so every file stays in the directory. SQL errors are fine; a crash, a leak or a sanitizer
+ * report is a finding. Work per input is bounded: a progress handler stops long statements,
+ * result sizes are limited, and whole-array functions run only on arrays of at most 1 MiB.
+ */
+#include "config.h"
+
+#include "caterva.h"
+#include "caterva_array.h"
+
+#include <sqlite3.h>
+
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int sqlite3_caterva_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi);
+
+#define MAX_STEPS 16          /* program steps per input */
+#define MAX_ROWS 256          /* rows stepped per statement */
+#define MAX_VM_OPS 60000      /* SQLite VM operations per input (progress handler) */
+#define MAX_SMALL_BYTES (1 << 20)
+#define NTAB 3
+#define MAXCOL 8
+
+typedef struct prog {
+  const uint8_t *p, *end;
+} prog;
+
+typedef struct tabinfo {
+  int ok;                 /* created */
+  int ncol;
+  char col[MAXCOL][32];
+} tabinfo;
+
+typedef struct fz {
+  sqlite3 *db;
+  prog in;
+  int small;              /* the input's array is small enough for whole-array functions */
+  int ndim;               /* its number of dimensions (or a guess) */
+  int64_t vm_ops;
+  tabinfo tab[NTAB];
+} fz;
+
+static char dir[256];
+
+/* ---- reading the program ------------------------------------------------------------- */
+
+static unsigned byte(prog *in) { return in->p < in->end ? *in->p++ : 0; }
+static int more(const prog *in) { return in->p < in->end; }
+
+static int64_t num64(prog *in) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v = v << 8 | byte(in);
+  return (int64_t)v;
+}
+
+/* A fuzzed string of at most 40 bytes, NUL-free; '/' becomes '_' when it may be a path. */
+static void fstr(prog *in, char *out, int path) {
+  unsigned n = byte(in) % 41, i;
+  for (i = 0; i < n && more(in); i++) {
+    char c = (char)byte(in);
+    if (c == 0) c = ' ';
+    if (path && c == '/') c = '_';
+    out[i] = c;
+  }
+  out[i] = 0;
+}
+
+/* ---- running SQL --------------------------------------------------------------------- */
+
+static int progress(void *arg) {
+  fz *f = arg;
+  f->vm_ops += 1000;
+  return f->vm_ops > MAX_VM_OPS;
+}
+
+/* Prepare and step zSql (freed here), reading every column; errors are fine. */
+static void run(fz *f, char *zSql) {
+  sqlite3_stmt *st = NULL;
+  if (zSql == NULL) return;
+  if (f->vm_ops <= MAX_VM_OPS && sqlite3_prepare_v2(f->db, zSql, -1, &st, NULL) == SQLITE_OK &&
+      st != NULL) {
+    for (int r = 0; r < MAX_ROWS && sqlite3_step(st) == SQLITE_ROW; r++)
+      for (int c = 0; c < sqlite3_column_count(st); c++) {
+        (void)sqlite3_column_bytes(st, c);
+        (void)sqlite3_column_text(st, c);
+      }
+  }
+  sqlite3_finalize(st);
+  sqlite3_free(zSql);
+}
+
+/* ---- generated pieces ---------------------------------------------------------------- */
+
+/* A literal: integers, reals (any bit pattern), text, blob, NULL. */
+static char *literal(prog *in) {
+  char s[48];
+  switch (byte(in) % 8) {
+    case 0: return sqlite3_mprintf("%d", (int)(signed char)byte(in));
+    case 1: return sqlite3_mprintf("%lld", (long long)num64(in));
+    case 2: return sqlite3_mprintf("%.17g", (int)(signed char)byte(in) / 4.0);
+    case 3: {
+      int64_t v = num64(in);
+      double d;
+      memcpy(&d, &v, sizeof d);
+      if (d != d) return sqlite3_mprintf("(0.0/0.0)");
+      return sqlite3_mprintf("%.17g", d);
+    }
+    case 4: fstr(in, s, 0); return sqlite3_mprintf("%Q", s);
+    case 5: return sqlite3_mprintf("x'%02x%02x'", byte(in), byte(in));
+    case 6: return sqlite3_mprintf("NULL");
+    default: return sqlite3_mprintf("%d", (int)byte(in) % 16);
+  }
+}
+
+static const char *column(fz *f, int t, prog *in) {
+  unsigned k = byte(in);
+  if (!f->tab[t].ok || f->tab[t].ncol == 0 || k % 9 == 8) return "rowid";
+  return f->tab[t].col[k % (unsigned)f->tab[t].ncol];
+}
+
+/* One WHERE term on table t. */
+static char *term(fz *f, int t, prog *in) {
+  const char *c = column(f, t, in);
+  static const char *const ops[] = {"=", "<", "<=", ">", ">=", "!=", "IS", "IS NOT"};
+  char *a = NULL, *b = NULL, *z = NULL;
+  unsigned op = byte(in) % 11;
+  a = literal(in);
+  if (op < 8) {
+    z = sqlite3_mprintf("\"%w\" %s %s", c, ops[op], a);
+  } else if (op == 8) {
+    b = literal(in);
+    z = sqlite3_mprintf("\"%w\" BETWEEN %s AND %s", c, a, b);
+  } else if (op == 9) {
+    b = literal(in);
+    z = sqlite3_mprintf("\"%w\" IN (%s, %s, %d)", c, a, b, (int)byte(in) % 8);
+  } else {
+    z = sqlite3_mprintf("\"%w\" IS NULL OR \"%w\" > %s", c, c, a);
+  }
+  sqlite3_free(a);
+  sqlite3_free(b);
+  return z;
+}
+
+/* " WHERE t1 AND t2 ..." (or "") with 0 to 3 terms. */
+static char *where(fz *f, int t, prog *in) {
+  char *z = sqlite3_mprintf("");
+  unsigned n = byte(in) % 4;
+  for (unsigned i = 0; i < n && z != NULL; i++) {
+    char *tm = term(f, t, in);
+    char *z2 = sqlite3_mprintf("%s%s(%s)", z, i ? " AND " : " WHERE ", tm);
+    sqlite3_free(tm);
+    sqlite3_free(z);
+    z = z2;
+  }
+  return z;
+}
+
+/* A box '[a,b,...]' of ndim small numbers, or a fuzzed string, or NULL. */
+static char *box(fz *f, prog *in) {
+  char s[48], *z;
+  unsigned k = byte(in) % 8;
+  if (k == 6) return sqlite3_mprintf("NULL");
+  if (k == 7) {
+    fstr(in, s, 0);
+    return sqlite3_mprintf("%Q", s);
+  }
+  z = sqlite3_mprintf("'[");
+  for (int i = 0; i < f->ndim + (k == 5) && z != NULL; i++) {
+    char *z2 = sqlite3_mprintf("%s%s%d", z, i ? "," : "", (int)byte(in) % 12 - (k == 4));
+    sqlite3_free(z);
+    z = z2;
+  }
+  if (z != NULL) {
+    char *z2 = sqlite3_mprintf("%s]'", z);
+    sqlite3_free(z);
+    z = z2;
+  }
+  return z;
+}
+
+/* The source argument of a function: a table, the file, or a fuzzed path. */
+static char *source(prog *in) {
+  char s[48];
+  unsigned k = byte(in) % 6;
+  if (k < 3) return sqlite3_mprintf("'t%u'", k);
+  if (k == 3) return sqlite3_mprintf("'%q/a.b2nd'", dir);
+  if (k == 4) return sqlite3_mprintf("'%q/n.b2nd'", dir);
+  fstr(in, s, 1);
+  return sqlite3_mprintf("'%q/%q'", dir, s);
+}
+
+/* ---- steps --------------------------------------------------------------------------- */
+
+static void learn_columns(fz *f, int t) {
+  sqlite3_stmt *st = NULL;
+  char *z = sqlite3_mprintf("SELECT name FROM pragma_table_info('t%d')", t);
+  tabinfo *ti = &f->tab[t];
+  ti->ncol = 0;
+  if (z != NULL && sqlite3_prepare_v2(f->db, z, -1, &st, NULL) == SQLITE_OK) {
+    while (ti->ncol < MAXCOL && sqlite3_step(st) == SQLITE_ROW) {
+      const char *n = (const char *)sqlite3_column_text(st, 0);
+      snprintf(ti->col[ti->ncol++], sizeof ti->col[0], "%s", n ? n : "");
+    }
+  }
+  sqlite3_finalize(st);
+  sqlite3_free(z);
+}
+
+static const char *const opt_keys[] = {
+    "dims", "value", "dtype", "cache_mb", "synchronous", "lock_reads", "shape", "chunks",
+    "blocks", "codec", "clevel", "filters", "fill", "sparse", "coords", "path"};
+static const char *const opt_vals[] = {
+    "'a,b'", "'x'", "'float64'", "'int32'", "'|S4'", "'uint8'", "0", "1", "'off'", "'full'",
+    "'4,3'", "'2,2'", "'1,1'", "'zstd'", "'lz4'", "'blosclz'", "'5'", "'shuffle'",
+    "'bitshuffle,delta'", "'nan'", "'7'", "'{\"a\":[1,2,3,4]}'", "'<f4'", "'bool'"};
+
+static void step_create(fz *f, prog *in) {
+  int t = (int)(byte(in) % NTAB);
+  unsigned src = byte(in) % 4, nopt = byte(in) % 5;
+  char s[48], *z;
+  run(f, sqlite3_mprintf("DROP TABLE IF EXISTS t%d", t));
+  if (src == 0) z = sqlite3_mprintf("CREATE VIRTUAL TABLE t%d USING caterva('%q/a.b2nd'", t, dir);
+  else if (src == 1) z = sqlite3_mprintf("CREATE VIRTUAL TABLE t%d USING caterva('%q/n.b2nd', "
+                                         "shape='%u,%u'", t, dir, byte(in) % 9, byte(in) % 9 + 1);
+  else if (src == 2) z = sqlite3_mprintf("CREATE VIRTUAL TABLE t%d USING caterva(path=\"%w/a.b2nd\"",
+                                         t, dir);
+  else {
+    fstr(in, s, 1);
+    z = sqlite3_mprintf("CREATE VIRTUAL TABLE t%d USING caterva('%q/%q'", t, dir, s);
+  }
+  for (unsigned i = 0; i < nopt && z != NULL; i++) {
+    unsigned k = byte(in), v = byte(in);
+    const char *key = opt_keys[k % (sizeof opt_keys / sizeof *opt_keys)];
+    char *z2;
+    if (v < 200) {
+      z2 = sqlite3_mprintf("%s, %s=%s", z, key, opt_vals[v % (sizeof opt_vals / sizeof *opt_vals)]);
+    } else {
+      fstr(in, s, 1);
+      z2 = v < 250 ? sqlite3_mprintf("%s, %s=%Q", z, key, s) : sqlite3_mprintf("%s, %Q", z, s);
+    }
+    sqlite3_free(z);
+    z = z2;
+  }
+  if (z != NULL) {
+    char *z2 = sqlite3_mprintf("%s)", z);
+    sqlite3_free(z);
+    z = z2;
+  }
+  f->tab[t].ok = 0;
+  if (z != NULL && sqlite3_exec(f->db, z, NULL, NULL, NULL) == SQLITE_OK) {
+    f->tab[t].ok = 1;
+    learn_columns(f, t);
+  }
+  sqlite3_free(z);
+}
+
+static void step_select(fz *f, prog *in) {
+  int t = (int)(byte(in) % NTAB);
+  unsigned shape = byte(in) % 6, lim = byte(in) % 4;
+  const char *c = column(f, t, in);
+  char *w = where(f, t, in), *order = NULL, *z;
+  if (shape == 0) order = sqlite3_mprintf("");
+  else order = sqlite3_mprintf(" ORDER BY \"%w\"%s", column(f, t, in), shape & 1 ? " DESC" : "");
+  if (shape == 5)
+    z = sqlite3_mprintf("SELECT count(*), sum(\"%w\"), min(\"%w\"), max(\"%w\") FROM t%d%s", c, c,
+                        c, t, w ? w : "");
+  else
+    z = sqlite3_mprintf("SELECT *, rowid FROM t%d%s%s", t, w ? w : "", order ? order : "");
+  if (z != NULL && lim) {
+    char *z2 = lim == 1 ? sqlite3_mprintf("%s LIMIT %d", z, (int)byte(in) % 40)
+                        : sqlite3_mprintf("%s LIMIT %d OFFSET %d", z, (int)byte(in) % 40,
+                                          (int)(signed char)byte(in));
+    sqlite3_free(z);
+    z = z2;
+  }
+  sqlite3_free(w);
+  sqlite3_free(order);
+  run(f, z);
+}
+
+static void step_function(fz *f, prog *in) {
+  char *a = source(in), *b = NULL, *c = NULL, s[48], s2[48];
+  unsigned which = byte(in) % 12;
+  switch (which) {
+    case 0: run(f, sqlite3_mprintf("SELECT caterva_info(%s)", a)); break;
+    case 1:
+      if (f->small) run(f, sqlite3_mprintf("SELECT length(caterva_slice(%s))", a));
+      break;
+    case 2:
+      b = box(f, in);
+      c = box(f, in);
+      run(f, sqlite3_mprintf("SELECT hex(caterva_slice(%s, %s, %s))", a, b, c));
+      break;
+    case 3:
+      fstr(in, s, 0);
+      b = literal(in);
+      run(f, sqlite3_mprintf("SELECT caterva_nearest(%s, %Q, %s)", a,
+                             byte(in) & 1 ? s : f->tab[0].ok ? f->tab[0].col[0] : "d0", b));
+      break;
+    case 4:
+      fstr(in, s, 0);
+      fstr(in, s2, 0);
+      run(f, sqlite3_mprintf("SELECT caterva_set_coords(%s, %Q, %Q%s)", a,
+                             byte(in) & 1 ? s : "d0", s2, byte(in) & 1 ? ", 'days since 2000-01-01'" : ""));
+      break;
+    case 5:
+      if (f->small) run(f, sqlite3_mprintf("SELECT caterva_build_stats(%s)", a));
+      break;
+    case 6: run(f, sqlite3_mprintf("SELECT caterva_stats_check(%s)", a)); break;
+    case 7: {
+      static const char *const ops[] = {"sum", "mean", "min", "max", "count", "std", "x"};
+      fstr(in, s, 0);
+      if (f->small)
+        run(f, sqlite3_mprintf("SELECT * FROM caterva_reduce(%s, '%s', %Q)", a,
+                               ops[byte(in) % 7], s));
+      break;
+    }
+    case 8:
+      b = box(f, in);
+      c = box(f, in);
+      if (f->small)
+        run(f, sqlite3_mprintf("SELECT caterva_export(%s, '%q/out.npy', %s, %s)", a, dir, b, c));
+      break;
+    case 9:
+      b = box(f, in);
+      c = box(f, in);
+      fstr(in, s, 0);
+      if (f->small)
+        run(f, sqlite3_mprintf("SELECT length(caterva_png(%s, %s, %s, %Q))", a, b, c, s));
+      break;
+    case 10: {
+      char *npy = sqlite3_mprintf("'%q/out.npy'", dir);
+      fstr(in, s, 0);
+      if (f->small)
+        run(f, sqlite3_mprintf("SELECT caterva_import(%s, '%q/imp%u.b2nd', NULL, %Q)",
+                               byte(in) & 1 && npy ? npy : a, dir, byte(in) % 2, s));
+      sqlite3_free(npy);
+      break;
+    }
+    default: run(f, sqlite3_mprintf("SELECT caterva_blocks_read(), caterva_version()")); break;
+  }
+  sqlite3_free(a);
+  sqlite3_free(b);
+  sqlite3_free(c);
+}
+
+static void step_write(fz *f, prog *in) {
+  int t = (int)(byte(in) % NTAB);
+  unsigned n = byte(in) % 4 + 1, end = byte(in) % 3;
+  run(f, sqlite3_mprintf("BEGIN"));
+  for (unsigned i = 0; i < n; i++) {
+    unsigned kind = byte(in) % 3;
+    const char *c = column(f, t, in);
+    char *v = literal(in), *w = where(f, t, in);
+    if (kind == 0 && f->tab[t].ok && f->tab[t].ncol > 0) {
+      /* every column: the dimensions then the value */
+      char *cols = sqlite3_mprintf(""), *vals = sqlite3_mprintf("");
+      for (int k = 0; k < f->tab[t].ncol && cols && vals; k++) {
+        char *l = literal(in);
+        char *c2 = sqlite3_mprintf("%s%s\"%w\"", cols, k ? "," : "", f->tab[t].col[k]);
+        char *v2 = sqlite3_mprintf("%s%s%s", vals, k ? "," : "", l);
+        sqlite3_free(l);
+        sqlite3_free(cols);
+        sqlite3_free(vals);
+        cols = c2;
+        vals = v2;
+      }
+      run(f, sqlite3_mprintf("INSERT INTO t%d(%s) VALUES(%s)", t, cols, vals));
+      sqlite3_free(cols);
+      sqlite3_free(vals);
+    } else if (kind == 1) {
+      run(f, sqlite3_mprintf("UPDATE t%d SET \"%w\" = %s%s", t, c, v, w ? w : ""));
+    } else {
+      run(f, sqlite3_mprintf("DELETE FROM t%d%s", t, w ? w : ""));
+    }
+    sqlite3_free(v);
+    sqlite3_free(w);
+  }
+  run(f, sqlite3_mprintf(end == 0 ? "ROLLBACK" : "COMMIT"));
+  if (!sqlite3_get_autocommit(f->db)) run(f, sqlite3_mprintf("ROLLBACK"));
+}
+
+/* ---- per input ----------------------------------------------------------------------- */
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb;
+  (void)flag;
+  if (ftw->level > 0) remove(path);
+  return 0;
+}
+
+static void clean_dir(void) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+/* Whether the file's array is small (whole-array functions are then cheap), and its rank. */
+static void inspect(fz *f, const uint8_t *p, size_t n) {
+  static caterva_ctx *ctx;
+  caterva_schunk *sc = NULL;
+  caterva_array *a = NULL;
+  f->small = 1;
+  f->ndim = 2;
+  if (ctx == NULL && caterva_ctx_new(1, &ctx) < 0) return;
+  if (caterva_schunk_open_buffer(ctx, p, n, &sc) < 0) return;
+  if (caterva_array_from_schunk(ctx, sc, &a) < 0) return;
+  int64_t bytes = caterva_array_nitems(a) * caterva_array_itemsize(a);
+  f->small = bytes >= 0 && bytes <= MAX_SMALL_BYTES &&
+             caterva_schunk_chunksize(caterva_array_schunk(a)) <= MAX_SMALL_BYTES;
+  f->ndim = caterva_array_ndim(a);
+  caterva_array_free(a);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  const char *tmp = getenv("TMPDIR");
+  snprintf(dir, sizeof dir, "%s/fuzz_sql.%ld", tmp && *tmp ? tmp : "/tmp", (long)getpid());
+  if (mkdir(dir, 0700) != 0) abort();
+  sqlite3_auto_extension((void (*)(void))sqlite3_caterva_init);
+  return 0;
+}
+
+static void cleanup_at_exit(void) {
+  clean_dir();
+  rmdir(dir);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static int inited;
+  fz f;
+  uint32_t n;
+  if (!inited) {
+    if (dir[0] == 0) LLVMFuzzerInitialize(NULL, NULL);
+    atexit(cleanup_at_exit);
+    inited = 1;
+  }
+  memset(&f, 0, sizeof f);
+  if (size < 4) return 0;
+  n = (uint32_t)data[0] | (uint32_t)data[1] << 8 | (uint32_t)data[2] << 16 | (uint32_t)data[3] << 24;
+  if (n > size - 4) n = (uint32_t)(size - 4);
+  clean_dir();
+  if (n > 0) {
+    char path[300];
+    FILE *fp;
+    snprintf(path, sizeof path, "%s/a.b2nd", dir);
+    fp = fopen(path, "wb");
+    if (fp == NULL) return 0;
+    fwrite(data + 4, 1, n, fp);
+    fclose(fp);
+  }
+  inspect(&f, data + 4, n);
+  f.in.p = data + 4 + n;
+  f.in.end = data + size;
+  if (sqlite3_open(":memory:", &f.db) != SQLITE_OK) {
+    sqlite3_close(f.db);
+    return 0;
+  }
+  sqlite3_limit(f.db, SQLITE_LIMIT_LENGTH, 1 << 22);
+  sqlite3_progress_handler(f.db, 1000, progress, &f);
+  for (int s = 0; s < MAX_STEPS && more(&f.in); s++) {
+    switch (byte(&f.in) % 4) {
+      case 0: step_create(&f, &f.in); break;
+      case 1: step_select(&f, &f.in); break;
+      case 2: step_function(&f, &f.in); break;
+      default: step_write(&f, &f.in); break;
+    }
+  }
+  sqlite3_close(f.db);
+  return 0;
+}

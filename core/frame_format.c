@@ -142,7 +142,9 @@ static int parse_one_meta(caterva_ctx *ctx, caterva_schunk *sc, cat_rdr *r, cons
   uint32_t nlen;
   int64_t off;
   int32_t clen;
-  if (!cat_mp_str(r, &name, &nlen) || nlen > CATERVA_METALAYER_NAME_MAX || !cat_mp_int(r, &off))
+  /* a name is a C string: one holding a NUL byte could not be written back as it was */
+  if (!cat_mp_str(r, &name, &nlen) || nlen > CATERVA_METALAYER_NAME_MAX ||
+      memchr(name, 0, nlen) != NULL || !cat_mp_int(r, &off))
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame header: bad metalayer entry %d", sc->nmeta);
   if (!mp_bin32_at(frame, off, CAT_FH_SIZE, sc->header_len, &content, &clen))
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame header: metalayer %d content out of bounds",
@@ -211,8 +213,10 @@ static int parse_one_vlmeta(caterva_ctx *ctx, caterva_schunk *sc, cat_rdr *r,
   uint32_t nlen;
   int64_t off;
   int32_t clen;
-  if (!cat_mp_str(r, &name, &nlen) || nlen == 0 || nlen > 255 || !cat_mp_int(r, &off) ||
-      off > INT64_MAX - start)
+  /* a NUL byte in the name (found by tests/fuzz_frame): written back as a shorter or empty
+   * name, which then did not read */
+  if (!cat_mp_str(r, &name, &nlen) || nlen == 0 || nlen > 255 || memchr(name, 0, nlen) != NULL ||
+      !cat_mp_int(r, &off) || off > INT64_MAX - start)
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: bad vlmetalayer entry %d",
                      sc->nvlmeta);
   if (!mp_bin32_at(frame, start + off, start, tail, &content, &clen) ||

@@ -11,16 +11,26 @@
 #include "cvext.h"
 SQLITE_EXTENSION_INIT3
 
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 /* Threads the library may use to decompress blocks of one chunk in parallel. */
 #define CV_MAX_THREADS 4
 
+/* The number of threads: the CPUs online, at most CV_MAX_THREADS; the environment variable
+** CATERVA_THREADS (1 to CV_MAX_THREADS) overrides it (tests/fuzz_sql and tests/test_alloc_fail
+** use 1: one thread per connection, allocations in a repeatable order). */
+static int cvThreads(void) {
+  const char *z = getenv("CATERVA_THREADS");
+  long nCpu = sysconf(_SC_NPROCESSORS_ONLN);
+  if (z && z[0] >= '1' && z[0] <= '0' + CV_MAX_THREADS && z[1] == 0) return z[0] - '0';
+  return nCpu < 1 ? 1 : nCpu > CV_MAX_THREADS ? CV_MAX_THREADS : (int)nCpu;
+}
+
 int cvConnNew(CvConn **ppConn) {
   CvConn *p;
-  long nCpu = sysconf(_SC_NPROCESSORS_ONLN);
-  int nThread = nCpu < 1 ? 1 : nCpu > CV_MAX_THREADS ? CV_MAX_THREADS : (int)nCpu;
+  int nThread = cvThreads();
   *ppConn = 0;
   p = sqlite3_malloc(sizeof(*p));
   if (p == 0) return SQLITE_NOMEM;

@@ -261,7 +261,8 @@ static int parse_time_units(const char *units, int cal, double *ums, double *ori
   const char *z = units, *zSince;
   size_t n;
   if (units == NULL || (zSince = strstr(units, " since ")) == NULL) return 0;
-  while (*z == ' ') z++;
+  /* not past zSince: with units " since ..." that made n wrap (UBSan, tests/fuzz_array) */
+  while (z < zSince && *z == ' ') z++;
   n = (size_t)(zSince - z);
   while (n > 0 && z[n - 1] == ' ') n--;
   *ums = unit_ms(z, n);

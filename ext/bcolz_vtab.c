@@ -1,13 +1,12 @@
 /*
  * bcolz_vtab.c -- bcolz carray and ctable directories as tables of the `caterva` module.
  *
- *   CREATE VIRTUAL TABLE t USING caterva('prices.bcolz' [, dims='a,b'] [, value='v']
- *                                        [, cache_mb=N]);
+ *   CREATE VIRTUAL TABLE t USING caterva('prices.bcolz' [, dims='a,b'] [, value='v']);
  *
  * vtab.c's xConnect hands a path that caterva_bcolz_kind() recognises to cvBzConnect, and
  * the module's slots send calls on such a table here (the table is a CvVtab whose pBcolz is
- * set; its array fields are unused). The tables are read-only. cache_mb= is accepted and has
- * no effect: each cursor's readers keep the blocks they are reading.
+ * set; its array fields are unused). The tables are read-only. cache_mb= is refused: there is
+ * no block cache across queries; each cursor's readers keep the blocks they are reading.
  *
  *   carray of shape (n, a, b)  columns d0, d1, d2, value; one row per item; the rowid is the
  *                              C-order item index (= d0 for a 1-D carray)
@@ -20,8 +19,9 @@
  *   |S<n>        TEXT when the bytes, trailing NULs removed, are valid UTF-8 without a NUL;
  *                otherwise a BLOB of those bytes (trailing NULs removed)
  *   <M8[unit]    ISO 8601 TEXT as numpy.datetime_as_string writes it for that unit
- *                ("2021-03-04", "2021-03-04T05:06:07.123456789"); NaT is NULL; multiples
- *                of a unit ("[10s]") stay INTEGER counts
+ *                ("2021-03-04", "2021-03-04T05:06:07.123456789"); NaT is NULL; a multiple
+ *                of a unit ("[5m]", "[10s]") counts N units per tick, the text is that of the
+ *                unit; a tick count whose N-fold overflows int64 is an error
  *
  * Plan. Constraints on the dimension columns (carray) and on the rowid (ctable; a 1-D
  * carray's rowid is d0) are pushed down: =, <, <=, >, >=, IS and IN (all values in one
@@ -57,6 +57,7 @@ struct CvBzType {
   CvItemType item;         /* item.c's view of the dtype */
   int eBz;                 /* CV_BZ_* */
   int iUnit;               /* CV_BZ_DATETIME: index in aBzUnit[] */
+  int64_t nMul;            /* CV_BZ_DATETIME: units per tick ("[5m]": 5) */
   int64_t nRowItem;        /* Items per row: 1, or more for an N-d ctable column (a BLOB) */
 };
 
@@ -111,12 +112,21 @@ static int cvBzTypeInit(CvBzType *pT, const caterva_bcolz_column *pCol, char **p
   if (info.kind == CATERVA_KIND_BYTES && pCol->dtype[1] == 'S') pT->eBz = CV_BZ_BYTES;
   if (info.kind == CATERVA_KIND_DATETIME) {
     const char *z = strchr(pCol->dtype, '[');
+    int64_t nMul = 0;
+    if (z) z++;
+    while (z && *z >= '0' && *z <= '9' && nMul < 1000000000) nMul = nMul * 10 + (*z++ - '0');
     for (int i = 0; z && i < (int)(sizeof(aBzUnit) / sizeof(aBzUnit[0])); i++) {
       size_t n = strlen(aBzUnit[i].zName);
-      if (strncmp(z + 1, aBzUnit[i].zName, n) == 0 && z[1 + n] == ']' && z[2 + n] == 0) {
+      if (strncmp(z, aBzUnit[i].zName, n) == 0 && z[n] == ']' && z[1 + n] == 0) {
         pT->eBz = CV_BZ_DATETIME;
         pT->iUnit = i;
+        pT->nMul = nMul > 0 ? nMul : 1;
       }
+    }
+    if (pT->eBz != CV_BZ_DATETIME && pCol->dtype[1] == 'M') {
+      *pzErr = sqlite3_mprintf("caterva: '%s': unsupported datetime64 unit in \"%s\"",
+                               pCol->path, pCol->dtype);
+      return SQLITE_ERROR;
     }
   }
   return SQLITE_OK;
@@ -227,6 +237,11 @@ static void cvBzResult(sqlite3_context *pCtx, const CvBzType *pT, const uint8_t 
     int64_t v;
     for (int i = 0; i < 8; i++) a[i] = pT->item.bSwap ? p[7 - i] : p[i];
     memcpy(&v, a, 8);
+    if (v != INT64_MIN && pT->nMul > 1 && __builtin_mul_overflow(v, pT->nMul, &v)) {
+      sqlite3_result_error(pCtx, "caterva: a datetime64 value with a unit multiple overflows "
+                           "int64 in its base unit", -1);
+      return;
+    }
     cvBzDatetimeResult(pCtx, pT->iUnit, v);
   } else {
     cvItemResult(pCtx, &pT->item, p);
@@ -254,10 +269,11 @@ void cvBzFree(CvVtab *pTab) {
 /* Options that mean something for arrays only. */
 static int cvBzCheckOptions(const CvOptions *pOpt, char **pzErr) {
   if (cvHasCreateOptions(pOpt) || pOpt->zDtype || pOpt->zSync || pOpt->zLockReads ||
-      pOpt->nMore > 0) {
+      pOpt->nMore > 0 || pOpt->bCacheMb) {
     *pzErr = sqlite3_mprintf("caterva: '%s' is a bcolz directory: it opens read-only, alone "
                              "(a ctable is already several columns), and takes only the options "
-                             "dims=, value= and cache_mb=", pOpt->zPath);
+                             "dims= and value= (no cache_mb=: a bcolz table has no block cache; "
+                             "each query's readers keep the blocks they are reading)", pOpt->zPath);
     return SQLITE_ERROR;
   }
   return SQLITE_OK;

@@ -272,6 +272,7 @@ static const char *cvBzBadOption(const CvOptions *p) {
   if (p->zFill) return "fill";
   if (p->zSync) return "synchronous";
   if (p->zLockReads) return "lock_reads";
+  if (p->bCacheMb) return "cache_mb";
   return 0;
 }
 

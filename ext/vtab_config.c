@@ -123,6 +123,7 @@ static int cvParseArg(CvOptions *p, const char *zArg, CvExtraOption xExtra, void
   else if (sqlite3_stricmp(zKey, "synchronous") == 0) pzSlot = &p->zSync;
   else if (sqlite3_stricmp(zKey, "lock_reads") == 0) pzSlot = &p->zLockReads;
   else if (sqlite3_stricmp(zKey, "cache_mb") == 0) {
+    p->bCacheMb = 1;
     if (!cvParseCount(zVal, &p->nCacheMb) || p->nCacheMb > 1048576) {
       *pzErr = sqlite3_mprintf("caterva: cache_mb must be an integer from 0 to 1048576, not \"%s\"",
                                zVal);

@@ -188,6 +188,7 @@ struct CvOptions {
   char *zValue;      /* value=, or NULL */
   char *zDtype;      /* dtype=, or NULL */
   int64_t nCacheMb;  /* cache_mb= (a default when not given) */
+  int bCacheMb;      /* cache_mb= was given */
   char *zShape;      /* creation options (create.c), or NULL */
   char *zChunks;
   char *zBlocks;

@@ -289,6 +289,8 @@ static void make_carrays(const char *dir) {
     {{"empty", "float64", "<f8", 8, 8, 1, {0}, 2048, "lz4", 5, 1, 0, 0, "{}\n"}, 'f', 0, 0},
     {{"empty_nd", "int32", "<i4", 4, 4, 2, {0, 5}, 100, "lz4", 5, 1, 0, 0, "{}\n"}, 'i', 0, 0},
     {{"exact", "int32", "<i4", 4, 4, 1, {8000}, 4000, "lz4", 5, 1, 0, 0, "{}\n"}, 'i', 0, 0},
+    /* a multiple of a unit: 5-minute ticks */
+    {{"dt_5m", "datetime64[5m]", "<M8[5m]", 8, 8, 1, {5000}, 3000, "lz4", 5, 1, 0, 0, "{}\n"}, 'M', 12000000, 0},
   };
   for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) carray(dir, &t[k].s, t[k].kind, t[k].scale, t[k].be);
   /* "exact": a stale leftover file from before a trim (bcolz leaves it): must be ignored */

@@ -615,6 +615,23 @@ def test_errors(d, tmp):
         report(err != "" and all(w in err for w in words),
                "damaged %s (%s): %s" % (name, "at CREATE" if at_open else "at SELECT", err),
                "want the words %s" % words)
+    err = error_of(db, "create virtual table cm using caterva('%s', cache_mb=8)" % os.path.join(d, "f64"))
+    report("cache_mb" in err and "no block cache" in err, "cache_mb= on a bcolz table: an error", err)
+    err = error_of(db, "select caterva_import(?, ?, NULL, 'cache_mb=8')",
+                   (os.path.join(d, "f64"), os.path.join(tmp, "cm.b2nd")))
+    report("cache_mb" in err, "cache_mb= in a bcolz import: an error", err)
+    # a unit multiple whose ticks overflow int64 in the base unit: an error, not a wrong date
+    path = damaged(d, tmp, "dt_ns", "dt_mul_overflow", lambda p: write(
+        os.path.join(p, "meta", "storage"),
+        b'{"dtype": "datetime64[100000000as]", "cparams": {"clevel": 5, "shuffle": 1, '
+        b'"cname": "lz4"}, "chunklen": 3000}\n'))
+    db.execute("create virtual table dmo using caterva('%s')" % path)
+    err = error_of(db, "select value from dmo")
+    report("overflows" in err, "datetime64[100000000as] beyond int64 in attoseconds: an error", err)
+    path = damaged(d, tmp, "dt_ns", "dt_bad_unit", lambda p: write(
+        os.path.join(p, "meta", "storage"), b'{"dtype": "datetime64[7fortnights]", "chunklen": 3000}\n'))
+    err = error_of(db, "create virtual table dbu using caterva('%s')" % path)
+    report(err != "", "datetime64 with an unknown unit: an error", err)
     err = error_of(db, "insert into i32 values (1, 2)")
     db.execute("create virtual table i32 using caterva('%s')" % os.path.join(d, "i32_blocks"))
     err = error_of(db, "insert into i32(d0, value) values (1, 2)")

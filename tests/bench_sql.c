@@ -468,8 +468,56 @@ static void slice_table(sqlite3 *db, caterva_ctx *ctx, const Dataset *d) {
   free(buf);
 }
 
+/* The queries over dimension columns named nm (the plain table's columns, or the caterva
+** table's hidden <dim>_index columns, which hold indices whatever labels the array has). */
+static int build_queries(Query *q, const Dataset *d, const char *const *nm) {
+  int nq = 0, k;
+#define ADDQ(lbl, ...)                                                           \
+  do {                                                                           \
+    snprintf(q[nq].label, sizeof(q[nq].label), "%s", lbl);                       \
+    snprintf(q[nq].sql, sizeof(q[nq].sql), __VA_ARGS__);                          \
+    nq++;                                                                        \
+  } while (0)
+  ADDQ("full scan sum(value)", "SELECT sum(value) FROM %%T");
+  for (k = 0; k < 3; k++) {
+    char lbl[64];
+    snprintf(lbl, sizeof(lbl), "slice %s = %lld (%s axis)", nm[k],
+             (long long)(d->shape[k] / 2), axis_label(d, k));
+    ADDQ(lbl, "SELECT sum(value), count(*) FROM %%T WHERE %s = %lld", nm[k],
+         (long long)(d->shape[k] / 2));
+  }
+  {
+    int64_t lo[3];
+    for (k = 0; k < 3; k++) lo[k] = d->shape[k] / 3 + 7;
+    ADDQ("box 20x20x20",
+         "SELECT sum(value), count(*) FROM %%T WHERE %s BETWEEN %lld AND %lld AND %s BETWEEN "
+         "%lld AND %lld AND %s BETWEEN %lld AND %lld",
+         nm[0], (long long)lo[0], (long long)lo[0] + 19, nm[1], (long long)lo[1],
+         (long long)lo[1] + 19, nm[2], (long long)lo[2], (long long)lo[2] + 19);
+  }
+  ADDQ("1000 random points (join)",
+       "SELECT sum(t.value), count(*) FROM pts JOIN %%T t ON t.%s = pts.i AND t.%s = pts.j "
+       "AND t.%s = pts.k",
+       nm[0], nm[1], nm[2]);
+  /* The same join again on the same table: its blocks are in the table's cache by then. */
+  ADDQ("1000 random points (join), blocks cached",
+       "SELECT sum(t.value), count(*) FROM pts JOIN %%T t ON t.%s = pts.i AND t.%s = pts.j "
+       "AND t.%s = pts.k",
+       nm[0], nm[1], nm[2]);
+  ADDQ("ORDER BY dims LIMIT 10",
+       "SELECT %s, %s, %s, value FROM %%T ORDER BY %s, %s, %s LIMIT 10", nm[0], nm[1], nm[2],
+       nm[0], nm[1], nm[2]);
+  ADDQ("ORDER BY dims LIMIT 10 OFFSET 5000",
+       "SELECT %s, %s, %s, value FROM %%T ORDER BY %s, %s, %s LIMIT 10 OFFSET 5000", nm[0],
+       nm[1], nm[2], nm[0], nm[1], nm[2]);
+#undef ADDQ
+  return nq;
+}
+
 static void bench_dataset(sqlite3 *db, caterva_ctx *ctx, Dataset *d) {
-  Query q[16];
+  Query q[16], qc_[16];
+  char cnm_buf[3][64];
+  const char *cnm[3];
   int nq = 0, k, i;
   char create[8192], sql[1024], attach[4200];
   Setup setup;
@@ -504,44 +552,12 @@ static void bench_dataset(sqlite3 *db, caterva_ctx *ctx, Dataset *d) {
   exec_sql(db, "COMMIT");
   exec_sql(db, "ANALYZE temp");  /* pts has 1000 rows, not SQLite's default guess of 1M */
 
-#define ADDQ(lbl, ...)                                                           \
-  do {                                                                           \
-    snprintf(q[nq].label, sizeof(q[nq].label), "%s", lbl);                       \
-    snprintf(q[nq].sql, sizeof(q[nq].sql), __VA_ARGS__);                          \
-    nq++;                                                                        \
-  } while (0)
-  ADDQ("full scan sum(value)", "SELECT sum(value) FROM %%T");
   for (k = 0; k < 3; k++) {
-    char lbl[64];
-    snprintf(lbl, sizeof(lbl), "slice %s = %lld (%s axis)", d->dims[k],
-             (long long)(d->shape[k] / 2), axis_label(d, k));
-    ADDQ(lbl, "SELECT sum(value), count(*) FROM %%T WHERE %s = %lld", d->dims[k],
-         (long long)(d->shape[k] / 2));
+    snprintf(cnm_buf[k], sizeof(cnm_buf[k]), "%s_index", d->dims[k]);
+    cnm[k] = cnm_buf[k];
   }
-  {
-    int64_t lo[3];
-    for (k = 0; k < 3; k++) lo[k] = d->shape[k] / 3 + 7;
-    ADDQ("box 20x20x20",
-         "SELECT sum(value), count(*) FROM %%T WHERE %s BETWEEN %lld AND %lld AND %s BETWEEN "
-         "%lld AND %lld AND %s BETWEEN %lld AND %lld",
-         d->dims[0], (long long)lo[0], (long long)lo[0] + 19, d->dims[1], (long long)lo[1],
-         (long long)lo[1] + 19, d->dims[2], (long long)lo[2], (long long)lo[2] + 19);
-  }
-  ADDQ("1000 random points (join)",
-       "SELECT sum(t.value), count(*) FROM pts JOIN %%T t ON t.%s = pts.i AND t.%s = pts.j "
-       "AND t.%s = pts.k",
-       d->dims[0], d->dims[1], d->dims[2]);
-  /* The same join again on the same table: its blocks are in the table's cache by then. */
-  ADDQ("1000 random points (join), blocks cached",
-       "SELECT sum(t.value), count(*) FROM pts JOIN %%T t ON t.%s = pts.i AND t.%s = pts.j "
-       "AND t.%s = pts.k",
-       d->dims[0], d->dims[1], d->dims[2]);
-  ADDQ("ORDER BY dims LIMIT 10",
-       "SELECT * FROM %%T ORDER BY %s, %s, %s LIMIT 10", d->dims[0], d->dims[1], d->dims[2]);
-  ADDQ("ORDER BY dims LIMIT 10 OFFSET 5000",
-       "SELECT * FROM %%T ORDER BY %s, %s, %s LIMIT 10 OFFSET 5000", d->dims[0], d->dims[1],
-       d->dims[2]);
-#undef ADDQ
+  nq = build_queries(q, d, (const char *const *)d->dims);
+  build_queries(qc_, d, cnm);
 
   printf("\n### %s: shape %lldx%lldx%lld, chunks %dx%dx%d, blocks %dx%dx%d (%lld cells)\n\n",
          d->label, (long long)d->shape[0], (long long)d->shape[1], (long long)d->shape[2],
@@ -553,7 +569,7 @@ static void bench_dataset(sqlite3 *db, caterva_ctx *ctx, Dataset *d) {
     char qc[1024], qp[1024];
     double rc_, rp, tc, tp;
     long long nc, np;
-    subst(qc, sizeof(qc), q[i].sql, "temp.cat");
+    subst(qc, sizeof(qc), qc_[i].sql, "temp.cat");
     subst(qp, sizeof(qp), q[i].sql, "p.plain");
     if (strstr(q[i].label, "blocks cached") != NULL) {
       /* Warm: create the table once and run the query once untimed, then time repeats. */

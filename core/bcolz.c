@@ -497,9 +497,11 @@ static int bz_check_chunk(caterva_ctx *ctx, caterva_bcolz_reader *r, const uint8
             "'%s' is %s: the Blosc header says %u compressed bytes, the file holds %zu", path,
             cat_le32(file + BLP_HEADER + 12) > flen - BLP_HEADER ? "truncated" : "too long",
             cat_le32(file + BLP_HEADER + 12), flen - BLP_HEADER);
-  r2 = caterva_chunk_info_get(file + BLP_HEADER, flen - BLP_HEADER, &r->info);
-  CAT_CHECK(leave, r2 >= 0, r2, "'%s': malformed or unsupported Blosc chunk header (%s)", path,
-            caterva_strerror(r2));
+  r2 = cat_chunk_info_ctx(ctx, file + BLP_HEADER, flen - BLP_HEADER, &r->info);
+  if (r2 < 0) {   /* the decoder's reason: malformed, or a codec this build lacks (snappy) */
+    rc = cat_wrap_error(ctx, r2, path);
+    goto leave;
+  }
   CAT_CHECK(leave, r->info.nbytes == nbytes, CATERVA_E_CORRUPT,
             "'%s': the Blosc header says %d bytes, meta/sizes and meta/storage say %lld "
             "(%lld rows)", path, r->info.nbytes, (long long)nbytes,
@@ -803,17 +805,23 @@ static void bz_remove_tree(const char *path);
 
 /* Write column col as a new array at path (no temporary name). */
 static int bz_convert_to(caterva_ctx *ctx, caterva_bcolz *b, int col,
-                         const caterva_array_params *p, const char *path, caterva_array **out) {
+                         const caterva_array_params *p, const char *const *dim_names,
+                         int n_dim_names, const char *path, caterva_array **out) {
   int rc = CATERVA_OK;
   caterva_array_params q;
   caterva_array *a = NULL;
   *out = NULL;
+  CAT_CHECK(leave, dim_names == NULL || n_dim_names == b->cols[col].pub.ndim, CATERVA_E_INVALID,
+            "%d dimension names for %s%s%s with %d dimensions", n_dim_names,
+            b->cols[col].name ? "column \"" : "a carray", b->cols[col].name ? b->cols[col].name : "",
+            b->cols[col].name ? "\"" : "", b->cols[col].pub.ndim);
   CAT_TRY(leave, bz_params(ctx, &b->cols[col], p, path, &q));
   CAT_TRY(leave, caterva_array_create(ctx, &q, CATERVA_FILL_UNINIT, NULL, &a));
   CAT_TRY(leave, caterva_array_begin(ctx, a));
   CAT_TRY(leave, bz_copy_rows(ctx, b, col, a));
   CAT_TRY(leave, caterva_array_commit(ctx, a, 1));
   CAT_TRY(leave, bz_copy_attrs(ctx, a, b->cols[col].attrs));
+  if (dim_names) CAT_TRY(leave, caterva_array_set_dim_names(ctx, a, dim_names));
   *out = a;
   a = NULL;
 leave:
@@ -822,7 +830,8 @@ leave:
 }
 
 int caterva_bcolz_convert(caterva_ctx *ctx, caterva_bcolz *b, int col,
-                          const caterva_array_params *p, caterva_array **out) {
+                          const caterva_array_params *p, const char *const *dim_names,
+                          int n_dim_names, caterva_array **out) {
   int rc = CATERVA_OK;
   char *tmp = NULL;
   caterva_array *a = NULL;
@@ -834,7 +843,7 @@ int caterva_bcolz_convert(caterva_ctx *ctx, caterva_bcolz *b, int col,
   tmp = bz_temp_name(p->path);
   CAT_CHECK(leave, tmp != NULL, CATERVA_E_NOMEM, "out of memory");
   bz_remove_tree(tmp);
-  CAT_TRY(leave, bz_convert_to(ctx, b, col, p, tmp, &a));
+  CAT_TRY(leave, bz_convert_to(ctx, b, col, p, dim_names, n_dim_names, tmp, &a));
   caterva_array_free(a);
   a = NULL;
   CAT_TRY(leave, cat_io_rename_noreplace(ctx, tmp, p->path));
@@ -940,7 +949,8 @@ leave:
 }
 
 int caterva_bcolz_convert_ctable(caterva_ctx *ctx, caterva_bcolz *b, const char *dir,
-                                 const caterva_array_params *p) {
+                                 const caterva_array_params *p, const char *const *dim_names,
+                                 int n_dim_names) {
   int rc = CATERVA_OK;
   char *tmp = NULL;
   struct stat st;
@@ -960,7 +970,7 @@ int caterva_bcolz_convert_ctable(caterva_ctx *ctx, caterva_bcolz *b, const char 
     caterva_array *a = NULL;
     CAT_CHECK(leave, path != NULL, CATERVA_E_NOMEM, "out of memory");
     snprintf(path, n, "%s/%s.b2nd", tmp, b->cols[k].name);
-    rc = bz_convert_to(ctx, b, k, p, path, &a);
+    rc = bz_convert_to(ctx, b, k, p, dim_names, n_dim_names, path, &a);
     caterva_array_free(a);
     free(path);
     CAT_TRY(leave, rc);

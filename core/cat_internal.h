@@ -239,5 +239,7 @@ int cat_codec_from_format_id(int format_id);
 const char *cat_codec_name(int codec);
 /* Whether this build decodes codec (snappy is optional). */
 bool cat_codec_available(int codec);
+/* caterva_chunk_info_get that says why a header is refused in ctx's message (chunk.c). */
+int cat_chunk_info_ctx(caterva_ctx *ctx, const void *chunk, size_t len, caterva_chunk_info *info);
 
 #endif /* CAT_INTERNAL_H */

@@ -114,18 +114,23 @@ int caterva_bcolz_read(caterva_ctx *ctx, caterva_bcolz *b, int col, int64_t star
  * from the column (p->ndim, shape, itemsize, dtype are ignored); chunk shape 0: chunklen
  * rows (fewer when the array is shorter) by the whole of the other axes; block shape 0:
  * automatic. Each member of __attrs__ becomes a user attribute of that name (msgpack of the
- * JSON value). The array is written under a temporary name and renamed into place when
- * complete. With out NULL the array is closed; else *out is it, opened for reading. */
+ * JSON value). dim_names (NULL: none) are n_dim_names dimension names stored in the array
+ * (caterva_array_set_dim_names); n_dim_names must equal the column's ndim (CATERVA_E_INVALID).
+ * The array is written under a temporary name and renamed into place when complete. With out
+ * NULL the array is closed; else *out is it, opened for reading. */
 int caterva_bcolz_convert(caterva_ctx *ctx, caterva_bcolz *b, int col,
-                          const caterva_array_params *p, caterva_array **out);
+                          const caterva_array_params *p, const char *const *dim_names,
+                          int n_dim_names, caterva_array **out);
 /** Convert every column of a ctable into directory dir (which must not exist), one array
  * <name>.b2nd per column (p as for caterva_bcolz_convert, path ignored), plus the manifest
  * ctable.json: {"format":"bcolz-ctable","names":[...],"attrs":{...}}, names in the ctable's
- * order (JSON strings), attrs the root's __attrs__. Column k's array is always
+ * order (JSON strings), attrs the root's __attrs__; dim_names as for caterva_bcolz_convert,
+ * for every column (each must have n_dim_names dimensions). Column k's array is always
  * dir/<names[k]>.b2nd (a name is one path component: no '/', not "." or ".."). Written under
  * a temporary name and renamed into place when complete. */
 int caterva_bcolz_convert_ctable(caterva_ctx *ctx, caterva_bcolz *b, const char *dir,
-                                 const caterva_array_params *p);
+                                 const caterva_array_params *p, const char *const *dim_names,
+                                 int n_dim_names);
 
 /* -- converted ctables (a directory written by caterva_bcolz_convert_ctable) -- */
 

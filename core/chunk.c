@@ -287,6 +287,14 @@ static int cat_parse_ctx(caterva_ctx *ctx, const void *chunk, size_t len, cat_ch
   return rc;
 }
 
+int cat_chunk_info_ctx(caterva_ctx *ctx, const void *chunk, size_t len, caterva_chunk_info *info) {
+  cat_chunk ck;
+  int rc = cat_parse_ctx(ctx, chunk, len, &ck);
+  if (rc < 0) return rc;
+  *info = ck.info;
+  return CATERVA_OK;
+}
+
 /* ---- block geometry -------------------------------------------------------------------- */
 
 static int32_t cat_block_size(const caterva_chunk_info *ci, int32_t j) {

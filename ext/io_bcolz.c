@@ -11,7 +11,8 @@
  * options: 'key=value ...' with CREATE VIRTUAL TABLE's syntax and meanings (cvOptionsParseString,
  * cvCreatePartition): chunks= (default: the bcolz chunklen rows by the other axes), blocks=
  * (needs chunks=; default automatic), codec= (default zstd), clevel= (default 5), filters=
- * (default shuffle), sparse=1 (a sparse directory).
+ * (default shuffle), sparse=1 (a sparse directory), dims= (dimension names stored in the
+ * array; for a ctable, in each column's array: dims='row' names the row dimension).
  * Each member of __attrs__ becomes a user attribute. The result is the number of items
  * written. The destination must not exist; it appears complete or not at all.
  */
@@ -267,7 +268,6 @@ static const char *cvBzBadOption(const CvOptions *p) {
   if (p->zPath) return "path";
   if (p->zShape) return "shape";
   if (p->zDtype) return "dtype";
-  if (p->zDims) return "dims";
   if (p->zValue) return "value";
   if (p->zFill) return "fill";
   if (p->zSync) return "synchronous";
@@ -277,8 +277,9 @@ static const char *cvBzBadOption(const CvOptions *p) {
 }
 
 /* The options string (CREATE VIRTUAL TABLE's syntax and meanings) into *pP for an array of
-** nDim dimensions; an sqlite3_mprintf'ed message on error, else 0. */
-static char *cvBzOptions(const char *zOpt, int nDim, caterva_array_params *pP) {
+** nDim dimensions, and dims= split into azDim[0..nDim) (sqlite3_malloc'ed, or left NULL);
+** an sqlite3_mprintf'ed message on error, else 0. */
+static char *cvBzOptions(const char *zOpt, int nDim, caterva_array_params *pP, char **azDim) {
   CvOptions opt;
   char *zErr = 0;
   const char *zBad;
@@ -288,7 +289,7 @@ static char *cvBzOptions(const char *zOpt, int nDim, caterva_array_params *pP) {
   pP->store = CATERVA_STORE_CONTIGUOUS;
   if (rc == SQLITE_OK && (zBad = cvBzBadOption(&opt)) != 0) {
     zErr = sqlite3_mprintf("option %s= does not apply to a bcolz import (it takes chunks, "
-                           "blocks, codec, clevel, filters, sparse)", zBad);
+                           "blocks, codec, clevel, filters, sparse, dims)", zBad);
     rc = SQLITE_ERROR;
   }
   if (rc == SQLITE_OK && opt.zSparse) {
@@ -300,6 +301,7 @@ static char *cvBzOptions(const char *zOpt, int nDim, caterva_array_params *pP) {
     }
   }
   if (rc == SQLITE_OK) rc = cvCreatePartition(&opt, pP, &zErr);
+  if (rc == SQLITE_OK && opt.zDims) rc = cvSplitDims(opt.zDims, nDim, azDim, &zErr);
   cvOptionsFree(&opt);
   if (rc != SQLITE_OK && zErr == 0) zErr = sqlite3_mprintf("bad options");
   return zErr;
@@ -326,13 +328,14 @@ void cvImportBcolz(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, const
   caterva_bcolz *pBz = cvBzOpenArg(pCtx, pConn, zSrc, "caterva_import");
   caterva_array_params p;
   int64_t nItem = 0;
-  char *zErr;
+  char *zErr, *azDim[CATERVA_MAX_DIM];
   int iCol, rc, nDim;
+  memset(azDim, 0, sizeof azDim);
   if (pBz == 0) return;
   iCol = cvBzPickColumn(pCtx, pBz, zSrc, zVar);
   if (iCol == -1) goto import_out;
   nDim = caterva_bcolz_column_get(pBz, iCol < 0 ? 0 : iCol)->ndim;
-  zErr = cvBzOptions(zOpt, nDim, &p);
+  zErr = cvBzOptions(zOpt, nDim, &p, azDim);
   if (zErr) {
     const char *z = strncmp(zErr, "caterva: ", 9) == 0 ? zErr + 9 : zErr;
     cvBzMessage(pCtx, sqlite3_mprintf("caterva_import: %s", z));
@@ -340,8 +343,12 @@ void cvImportBcolz(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, const
     goto import_out;
   }
   p.path = zDst;
-  if (iCol >= 0) rc = caterva_bcolz_convert(pConn->pCtx, pBz, iCol, &p, 0);
-  else rc = caterva_bcolz_convert_ctable(pConn->pCtx, pBz, zDst, &p);
+  if (iCol >= 0)
+    rc = caterva_bcolz_convert(pConn->pCtx, pBz, iCol, &p,
+                               azDim[0] ? (const char *const *)azDim : 0, nDim, 0);
+  else
+    rc = caterva_bcolz_convert_ctable(pConn->pCtx, pBz, zDst, &p,
+                                      azDim[0] ? (const char *const *)azDim : 0, nDim);
   if (rc < 0) {
     char *zWhat = sqlite3_mprintf("caterva_import: \"%s\" to \"%s\"", zSrc, zDst);
     cvBzResultError(pCtx, pConn, zWhat ? zWhat : "caterva_import", rc);
@@ -357,5 +364,6 @@ void cvImportBcolz(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, const
   }
   sqlite3_result_int64(pCtx, nItem);
 import_out:
+  for (int k = 0; k < CATERVA_MAX_DIM; k++) sqlite3_free(azDim[k]);
   caterva_bcolz_free(pBz);
 }

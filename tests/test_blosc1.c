@@ -29,6 +29,7 @@ static caterva_ctx *ctx;
 static struct {
   long chunks, bad, blocks, memcpyed, split, unsplit, bitshuffled, short_last, raw_streams;
   long lib_failed, per_codec[8];
+  long snappy_refused;   /* snappy chunks refused with "built without snappy" (no libsnappy) */
 } st;
 
 static uint32_t rng = 2463534242u;
@@ -72,6 +73,16 @@ static bool check_chunk(const uint8_t *c, int32_t cbytes, const uint8_t *src, in
                         uint8_t *out, uint8_t *blk) {
   caterva_chunk_info ci;
   int32_t got;
+  /* A build without libsnappy refuses every snappy chunk that is not memcpyed (it needs the
+   * codec) with a clear error, never wrong bytes. */
+  if (!cat_codec_available(CATERVA_SNAPPY) && (c[2] >> 5) == 2 && !(c[2] & 0x02) && nbytes > 0) {
+    got = caterva_chunk_decompress(ctx, c, (size_t)cbytes, out, nbytes);
+    if (got != CATERVA_E_UNSUPPORTED ||
+        strstr(caterva_ctx_errmsg(ctx), "built without snappy") == NULL)
+      return false;
+    st.snappy_refused++;
+    return true;
+  }
   if (caterva_chunk_info_get(c, (size_t)cbytes, &ci) < 0 || ci.header_size != 16 ||
       ci.version != 2 || ci.nbytes != nbytes || ci.cbytes != cbytes)
     return false;
@@ -400,7 +411,15 @@ int main(void) {
            "bytes): %ld", st.lib_failed);
   tap_ok(st.bad == 0 && st.chunks > 0 && st.memcpyed > 0 && st.split > 0 && st.unsplit > 0 &&
              st.bitshuffled > 0 && st.short_last > 0 && st.raw_streams > 0,
-         "%ld Blosc 1.x chunks from libblosc decoded byte-exactly, every kind seen", st.chunks);
+         "%ld Blosc 1.x chunks from libblosc decoded byte-exactly (or, for snappy without "
+         "libsnappy, refused), every kind seen", st.chunks);
+  if (cat_codec_available(CATERVA_SNAPPY))
+    tap_ok(st.snappy_refused == 0, "built with libsnappy: no snappy chunk refused");
+  else
+    tap_ok(st.snappy_refused > 0 && st.snappy_refused <= st.per_codec[3],
+           "built without libsnappy: %ld of the %ld snappy chunks refused with 'built without "
+           "snappy' (the others are memcpyed or empty and need no codec)",
+           st.snappy_refused, st.per_codec[3]);
   test_blosc2_compat_versions();
   test_pre_split_flag();
   blosc_destroy();

@@ -1,7 +1,8 @@
 /*
  * io_bcolz.c -- bcolz directories in the SQL functions: caterva_import() of a carray or a
  * ctable, and what caterva_info() and caterva_slice() say about one (functions.c sends
- * bcolz paths here). The library does the work (caterva_bcolz.h).
+ * bcolz paths, and directories of converted ctables, here). The library does the work
+ * (caterva_bcolz.h).
  *
  *   caterva_import('x.bcolz', 'x.b2nd' [, NULL [, options]])     a carray -> one array
  *   caterva_import('t.bcolz', 't.b2nd.d' [, NULL [, options]])   a ctable -> a directory of
@@ -92,14 +93,54 @@ const char *cvBzPathArg(sqlite3_context *pCtx, CvConn *pConn, sqlite3_value *pAr
   void *pTab;
   if (zArg == 0 || zArg[0] == 0) return 0;
   zPath = cvConnResolve(pConn, sqlite3_context_db_handle(pCtx), zArg, &pTab);
-  return caterva_bcolz_kind(zPath) != CATERVA_BCOLZ_NONE ? zPath : 0;
+  return caterva_bcolz_kind(zPath) != CATERVA_BCOLZ_NONE || caterva_bcolz_converted(zPath) ? zPath
+                                                                                         : 0;
+}
+
+/* caterva_info of a converted ctable's directory: its columns and their arrays. */
+static void cvBzConvertedInfo(sqlite3_context *pCtx, CvConn *pConn, const char *zPath) {
+  char **azName = 0;
+  int nName = 0, rc = caterva_bcolz_converted_names(pConn->pCtx, zPath, &azName, &nName);
+  sqlite3_str *pStr;
+  if (rc < 0) {
+    char *zWhat = sqlite3_mprintf("caterva_info: \"%s\"", zPath);
+    cvBzResultError(pCtx, pConn, zWhat ? zWhat : "caterva_info", rc);
+    sqlite3_free(zWhat);
+    return;
+  }
+  pStr = sqlite3_str_new(sqlite3_context_db_handle(pCtx));
+  sqlite3_str_appendall(pStr, "{\"format\":\"converted bcolz ctable\",\"names\":[");
+  for (int i = 0; i < nName; i++) {
+    if (i) sqlite3_str_appendchar(pStr, 1, ',');
+    cvBzJsonStr(pStr, azName[i]);
+  }
+  sqlite3_str_appendall(pStr, "],\"arrays\":[");
+  for (int i = 0; i < nName; i++) {
+    char *z = sqlite3_mprintf("%s/%s.b2nd", zPath, azName[i]);
+    if (i) sqlite3_str_appendchar(pStr, 1, ',');
+    if (z) cvBzJsonStr(pStr, z);
+    sqlite3_free(z);
+  }
+  sqlite3_str_appendall(pStr, "]}");
+  caterva_bcolz_names_free(azName, nName);
+  if (sqlite3_str_errcode(pStr) == SQLITE_NOMEM) {
+    sqlite3_free(sqlite3_str_finish(pStr));
+    sqlite3_result_error_nomem(pCtx);
+    return;
+  }
+  sqlite3_result_text(pCtx, sqlite3_str_finish(pStr), -1, sqlite3_free);
 }
 
 /* caterva_info(bcolz path) -> JSON text. */
 void cvBzInfo(sqlite3_context *pCtx, CvConn *pConn, const char *zPath) {
-  caterva_bcolz *pBz = cvBzOpenArg(pCtx, pConn, zPath, "caterva_info");
+  caterva_bcolz *pBz;
   sqlite3_str *pStr;
   int i;
+  if (caterva_bcolz_kind(zPath) == CATERVA_BCOLZ_NONE) {
+    cvBzConvertedInfo(pCtx, pConn, zPath);
+    return;
+  }
+  pBz = cvBzOpenArg(pCtx, pConn, zPath, "caterva_info");
   if (pBz == 0) return;
   pStr = sqlite3_str_new(sqlite3_context_db_handle(pCtx));
   if (caterva_bcolz_is_ctable(pBz)) {
@@ -204,12 +245,18 @@ static int cvBzCopyBox(caterva_ctx *pLib, caterva_bcolz *pBz, const caterva_bcol
 /* caterva_slice(bcolz carray [, start, stop]) -> BLOB of the items in C order, as stored. */
 void cvBzSlice(sqlite3_context *pCtx, CvConn *pConn, const char *zPath, int argc,
                sqlite3_value **argv) {
-  caterva_bcolz *pBz = cvBzOpenArg(pCtx, pConn, zPath, "caterva_slice");
+  caterva_bcolz *pBz;
   const caterva_bcolz_column *pC;
   int64_t aStart[CATERVA_MAX_DIM], aStop[CATERVA_MAX_DIM];
   double nByte;
   uint8_t *aBuf;
   int k, rc;
+  if (caterva_bcolz_kind(zPath) == CATERVA_BCOLZ_NONE) {
+    cvBzMessage(pCtx, sqlite3_mprintf("caterva_slice: \"%s\" is a converted bcolz ctable: slice "
+                                      "one of its arrays (<dir>/<column>.b2nd)", zPath));
+    return;
+  }
+  pBz = cvBzOpenArg(pCtx, pConn, zPath, "caterva_slice");
   if (pBz == 0) return;
   pC = caterva_bcolz_column_get(pBz, 0);
   if (caterva_bcolz_is_ctable(pBz)) {

@@ -536,6 +536,12 @@ def test_converted_table(db, d, tab, out, tmp):
     db.execute("create virtual table conv2 using caterva('%s', dims='row', value='a,b,c,d,e')" % out)
     decl = [r[0] for r in db.execute("select name from pragma_table_info('conv2')")]
     report(decl == ["row", "a", "b", "c", "d", "e"], "converted ctable: dims= and value= rename", str(decl))
+    info = json.loads(db.execute("select caterva_info(?)", (out,)).fetchone()[0])
+    report(info["format"] == "converted bcolz ctable" and info["names"] == names and
+           info["arrays"] == [os.path.join(out, n + ".b2nd") for n in names],
+           "caterva_info of a converted ctable directory: names and arrays", str(info))
+    err = error_of(db, "select caterva_slice(?)", (out,))
+    report("converted bcolz ctable" in err, "caterva_slice of a converted ctable directory: an error", err)
     err = error_of(db, "create virtual table conv3 using caterva('%s', '%s')" %
                    (out, os.path.join(out, "id.b2nd")))
     report("converted bcolz ctable" in err, "converted ctable with a further path: an error", err)

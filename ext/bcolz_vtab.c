@@ -82,8 +82,7 @@ struct CvBzCol {
 
 typedef struct CvBzCursor CvBzCursor;
 struct CvBzCursor {
-  sqlite3_vtab_cursor base;       /* Base class - must be first */
-  int bEof;
+  CV_CURSOR_HEAD                  /* bBcolz = 1, nFast = 0 */
   int64_t iItem;                  /* C-order index of the current row's item */
   int64_t aCoord[CV_MAX_DIM];     /* Its coordinates */
   CvRange *aRun[CV_MAX_DIM];      /* Sorted disjoint runs of each dimension */
@@ -533,6 +532,7 @@ int cvBzOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor) {
   }
   memset(pCur->aCol, 0, sizeof(CvBzCol) * (size_t)pBc->nVal);
   pCur->bEof = 1;
+  pCur->bBcolz = 1;
   *ppCursor = &pCur->base;
   return SQLITE_OK;
 }
@@ -678,8 +678,6 @@ int cvBzNext(sqlite3_vtab_cursor *pCursor) {
   else cvBzSetItem(pCur, pBc);
   return SQLITE_OK;
 }
-
-int cvBzEof(sqlite3_vtab_cursor *pCursor) { return ((CvBzCursor *)pCursor)->bEof; }
 
 /* Items the scan will read next along the last dimension (a hint for the reader). */
 static int64_t cvBzWant(const CvBzCursor *pCur, const CvBcolzTab *pBc) {

@@ -79,6 +79,7 @@ static void cvResetScan(CvCursor *pCur) {
     pCur->nRun[k] = 0;
   }
   pCur->bEof = 1;
+  pCur->nFast = 0;
 }
 
 int cvCursorClose(sqlite3_vtab_cursor *pCursor) {
@@ -461,14 +462,56 @@ static int cvNextRow(CvCursor *pCur) {
   return cvNextBlock(pCur);
 }
 
-int cvCursorNext(sqlite3_vtab_cursor *pCursor) {
-  CvCursor *pCur = (CvCursor *)pCursor;
+/*
+** After the cursor moved to a cell by the general path (xFilter, or a step that left a run):
+** how many further cells xNext reaches by incrementing the last coordinate alone. They are
+** the rest of the run along the last dimension inside the current block and box (for ordered
+** scans, up to iSegEnd), and no more than the row budget allows, which is charged for them
+** now: the fast steps then need not count.
+*/
+static void cvSetFast(CvCursor *pCur) {
+  CvVtab *pTab = (CvVtab *)pCur->base.pVtab;
+  int kLast = pTab->nDim - 1;
+  int64_t n = 0;
+  if (!pCur->bEof && kLast >= 0) {
+    int64_t iEnd = pCur->bOrdered ? pCur->iSegEnd : pCur->pBlk->stop[kLast] - 1;
+    n = iEnd - pCur->aCoord[kLast];
+    if (pCur->nLeft > 0) {
+      if (n > pCur->nLeft - 1) n = pCur->nLeft - 1;
+      pCur->nLeft -= n;
+    }
+    if (n < 0) n = 0;
+  }
+  pCur->nFast = n;
+}
+
+/* The general path of xNext: across dimensions, blocks and boxes, with the row budget. */
+static CV_NOINLINE int cvCursorNextSlow(CvCursor *pCur) {
+  int rc;
+  if (pCur->bBcolz) return cvBzNext(&pCur->base);
   if (pCur->bEof) return SQLITE_OK;
   if (pCur->nLeft > 0 && --pCur->nLeft == 0) {
     pCur->bEof = 1;
     return SQLITE_OK;
   }
-  return cvNextRow(pCur);
+  rc = cvNextRow(pCur);
+  if (rc == SQLITE_OK) cvSetFast(pCur);
+  return rc;
+}
+
+/*
+** xNext of the module, for both kinds of cursor (CV_CURSOR_HEAD). Inside a run the step is
+** the last coordinate and the item offset (the last dimension's stride inside a block is 1).
+*/
+int cvCursorNext(sqlite3_vtab_cursor *pCursor) {
+  CvCursor *pCur = (CvCursor *)pCursor;
+  if (pCur->nFast > 0) {
+    pCur->nFast--;
+    pCur->aCoord[pCur->kLast]++;
+    pCur->iOff++;
+    return SQLITE_OK;
+  }
+  return cvCursorNextSlow(pCur);
 }
 
 /* The LIMIT and OFFSET arguments as a row budget: -1 for none. */
@@ -501,6 +544,9 @@ int cvCursorFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr,
   rc = cvPrepareRead(pTab);
   if (rc != SQLITE_OK) return rc;
   pCur->bValue = (idxNum & CV_PLAN_VALUE) != 0;
+  pCur->kLast = pTab->nDim - 1;
+  pCur->iValueCol = pTab->nDim;
+  pCur->eFast = pTab->eFast;
   pCur->bOrdered = 0;
   pCur->bCached = 0;
   pCur->nLeft = -1;
@@ -550,16 +596,19 @@ int cvCursorFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr,
   if (pCur->bOrdered) {
     for (k = 0; k < pTab->nDim; k++) pCur->aCoord[k] = pCur->aRun[k][0].iLo;
     cvOrderedSeek(pCur);
+    cvSetFast(pCur);
     return SQLITE_OK;
   }
   pCur->bCached = cvUseCache(pCur);
   rc = cvNextBlock(pCur);
   if (rc != SQLITE_OK) pCur->bEof = 1;
+  else cvSetFast(pCur);
   return rc;
 }
 
 /* ---- reading the current row --------------------------------------------------------- */
 
+/* xEof of the module, for both kinds of cursor (CV_CURSOR_HEAD). */
 int cvCursorEof(sqlite3_vtab_cursor *pCursor) {
   return ((CvCursor *)pCursor)->bEof;
 }
@@ -578,9 +627,11 @@ static int cvVarColumn(CvCursor *pCur, sqlite3_context *pCtx, int iVar) {
   return SQLITE_OK;
 }
 
-int cvCursorColumn(sqlite3_vtab_cursor *pCursor, sqlite3_context *pCtx, int iCol) {
-  CvCursor *pCur = (CvCursor *)pCursor;
-  CvVtab *pTab = (CvVtab *)pCursor->pVtab;
+/* xColumn's general path: dimension columns (labels or indices), further arrays' values,
+** the value of a block not fetched yet, NaN, and items of any type. */
+static CV_NOINLINE int cvColumnSlow(CvCursor *pCur, sqlite3_context *pCtx, int iCol) {
+  CvVtab *pTab = (CvVtab *)pCur->base.pVtab;
+  if (pCur->bBcolz) return cvBzColumn(&pCur->base, pCtx, iCol);
   if (iCol >= 0 && iCol < pTab->nDim) {
     if (pTab->aLab[iCol].bOn) cvLabelResult(pCtx, pTab, iCol, pCur->aCoord[iCol]);
     else sqlite3_result_int64(pCtx, pCur->aCoord[iCol]);
@@ -598,21 +649,36 @@ int cvCursorColumn(sqlite3_vtab_cursor *pCursor, sqlite3_context *pCtx, int iCol
         return rc;
       }
     }
-    if (pTab->eFast == CV_FAST_F8) {
-      double r;
-      memcpy(&r, pCur->aData + pCur->iOff * 8, 8);
-      if (r != r) sqlite3_result_null(pCtx);  /* NaN is NULL, as in cvItemResult */
-      else sqlite3_result_double(pCtx, r);
-    } else if (pTab->eFast == CV_FAST_F4) {
-      float f;
-      memcpy(&f, pCur->aData + pCur->iOff * 4, 4);
-      if (f != f) sqlite3_result_null(pCtx);
-      else sqlite3_result_double(pCtx, (double)f);
-    } else {
-      cvItemResult(pCtx, &pTab->item, pCur->aData + pCur->iOff * pTab->item.szItem);
-    }
+    /* NaN is NULL (cvItemResult) */
+    cvItemResult(pCtx, &pTab->item, pCur->aData + pCur->iOff * pTab->item.szItem);
   }
   return SQLITE_OK;
+}
+
+/*
+** xColumn of the module, for both kinds of cursor (CV_CURSOR_HEAD). The common case, a
+** float64 or float32 value of a block already at hand that is not NaN, is read here.
+*/
+int cvCursorColumn(sqlite3_vtab_cursor *pCursor, sqlite3_context *pCtx, int iCol) {
+  CvCursor *pCur = (CvCursor *)pCursor;
+  if (pCur->bBcolz == 0 && iCol == pCur->iValueCol && pCur->aData) {
+    if (pCur->eFast == CV_FAST_F8) {
+      double r;
+      memcpy(&r, pCur->aData + pCur->iOff * 8, 8);
+      if (r == r) {
+        sqlite3_result_double(pCtx, r);
+        return SQLITE_OK;
+      }
+    } else if (pCur->eFast == CV_FAST_F4) {
+      float f;
+      memcpy(&f, pCur->aData + pCur->iOff * 4, 4);
+      if (f == f) {
+        sqlite3_result_double(pCtx, (double)f);
+        return SQLITE_OK;
+      }
+    }
+  }
+  return cvColumnSlow(pCur, pCtx, iCol);
 }
 
 /* The rowid is the cell's C-order index in the whole array. */

@@ -219,7 +219,8 @@ static int catervaDestroy(sqlite3_vtab *pVtab) {
 
 /* ---- bcolz directories ------------------------------------------------------------------
 ** A bcolz directory is a table of this module too, with its own plan and cursor
-** (bcolz_vtab.c): these slots send its calls there. It never writes, so xBegin (reached
+** (bcolz_vtab.c): these slots send its calls there (xNext, xEof and xColumn, called for
+** every row, go straight to cursor.c, which tells the cursors apart). It never writes, so xBegin (reached
 ** only by a statement that writes it) and xUpdate refuse; the other transaction slots do
 ** nothing for a table that is not in a transaction. */
 #define CV_IS_BCOLZ(pVtab) (((CvVtab *)(pVtab))->pBcolz != 0)
@@ -237,16 +238,6 @@ static int catervaFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxS
                          sqlite3_value **argv) {
   return CV_IS_BCOLZ(pCur->pVtab) ? cvBzFilter(pCur, idxNum, idxStr, argc, argv)
                                   : cvCursorFilter(pCur, idxNum, idxStr, argc, argv);
-}
-static int catervaNext(sqlite3_vtab_cursor *pCur) {
-  return CV_IS_BCOLZ(pCur->pVtab) ? cvBzNext(pCur) : cvCursorNext(pCur);
-}
-static int catervaEof(sqlite3_vtab_cursor *pCur) {
-  return CV_IS_BCOLZ(pCur->pVtab) ? cvBzEof(pCur) : cvCursorEof(pCur);
-}
-static int catervaColumn(sqlite3_vtab_cursor *pCur, sqlite3_context *pCtx, int iCol) {
-  return CV_IS_BCOLZ(pCur->pVtab) ? cvBzColumn(pCur, pCtx, iCol)
-                                  : cvCursorColumn(pCur, pCtx, iCol);
 }
 static int catervaRowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid) {
   return CV_IS_BCOLZ(pCur->pVtab) ? cvBzRowid(pCur, pRowid) : cvCursorRowid(pCur, pRowid);
@@ -279,9 +270,9 @@ static sqlite3_module catervaModule = {
   /* xOpen         */ catervaOpen,      /* cursor.c, as are the slots down to xRowid */
   /* xClose        */ catervaClose,
   /* xFilter       */ catervaFilter,
-  /* xNext         */ catervaNext,
-  /* xEof          */ catervaEof,
-  /* xColumn       */ catervaColumn,
+  /* xNext         */ cvCursorNext,     /* cursor.c, for both kinds of cursor */
+  /* xEof          */ cvCursorEof,
+  /* xColumn       */ cvCursorColumn,
   /* xRowid        */ catervaRowid,
   /* xUpdate       */ catervaUpdate,    /* write.c */
   /* xBegin        */ catervaBegin,     /* vtab_txn.c, as are the transaction slots */

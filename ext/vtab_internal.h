@@ -135,6 +135,29 @@ struct CvVtab {
                                       ** only base, pConn, db and zPath above are used */
 };
 
+
+/*
+** The members both kinds of cursor begin with: CvCursor (cursor.c) scanning an array, and
+** CvBzCursor (bcolz_vtab.c) scanning a bcolz directory. The module's xNext, xEof and xColumn
+** (cursor.c) read them before they know the kind, so that a row inside a run of cells costs
+** no dispatch: nFast counts the further cells xNext reaches by stepping along the last
+** dimension alone (in the same block, the same box and the row budget), and is always 0 in
+** a bcolz cursor.
+*/
+/* Keeps a rarely taken path out of its caller, so that the caller's common path needs no
+** stack frame (xNext and xColumn run once per row). */
+#if defined(__GNUC__)
+#define CV_NOINLINE __attribute__((noinline))
+#else
+#define CV_NOINLINE
+#endif
+
+#define CV_CURSOR_HEAD                                                                   \
+  sqlite3_vtab_cursor base;           /* Base class - must be first */                  \
+  int bEof;                           /* No more rows */                                \
+  int bBcolz;                         /* A CvBzCursor, else a CvCursor */               \
+  int64_t nFast;                      /* Steps xNext takes along the last dimension */
+
 /*
 ** A scan. Each dimension has a sorted list of disjoint ranges ("runs"): one for bounds,
 ** several for an IN list (consecutive values merged). The scan visits the boxes of the
@@ -142,8 +165,7 @@ struct CvVtab {
 ** iterator's order, and the cells of each block in C order.
 */
 struct CvCursor {
-  sqlite3_vtab_cursor base;           /* Base class - must be first */
-  int bEof;                           /* No more rows */
+  CV_CURSOR_HEAD
   int bValue;                         /* The query reads the value column */
   int bCached;                        /* Blocks come from the table's cache, on demand */
   int bOrdered;                       /* Cells in C order, without the block iterator */
@@ -169,6 +191,9 @@ struct CvCursor {
   CvVarPos *aVarPos;                  /* Current block of each further array (nVar) */
   int64_t aCoord[CV_MAX_DIM];         /* Coordinates of the current row */
   int64_t iOff;                       /* Item offset of aCoord inside the block */
+  int kLast;                          /* nDim - 1: the dimension of the fast steps */
+  int iValueCol;                      /* nDim: the value column ... */
+  int eFast;                          /* ... and how xColumn reads it (CV_FAST_*) */
   CvValPred val;                      /* Value constraints: blocks they rule out are skipped */
 };
 
@@ -419,7 +444,6 @@ int cvBzClose(sqlite3_vtab_cursor *pCursor);
 int cvBzFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr, int argc,
                sqlite3_value **argv);
 int cvBzNext(sqlite3_vtab_cursor *pCursor);
-int cvBzEof(sqlite3_vtab_cursor *pCursor);
 int cvBzColumn(sqlite3_vtab_cursor *pCursor, sqlite3_context *pCtx, int iCol);
 int cvBzRowid(sqlite3_vtab_cursor *pCursor, sqlite3_int64 *pRowid);
 int cvBzUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 *pRowid);

@@ -111,40 +111,64 @@ static int cvTableRefMatches(const CvTableRef *pRef, const char *zArg) {
          sqlite3_stricmp(zArg + nSchema + 1, pRef->zName) == 0;
 }
 
+/* Might the schema hold a table zTable (in schema zSchema, or any when NULL)? Asked without
+** compiling a statement, which a path (the common argument) would make fail at a cost of a
+** parse and an error message per call; 1 when the library cannot tell. */
+static int cvTableMayExist(sqlite3 *db, const char *zSchema, const char *zTable) {
+  if (sqlite3_api->table_column_metadata == 0) return 1;
+  return sqlite3_table_column_metadata(db, zSchema, zTable, 0, 0, 0, 0, 0, 0) == SQLITE_OK;
+}
+
 /* Connect table zArg ("name" or "schema.name") if the schema has it; errors are ignored (the
 ** argument is then a path). */
 static void cvConnectByName(sqlite3 *db, const char *zArg) {
   const char *zDot = strchr(zArg, '.');
   sqlite3_stmt *pStmt = 0;
-  char *zSql;
-  if (zDot && strchr(zDot + 1, '.') == 0)
-    zSql = sqlite3_mprintf("SELECT 0 FROM \"%.*w\".\"%w\"", (int)(zDot - zArg), zArg, zDot + 1);
-  else
+  char *zSql = 0, *zSchema = 0;
+  if (zDot && strchr(zDot + 1, '.') == 0) {
+    zSchema = sqlite3_mprintf("%.*s", (int)(zDot - zArg), zArg);
+    if (zSchema && cvTableMayExist(db, zSchema, zDot + 1))
+      zSql = sqlite3_mprintf("SELECT 0 FROM \"%w\".\"%w\"", zSchema, zDot + 1);
+  } else if (cvTableMayExist(db, 0, zArg)) {
     zSql = sqlite3_mprintf("SELECT 0 FROM \"%w\"", zArg);
-  if (zSql == 0) return;
-  (void)sqlite3_prepare_v2(db, zSql, -1, &pStmt, 0);
+  }
+  if (zSql) (void)sqlite3_prepare_v2(db, zSql, -1, &pStmt, 0);
   sqlite3_finalize(pStmt);
   sqlite3_free(zSql);
+  sqlite3_free(zSchema);
+}
+
+/* Rank of a schema in SQLite's search for an unqualified name: temp, main, the others. */
+static int cvSchemaRank(const char *zSchema) {
+  return sqlite3_stricmp(zSchema, "temp") == 0 ? 0 : sqlite3_stricmp(zSchema, "main") == 0 ? 1 : 2;
 }
 
 static const CvTableRef *cvConnFind(CvConn *p, const char *zArg) {
   const CvTableRef *pFound = 0;
-  /* The first match in "main", then "temp", then the others, as SQLite resolves an unqualified
-  ** name; a qualified one matches one table at most. */
+  /* Among the connected tables, the first match in "temp", then "main", then the others, as
+  ** SQLite resolves an unqualified name; a qualified one matches one table at most. */
   for (const CvTableRef *pRef = p->pTables; pRef; pRef = pRef->pNext) {
     if (!cvTableRefMatches(pRef, zArg)) continue;
-    if (pFound == 0 || sqlite3_stricmp(pRef->zSchema, "main") == 0 ||
-        (sqlite3_stricmp(pRef->zSchema, "temp") == 0 &&
-         sqlite3_stricmp(pFound->zSchema, "main") != 0))
+    if (pFound == 0 || cvSchemaRank(pRef->zSchema) < cvSchemaRank(pFound->zSchema))
       pFound = pRef;
   }
   return pFound;
 }
 
+/* Could an unqualified zArg name a table in a schema SQLite searches before pFound's? */
+static int cvHiddenByEarlier(sqlite3 *db, const CvTableRef *pFound, const char *zArg) {
+  int iRank = cvSchemaRank(pFound->zSchema);
+  if (sqlite3_stricmp(zArg, pFound->zName) != 0) return 0; /* qualified */
+  return (iRank > 0 && cvTableMayExist(db, "temp", zArg)) ||
+         (iRank > 1 && cvTableMayExist(db, "main", zArg));
+}
+
 const char *cvConnResolve(CvConn *p, sqlite3 *db, const char *zArg, void **ppTab) {
   const CvTableRef *pFound = cvConnFind(p, zArg);
   *ppTab = 0;
-  if (pFound == 0 && db) {
+  /* Not connected yet, or hidden from an unqualified name by a table of a schema SQLite
+  ** searches first that is not connected yet: connect what SQLite would read. */
+  if (db && (pFound == 0 || cvHiddenByEarlier(db, pFound, zArg))) {
     cvConnectByName(db, zArg);
     pFound = cvConnFind(p, zArg);
   }

@@ -26,6 +26,7 @@ SQLITE_EXTENSION_INIT3
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void cvBzResultError(sqlite3_context *pCtx, CvConn *pConn, const char *zWhat, int rc) {
   const char *zMsg = caterva_ctx_errmsg(pConn->pCtx);
@@ -91,8 +92,11 @@ const char *cvBzPathArg(sqlite3_context *pCtx, CvConn *pConn, sqlite3_value *pAr
   const char *zArg = (const char *)sqlite3_value_text(pArg);
   const char *zPath;
   void *pTab;
+  struct stat st;
   if (zArg == 0 || zArg[0] == 0) return 0;
   zPath = cvConnResolve(pConn, sqlite3_context_db_handle(pCtx), zArg, &pTab);
+  /* Both kinds are directories: a file (a contiguous frame) costs one stat() here. */
+  if (stat(zPath, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
   return caterva_bcolz_kind(zPath) != CATERVA_BCOLZ_NONE || caterva_bcolz_converted(zPath) ? zPath
                                                                                          : 0;
 }

@@ -26,6 +26,8 @@
  */
 #include <sqlite3.h>
 
+#include "benchutil.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -36,27 +38,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static void die(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "bench_bcolz: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  exit(1);
-}
-
-static void exec_sql(sqlite3 *db, const char *sql) {
-  char *err = NULL;
-  if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) die("%s: %s", sql, err);
-}
 
 /* Bytes of a file, or of every file under a directory. */
 static long long du(const char *path) {
@@ -102,9 +83,9 @@ typedef struct { char v[4][64]; int n; double ms; } result;
 static result run(sqlite3 *db, const char *sql) {
   result r;
   sqlite3_stmt *st;
-  double t0 = now_ms();
+  double t0 = bench_now_ms();
   memset(&r, 0, sizeof r);
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) die("%s: %s", sql, sqlite3_errmsg(db));
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) bench_die("%s: %s", sql, sqlite3_errmsg(db));
   if (sqlite3_step(st) == SQLITE_ROW) {
     r.n = sqlite3_column_count(st) < 4 ? sqlite3_column_count(st) : 4;
     for (int k = 0; k < r.n; k++) {
@@ -114,8 +95,8 @@ static result run(sqlite3 *db, const char *sql) {
         snprintf(r.v[k], sizeof r.v[k], "%s", (const char *)sqlite3_column_text(st, k));
     }
   }
-  if (sqlite3_finalize(st) != SQLITE_OK) die("%s: %s", sql, sqlite3_errmsg(db));
-  r.ms = now_ms() - t0;
+  if (sqlite3_finalize(st) != SQLITE_OK) bench_die("%s: %s", sql, sqlite3_errmsg(db));
+  r.ms = bench_now_ms() - t0;
   return r;
 }
 
@@ -148,16 +129,17 @@ static int row(sqlite3 *db, const char *what, const char *bz_sql, const char *pl
 static void spawn(const char *prog, const char *a1, const char *a2, const char *a3) {
   pid_t pid = fork();
   int status;
-  if (pid < 0) die("fork: %s", strerror(errno));
+  if (pid < 0) bench_die("fork: %s", strerror(errno));
   if (pid == 0) {
     execl(prog, prog, a1, a2, a3, (char *)NULL);
     _exit(127);
   }
   if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    die("%s failed", prog);
+    bench_die("%s failed", prog);
 }
 
 int main(int argc, char **argv) {
+  bench_prog = "bench_bcolz";
   char ext[4096], mk[4096], tmp[1024] = "/tmp", bz[1200], dbpath[1200], conv[1200], sql[8192];
   char self[2048], nrows_s[32];
   long long n = 10000000, lo, hi, total_blocks = 0;
@@ -178,27 +160,27 @@ int main(int argc, char **argv) {
     case 't': snprintf(tmp, sizeof tmp, "%s", optarg); break;
     case 'n': n = atoll(optarg); break;
     case 'k': keep = 1; break;
-    default: die("usage: bench_bcolz [-e EXT] [-m MKBCOLZ] [-t TMPDIR] [-n ROWS] [-k]");
+    default: bench_die("usage: bench_bcolz [-e EXT] [-m MKBCOLZ] [-t TMPDIR] [-n ROWS] [-k]");
     }
   }
-  if (n < 100) die("-n: at least 100 rows");
+  if (n < 100) bench_die("-n: at least 100 rows");
   snprintf(bz, sizeof bz, "%s/bench_bcolz.%ld.bcolz", tmp, (long)getpid());
   snprintf(dbpath, sizeof dbpath, "%s/bench_bcolz.%ld.db", tmp, (long)getpid());
   snprintf(conv, sizeof conv, "%s/bench_bcolz.%ld.b2nd.d", tmp, (long)getpid());
   snprintf(nrows_s, sizeof nrows_s, "%lld", n);
-  t0 = now_ms();
+  t0 = bench_now_ms();
   spawn(mk, "--bench", bz, nrows_s);
-  printf("ctable of %lld rows written by c-blosc 1.x in %.0f ms\n", n, now_ms() - t0);
+  printf("ctable of %lld rows written by c-blosc 1.x in %.0f ms\n", n, bench_now_ms() - t0);
 
-  if (sqlite3_open(dbpath, &db) != SQLITE_OK) die("cannot open %s", dbpath);
+  if (sqlite3_open(dbpath, &db) != SQLITE_OK) bench_die("cannot open %s", dbpath);
   sqlite3_enable_load_extension(db, 1);
-  if (sqlite3_load_extension(db, ext, NULL, NULL) != SQLITE_OK) die("cannot load %s", ext);
+  if (sqlite3_load_extension(db, ext, NULL, NULL) != SQLITE_OK) bench_die("cannot load %s", ext);
   snprintf(sql, sizeof sql, "CREATE VIRTUAL TABLE temp.bz USING caterva('%s')", bz);
-  exec_sql(db, sql);
-  exec_sql(db, "CREATE TABLE plain(id INTEGER PRIMARY KEY, price REAL, qty INTEGER, flag INTEGER)");
-  t0 = now_ms();
-  exec_sql(db, "BEGIN; INSERT INTO plain SELECT id, price, qty, flag FROM bz; COMMIT");
-  load_ms = now_ms() - t0;
+  bench_exec(db, sql);
+  bench_exec(db, "CREATE TABLE plain(id INTEGER PRIMARY KEY, price REAL, qty INTEGER, flag INTEGER)");
+  t0 = bench_now_ms();
+  bench_exec(db, "BEGIN; INSERT INTO plain SELECT id, price, qty, flag FROM bz; COMMIT");
+  load_ms = bench_now_ms() - t0;
   printf("plain table loaded from it (INSERT ... SELECT, one transaction) in %.0f ms\n\n", load_ms);
   {
     /* total blocks: a full scan of every column from a fresh counter */
@@ -221,23 +203,23 @@ int main(int argc, char **argv) {
              "id >= %lld AND id < %lld", lo, hi);
     ok &= row(db, "1 % row range, 3 columns", sql, psql, hi - lo);
   }
-  exec_sql(db, "CREATE TEMP TABLE k(r INTEGER PRIMARY KEY)");
+  bench_exec(db, "CREATE TEMP TABLE k(r INTEGER PRIMARY KEY)");
   snprintf(sql, sizeof sql, "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s "
            "WHERE i < 1000) INSERT OR IGNORE INTO k SELECT abs(random()) %% %lld FROM s", n);
-  exec_sql(db, sql);
-  exec_sql(db, "ANALYZE temp");
+  bench_exec(db, sql);
+  bench_exec(db, "ANALYZE temp");
   ok &= row(db, "1000 lookups (join)",
             "SELECT sum(bz.price), sum(bz.qty) FROM k JOIN bz ON bz.rowid = k.r",
             "SELECT sum(plain.price), sum(plain.qty) FROM k JOIN plain ON plain.id = k.r",
             int_of(db, "SELECT count(*) FROM k"));
   printf("\nblocks in the ctable (all columns): %lld\n", total_blocks);
-  t0 = now_ms();
+  t0 = bench_now_ms();
   snprintf(sql, sizeof sql, "SELECT caterva_import('%s', '%s')", bz, conv);
-  exec_sql(db, sql);
-  conv_ms = now_ms() - t0;
+  bench_exec(db, sql);
+  conv_ms = bench_now_ms() - t0;
   /* the converted directory opens as one table: the same queries on it */
   snprintf(sql, sizeof sql, "CREATE VIRTUAL TABLE temp.cv USING caterva('%s')", conv);
-  exec_sql(db, sql);
+  bench_exec(db, sql);
   printf("\nthe converted directory as one table (caterva('%s'); d0 = the row number), the "
          "same queries (the 'bcolz' columns are the converted table's):\n\n", "<dir>");
   printf("| query                      |       rows |  conv. ms |   rows/s  |  plain ms |   rows/s  | ratio |   blocks | result |\n");
@@ -247,7 +229,7 @@ int main(int argc, char **argv) {
   {   /* a table of its own: cv's block cache holds what its scan read */
     char psql[512];
     snprintf(sql, sizeof sql, "CREATE VIRTUAL TABLE temp.cv2 USING caterva('%s')", conv);
-    exec_sql(db, sql);
+    bench_exec(db, sql);
     snprintf(sql, sizeof sql, "SELECT sum(price), sum(qty), sum(flag) FROM cv2 WHERE d0 >= %lld "
              "AND d0 < %lld", lo, hi);
     snprintf(psql, sizeof psql, "SELECT sum(price), sum(qty), sum(flag) FROM plain WHERE "
@@ -270,6 +252,6 @@ int main(int argc, char **argv) {
     rm_rf(conv);
     unlink(dbpath);
   }
-  if (!ok) die("results differ");
+  if (!ok) bench_die("results differ");
   return 0;
 }

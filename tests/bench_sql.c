@@ -35,6 +35,8 @@
 
 #include <sqlite3.h>
 
+#include "benchutil.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -45,27 +47,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static void die(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "bench_sql: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  exit(1);
-}
-
-static void exec_sql(sqlite3 *db, const char *sql) {
-  char *err = NULL;
-  if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) die("%s: %s", sql, err);
-}
 
 static long long file_size(const char *path) {
   struct stat st;
@@ -175,14 +156,14 @@ static double run_once(sqlite3 *db, const char *sql, double *result, long long *
   long long n = 0;
   int rc, i;
   if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-    die("%s: %s", sql, sqlite3_errmsg(db));
-  t0 = now_ms();
+    bench_die("%s: %s", sql, sqlite3_errmsg(db));
+  t0 = bench_now_ms();
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     for (i = 0; i < sqlite3_column_count(st); i++) acc += sqlite3_column_double(st, i);
     n++;
   }
-  t0 = now_ms() - t0;
-  if (rc != SQLITE_DONE) die("%s: %s", sql, sqlite3_errmsg(db));
+  t0 = bench_now_ms() - t0;
+  if (rc != SQLITE_DONE) bench_die("%s: %s", sql, sqlite3_errmsg(db));
   sqlite3_finalize(st);
   *result = acc;
   *nrows = n;
@@ -201,8 +182,8 @@ static double best_of(sqlite3 *db, const char *sql, const Setup *setup, double *
   int k;
   for (k = 0; k < 3 || (total < 300.0 && k < 20); k++) {
     if (setup) {
-      exec_sql(db, "DROP TABLE IF EXISTS temp.cat");
-      exec_sql(db, setup->cat_create);
+      bench_exec(db, "DROP TABLE IF EXISTS temp.cat");
+      bench_exec(db, setup->cat_create);
     }
     t = run_once(db, sql, result, nrows);
     total += t;
@@ -230,22 +211,22 @@ static void build_plain(caterva_ctx *ctx, Dataset *d) {
   int64_t n = d->shape[0] * d->shape[1] * d->shape[2], idx = 0;
   int isize = caterva_array_itemsize(d->arr), i, j, k;
   uint8_t *buf = malloc((size_t)(n * isize));
-  double t0 = now_ms();
-  if (buf == NULL) die("out of memory");
+  double t0 = bench_now_ms();
+  if (buf == NULL) bench_die("out of memory");
   if (caterva_array_to_buffer(ctx, d->arr, buf, n * isize) < 0)
-    die("%s: %s", d->path, caterva_ctx_errmsg(ctx));
+    bench_die("%s: %s", d->path, caterva_ctx_errmsg(ctx));
   unlink(d->dbpath);
-  if (sqlite3_open(d->dbpath, &db) != SQLITE_OK) die("%s: %s", d->dbpath, sqlite3_errmsg(db));
-  exec_sql(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-262144");
+  if (sqlite3_open(d->dbpath, &db) != SQLITE_OK) bench_die("%s: %s", d->dbpath, sqlite3_errmsg(db));
+  bench_exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-262144");
   snprintf(sql, sizeof(sql),
            "CREATE TABLE plain(%s INTEGER, %s INTEGER, %s INTEGER, value REAL, "
            "PRIMARY KEY(%s, %s, %s)) WITHOUT ROWID",
            d->dims[0], d->dims[1], d->dims[2], d->dims[0], d->dims[1], d->dims[2]);
-  exec_sql(db, sql);
-  exec_sql(db, "BEGIN");
+  bench_exec(db, sql);
+  bench_exec(db, "BEGIN");
   if (sqlite3_prepare_v2(db, "INSERT INTO plain VALUES(?1, ?2, ?3, ?4)", -1, &st, NULL) !=
       SQLITE_OK)
-    die("prepare: %s", sqlite3_errmsg(db));
+    bench_die("prepare: %s", sqlite3_errmsg(db));
   for (i = 0; i < d->shape[0]; i++)
     for (j = 0; j < d->shape[1]; j++)
       for (k = 0; k < d->shape[2]; k++, idx++) {
@@ -261,15 +242,15 @@ static void build_plain(caterva_ctx *ctx, Dataset *d) {
         sqlite3_bind_int(st, 2, j);
         sqlite3_bind_int(st, 3, k);
         sqlite3_bind_double(st, 4, v);
-        if (sqlite3_step(st) != SQLITE_DONE) die("insert: %s", sqlite3_errmsg(db));
+        if (sqlite3_step(st) != SQLITE_DONE) bench_die("insert: %s", sqlite3_errmsg(db));
         sqlite3_reset(st);
       }
   sqlite3_finalize(st);
-  exec_sql(db, "COMMIT");
+  bench_exec(db, "COMMIT");
   sqlite3_close(db);
   free(buf);
   fprintf(stderr, "  plain table of %s: %lld rows inserted in %.1f s\n", d->label, (long long)n,
-          (now_ms() - t0) / 1e3);
+          (bench_now_ms() - t0) / 1e3);
 }
 
 /* The N^3 float64 array: a smooth field, sin(0.05 i) cos(0.07 j) + 0.01 k. */
@@ -278,7 +259,7 @@ static void make_cube(caterva_ctx *ctx, Dataset *d, int n) {
   size_t total = (size_t)n * n * n, idx = 0;
   double *buf = malloc(total * sizeof(double));
   int i, j, k;
-  if (buf == NULL) die("out of memory");
+  if (buf == NULL) bench_die("out of memory");
   for (i = 0; i < n; i++)
     for (j = 0; j < n; j++)
       for (k = 0; k < n; k++, idx++) {
@@ -292,7 +273,7 @@ static void make_cube(caterva_ctx *ctx, Dataset *d, int n) {
   p.path = d->path;
   unlink(d->path);
   if (caterva_array_from_buffer(ctx, &p, buf, (int64_t)(total * sizeof(double)), &d->arr) < 0)
-    die("%s: %s", d->path, caterva_ctx_errmsg(ctx));
+    bench_die("%s: %s", d->path, caterva_ctx_errmsg(ctx));
   free(buf);
 }
 
@@ -363,7 +344,7 @@ static void shell_floor(const char *ext, const char *dir, const Dataset *d, int6
   if (shell_path[0] == 0) return;
   snprintf(script, sizeof(script), "%s/scan.sql", dir);
   f = fopen(script, "w");
-  if (f == NULL) die("%s: %s", script, strerror(errno));
+  if (f == NULL) bench_die("%s: %s", script, strerror(errno));
   fprintf(f, ".load %s\nCREATE VIRTUAL TABLE temp.cat USING caterva('%s');\n.timer on\n", ext,
           d->path);
   for (i = 0; i < reps; i++)
@@ -373,7 +354,7 @@ static void shell_floor(const char *ext, const char *dir, const Dataset *d, int6
   fclose(f);
   snprintf(cmd, sizeof(cmd), "'%s' :memory: < '%s' 2>&1", shell_path, script);
   f = popen(cmd, "r");
-  if (f == NULL) die("%s: %s", cmd, strerror(errno));
+  if (f == NULL) bench_die("%s: %s", cmd, strerror(errno));
   got = fread(out, 1, sizeof(out) - 1, f);
   out[got] = 0;
   if (pclose(f) != 0 || !shell_times(out, reps, &tcat, &tser)) {
@@ -394,10 +375,10 @@ static double lib_slice_ms(caterva_ctx *ctx, caterva_array *a, const int64_t *st
                            const int64_t *stop, void *buf, int64_t cap) {
   double best = 1e300, total = 0.0;
   for (int k = 0; k < 5 || (total < 200.0 && k < 50); k++) {
-    double t = now_ms();
+    double t = bench_now_ms();
     if (caterva_array_get_slice(ctx, a, start, stop, buf, cap) < 0)
-      die("get_slice: %s", caterva_ctx_errmsg(ctx));
-    t = now_ms() - t;
+      bench_die("get_slice: %s", caterva_ctx_errmsg(ctx));
+    t = bench_now_ms() - t;
     total += t;
     if (t < best) best = t;
   }
@@ -415,14 +396,14 @@ static double sql_slice_ms(sqlite3 *db, const char *path, const int64_t *start,
            (long long)start[0], (long long)start[1], (long long)start[2], (long long)stop[0],
            (long long)stop[1], (long long)stop[2]);
   if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-    die("%s: %s", sql, sqlite3_errmsg(db));
+    bench_die("%s: %s", sql, sqlite3_errmsg(db));
   for (int k = 0; k < 5 || (total < 200.0 && k < 50); k++) {
-    double t = now_ms();
+    double t = bench_now_ms();
     if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_bytes(st, 0) != want)
-      die("%s: %s", sql, sqlite3_errmsg(db));
+      bench_die("%s: %s", sql, sqlite3_errmsg(db));
     (void)sqlite3_column_blob(st, 0);
     sqlite3_reset(st);
-    t = now_ms() - t;
+    t = bench_now_ms() - t;
     total += t;
     if (t < best) best = t;
   }
@@ -440,7 +421,7 @@ static void slice_table(sqlite3 *db, caterva_ctx *ctx, const Dataset *d) {
     if (face > cap) cap = face;
   }
   buf = malloc((size_t)(cap * is));
-  if (buf == NULL) die("out of memory");
+  if (buf == NULL) bench_die("out of memory");
   {
     /* The functions keep arrays open only for files whose last change is over 2 s old
     ** (ext/arrcache.c): a file written moments ago is measured once it has settled. */
@@ -530,15 +511,15 @@ static void bench_dataset(sqlite3 *db, caterva_ctx *ctx, Dataset *d) {
   build_plain(ctx, d);
   psize = file_size(d->dbpath);
   snprintf(attach, sizeof(attach), "ATTACH '%s' AS p", d->dbpath);
-  exec_sql(db, attach);
+  bench_exec(db, attach);
   snprintf(create, sizeof(create), "CREATE VIRTUAL TABLE temp.cat USING caterva('%s', dims='%s,%s,%s')",
            d->path, d->dims[0], d->dims[1], d->dims[2]);
   setup.cat_create = create;
 
   /* 1000 random points, the same for both tables. */
-  exec_sql(db, "DROP TABLE IF EXISTS temp.pts");
-  exec_sql(db, "CREATE TEMP TABLE pts(i INTEGER, j INTEGER, k INTEGER)");
-  exec_sql(db, "BEGIN");
+  bench_exec(db, "DROP TABLE IF EXISTS temp.pts");
+  bench_exec(db, "CREATE TEMP TABLE pts(i INTEGER, j INTEGER, k INTEGER)");
+  bench_exec(db, "BEGIN");
   for (i = 0; i < 1000; i++) {
     int64_t c[3];
     for (k = 0; k < 3; k++) {
@@ -547,10 +528,10 @@ static void bench_dataset(sqlite3 *db, caterva_ctx *ctx, Dataset *d) {
     }
     snprintf(sql, sizeof(sql), "INSERT INTO pts VALUES(%lld, %lld, %lld)", (long long)c[0],
              (long long)c[1], (long long)c[2]);
-    exec_sql(db, sql);
+    bench_exec(db, sql);
   }
-  exec_sql(db, "COMMIT");
-  exec_sql(db, "ANALYZE temp");  /* pts has 1000 rows, not SQLite's default guess of 1M */
+  bench_exec(db, "COMMIT");
+  bench_exec(db, "ANALYZE temp");  /* pts has 1000 rows, not SQLite's default guess of 1M */
 
   for (k = 0; k < 3; k++) {
     snprintf(cnm_buf[k], sizeof(cnm_buf[k]), "%s_index", d->dims[k]);
@@ -573,8 +554,8 @@ static void bench_dataset(sqlite3 *db, caterva_ctx *ctx, Dataset *d) {
     subst(qp, sizeof(qp), q[i].sql, "p.plain");
     if (strstr(q[i].label, "blocks cached") != NULL) {
       /* Warm: create the table once and run the query once untimed, then time repeats. */
-      exec_sql(db, "DROP TABLE IF EXISTS temp.cat");
-      exec_sql(db, setup.cat_create);
+      bench_exec(db, "DROP TABLE IF EXISTS temp.cat");
+      bench_exec(db, setup.cat_create);
       run_once(db, qc, &rc_, &nc);
       tc = best_of(db, qc, NULL, &rc_, &nc);
     } else {
@@ -600,11 +581,12 @@ static void bench_dataset(sqlite3 *db, caterva_ctx *ctx, Dataset *d) {
          nitems * caterva_array_itemsize(d->arr) / 1e6, fsize / 1e6, psize / 1e6,
          (double)psize / (double)fsize);
   fflush(stdout);
-  exec_sql(db, "DROP TABLE IF EXISTS temp.cat");
-  exec_sql(db, "DETACH p");
+  bench_exec(db, "DROP TABLE IF EXISTS temp.cat");
+  bench_exec(db, "DETACH p");
 }
 
 int main(int argc, char **argv) {
+  bench_prog = "bench_sql";
   char ext[4096] = "", mkdemo[4096] = "", tmpdir[1024] = "/tmp", dir[2048], self[2048];
   const char *demo = NULL;
   sqlite3 *db;
@@ -637,10 +619,10 @@ int main(int argc, char **argv) {
         return 2;
     }
   }
-  if (n < 20) die("-n must be at least 20");
+  if (n < 20) bench_die("-n must be at least 20");
   snprintf(dir, sizeof(dir), "%s/bench_sql.XXXXXX", tmpdir);
-  if (mkdtemp(dir) == NULL) die("mkdtemp %s: %s", dir, strerror(errno));
-  if (caterva_ctx_new(2, &ctx) != CATERVA_OK) die("no context");
+  if (mkdtemp(dir) == NULL) bench_die("mkdtemp %s: %s", dir, strerror(errno));
+  if (caterva_ctx_new(2, &ctx) != CATERVA_OK) bench_die("no context");
   g_ext = ext;
   g_dir = dir;
 
@@ -660,9 +642,9 @@ int main(int argc, char **argv) {
   } else if (demo == NULL) {
     char cmd[9000];
     snprintf(cmd, sizeof(cmd), "'%s' '%s/demo'", mkdemo, dir);
-    t0 = now_ms();
-    if (system(cmd) != 0) die("%s failed", cmd);
-    fprintf(stderr, "  demo array written by mkdemo in %.1f s\n", (now_ms() - t0) / 1e3);
+    t0 = bench_now_ms();
+    if (system(cmd) != 0) bench_die("%s failed", cmd);
+    fprintf(stderr, "  demo array written by mkdemo in %.1f s\n", (bench_now_ms() - t0) / 1e3);
     snprintf(dem.path, sizeof(dem.path), "%s/demo/temp.b2nd", dir);
   } else {
     snprintf(dem.path, sizeof(dem.path), "%s", demo);
@@ -670,8 +652,8 @@ int main(int argc, char **argv) {
   snprintf(dem.dbpath, sizeof(dem.dbpath), "%s/demo.db", dir);
   dem.dims[0] = "time", dem.dims[1] = "lat", dem.dims[2] = "lon";
   if (!cube_only && caterva_array_open(ctx, dem.path, CATERVA_OPEN_READ, &dem.arr) < 0)
-    die("%s: %s", dem.path, caterva_ctx_errmsg(ctx));
-  if (!cube_only && caterva_array_ndim(dem.arr) != 3) die("%s: not 3-d", dem.path);
+    bench_die("%s: %s", dem.path, caterva_ctx_errmsg(ctx));
+  if (!cube_only && caterva_array_ndim(dem.arr) != 3) bench_die("%s: not 3-d", dem.path);
   if (!cube_only) memcpy(dem.shape, caterva_array_shape(dem.arr), sizeof(dem.shape));
   snprintf(self, sizeof(self), "demo temperatures, float32");
   dem.label = "demo temperatures, float32";
@@ -681,11 +663,11 @@ int main(int argc, char **argv) {
     cube.label = cl;
   }
 
-  if (sqlite3_open(":memory:", &db) != SQLITE_OK) die("sqlite3_open");
+  if (sqlite3_open(":memory:", &db) != SQLITE_OK) bench_die("sqlite3_open");
   sqlite3_enable_load_extension(db, 1);
-  if (sqlite3_load_extension(db, ext, NULL, &err) != SQLITE_OK) die("loading %s: %s", ext, err);
+  if (sqlite3_load_extension(db, ext, NULL, &err) != SQLITE_OK) bench_die("loading %s: %s", ext, err);
   if (sqlite3_create_module(db, "bench_count", &countModule, NULL) != SQLITE_OK)
-    die("bench_count: %s", sqlite3_errmsg(db));
+    bench_die("bench_count: %s", sqlite3_errmsg(db));
   printf("SQLite %s, caterva extension %s\n", sqlite3_libversion(), ext);
   bench_dataset(db, ctx, &cube);
   if (!cube_only) bench_dataset(db, ctx, &dem);

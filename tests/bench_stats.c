@@ -24,6 +24,8 @@
 
 #include <sqlite3.h>
 
+#include "benchutil.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,32 +36,11 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static void die(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "bench_stats: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  exit(1);
-}
-
-static void exec_sql(sqlite3 *db, const char *sql) {
-  char *err = NULL;
-  if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) die("%s: %s", sql, err);
-}
-
 static long long blocks_read(sqlite3 *db) {
   sqlite3_stmt *st;
   long long n = -1;
   if (sqlite3_prepare_v2(db, "SELECT caterva_blocks_read()", -1, &st, NULL) != SQLITE_OK)
-    die("%s", sqlite3_errmsg(db));
+    bench_die("%s", sqlite3_errmsg(db));
   if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
   sqlite3_finalize(st);
   return n;
@@ -75,10 +56,10 @@ typedef struct result {
 
 static double run_once(sqlite3 *db, const char *sql, result *r) {
   sqlite3_stmt *st;
-  double t0 = now_ms();
+  double t0 = bench_now_ms();
   int rc;
   memset(r, 0, sizeof *r);
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) die("%s: %s", sql, sqlite3_errmsg(db));
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) bench_die("%s: %s", sql, sqlite3_errmsg(db));
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     for (int c = 0; c < sqlite3_column_count(st); c++) {
       double v = sqlite3_column_double(st, c);
@@ -87,9 +68,9 @@ static double run_once(sqlite3 *db, const char *sql, result *r) {
     }
     r->rows++;
   }
-  if (rc != SQLITE_DONE) die("%s: %s", sql, sqlite3_errmsg(db));
+  if (rc != SQLITE_DONE) bench_die("%s: %s", sql, sqlite3_errmsg(db));
   sqlite3_finalize(st);
-  return now_ms() - t0;
+  return bench_now_ms() - t0;
 }
 
 /* Best of runs; the caterva table t over path is created again before each run. */
@@ -100,11 +81,11 @@ static double best(sqlite3 *db, int runs, const char *path, const char *sql, res
     char create[4200];
     long long b0;
     double ms;
-    exec_sql(db, "DROP TABLE IF EXISTS t");
+    bench_exec(db, "DROP TABLE IF EXISTS t");
     if (path != NULL) {
       snprintf(create, sizeof create,
                "CREATE VIRTUAL TABLE t USING caterva('%s', dims='time,lat,lon')", path);
-      exec_sql(db, create);
+      bench_exec(db, create);
     }
     b0 = blocks_read(db);
     ms = run_once(db, sql, r);
@@ -165,20 +146,21 @@ static void copy_without_stats(const char *src, const char *dst) {
   caterva_ctx *ctx = NULL;
   caterva_schunk *sc = NULL;
   snprintf(cmd, sizeof cmd, "cp '%s' '%s'", src, dst);
-  if (system(cmd) != 0) die("cannot copy %s", src);
+  if (system(cmd) != 0) bench_die("cannot copy %s", src);
   caterva_ctx_new(1, &ctx);
   if (caterva_schunk_open(ctx, dst, CATERVA_OPEN_WRITE, &sc) < 0 ||
       caterva_schunk_vlmeta_delete(ctx, sc, "_caterva_blockstats") < 0)
-    die("removing the statistics of %s: %s", dst, caterva_ctx_errmsg(ctx));
+    bench_die("removing the statistics of %s: %s", dst, caterva_ctx_errmsg(ctx));
   caterva_schunk_free(sc);
   if (caterva_schunk_open(ctx, dst, CATERVA_OPEN_WRITE, &sc) < 0 ||
       caterva_schunk_compact(ctx, sc, 1) < 0)
-    die("compacting %s", dst);
+    bench_die("compacting %s", dst);
   caterva_schunk_free(sc);
   caterva_ctx_free(ctx);
 }
 
 int main(int argc, char **argv) {
+  bench_prog = "bench_stats";
   char ext[4200] = "", demo[4096] = "", tmp[4096] = "/tmp", nostats[4200], dbpath[4200];
   char dir[4000], cmd[8500], q[8600];
   files f = {NULL, NULL, 3};
@@ -196,13 +178,13 @@ int main(int argc, char **argv) {
     else if (opt == 'd') snprintf(demo, sizeof demo, "%s", optarg);
     else if (opt == 't') snprintf(tmp, sizeof tmp, "%s", optarg);
     else if (opt == 'r') f.runs = atoi(optarg) > 0 ? atoi(optarg) : 1;
-    else die("usage: bench_stats [-e EXT] [-d DEMO.b2nd] [-t TMPDIR] [-r RUNS]");
+    else bench_die("usage: bench_stats [-e EXT] [-d DEMO.b2nd] [-t TMPDIR] [-r RUNS]");
   }
   if (demo[0] == '\0') {
     snprintf(demo, sizeof demo, "%s/bench_stats_demo/temp.b2nd", tmp);
     if (stat(demo, &st) != 0) {
       snprintf(cmd, sizeof cmd, "'%s/mkdemo' '%s/bench_stats_demo' >/dev/null", dir, tmp);
-      if (system(cmd) != 0) die("cannot run %s", cmd);
+      if (system(cmd) != 0) bench_die("cannot run %s", cmd);
     }
   }
   snprintf(nostats, sizeof nostats, "%s/bench_stats_nostats.b2nd", tmp);
@@ -212,10 +194,10 @@ int main(int argc, char **argv) {
   f.with = demo;
   f.without = nostats;
 
-  if (sqlite3_open(dbpath, &db) != SQLITE_OK) die("cannot open %s", dbpath);
+  if (sqlite3_open(dbpath, &db) != SQLITE_OK) bench_die("cannot open %s", dbpath);
   sqlite3_enable_load_extension(db, 1);
-  if (sqlite3_load_extension(db, ext, NULL, &err) != SQLITE_OK) die("loading %s: %s", ext, err);
-  exec_sql(db, "PRAGMA cache_size = -262144");
+  if (sqlite3_load_extension(db, ext, NULL, &err) != SQLITE_OK) bench_die("loading %s: %s", ext, err);
+  bench_exec(db, "PRAGMA cache_size = -262144");
   {
     sqlite3_stmt *s;
     int have = 0;
@@ -223,22 +205,22 @@ int main(int argc, char **argv) {
     if (sqlite3_step(s) == SQLITE_ROW) have = sqlite3_column_int(s, 0);
     sqlite3_finalize(s);
     if (!have) {
-      double t0 = now_ms();
+      double t0 = bench_now_ms();
       snprintf(q, sizeof q, "CREATE VIRTUAL TABLE src USING caterva('%s', dims='time,lat,lon')",
                demo);
-      exec_sql(db, q);
-      exec_sql(db, "CREATE TABLE plain(time INTEGER, lat INTEGER, lon INTEGER, value REAL, "
+      bench_exec(db, q);
+      bench_exec(db, "CREATE TABLE plain(time INTEGER, lat INTEGER, lon INTEGER, value REAL, "
                    "PRIMARY KEY(time, lat, lon)) WITHOUT ROWID");
-      exec_sql(db, "INSERT INTO plain SELECT time_index, lat_index, lon_index, value FROM src");
-      exec_sql(db, "DROP TABLE src");
-      fprintf(stderr, "plain table built in %.0f s\n", (now_ms() - t0) / 1e3);
+      bench_exec(db, "INSERT INTO plain SELECT time_index, lat_index, lon_index, value FROM src");
+      bench_exec(db, "DROP TABLE src");
+      fprintf(stderr, "plain table built in %.0f s\n", (bench_now_ms() - t0) / 1e3);
     }
   }
   {
     caterva_ctx *ctx = NULL;
     caterva_array *a = NULL;
     caterva_ctx_new(1, &ctx);
-    if (caterva_array_open(ctx, demo, CATERVA_OPEN_READ, &a) < 0) die("opening %s", demo);
+    if (caterva_array_open(ctx, demo, CATERVA_OPEN_READ, &a) < 0) bench_die("opening %s", demo);
     nblocks = caterva_schunk_nchunks(caterva_array_schunk(a));
     {
       const int64_t *s = caterva_array_shape(a);

@@ -50,6 +50,8 @@
  */
 #include <sqlite3.h>
 
+#include "benchutil.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -82,29 +84,6 @@ static const char *const NOISY_EXPR =
 
 static int failures = 0;
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/* CPU time of the process, all threads (the codec's worker threads included), in ms. */
-static double cpu_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static void die(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "bench_write: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  exit(1);
-}
-
 /* A failed check: reported, and the exit status becomes 1. */
 static void check(int ok, const char *fmt, ...) {
   va_list ap;
@@ -117,18 +96,13 @@ static void check(int ok, const char *fmt, ...) {
   va_end(ap);
 }
 
-static void exec_sql(sqlite3 *db, const char *sql) {
-  char *err = NULL;
-  if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) die("%s: %s", sql, err);
-}
-
 /* The first two columns of the first row of sql, as doubles (count(*) and sums of values
  * on a 1/128 grid are exact in a double). */
 static void query2(sqlite3 *db, const char *sql, double *a, double *b) {
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-    die("%s: %s", sql, sqlite3_errmsg(db));
-  if (sqlite3_step(st) != SQLITE_ROW) die("%s: %s", sql, sqlite3_errmsg(db));
+    bench_die("%s: %s", sql, sqlite3_errmsg(db));
+  if (sqlite3_step(st) != SQLITE_ROW) bench_die("%s: %s", sql, sqlite3_errmsg(db));
   *a = sqlite3_column_double(st, 0);
   *b = sqlite3_column_count(st) > 1 ? sqlite3_column_double(st, 1) : 0.0;
   sqlite3_finalize(st);
@@ -388,8 +362,8 @@ static void open_caterva(Bench *b, const char *sync) {
   snprintf(sql, sizeof(sql),
            "CREATE VIRTUAL TABLE t USING caterva('%s', dims='time,lat,lon', synchronous=%s)",
            b->arr, sync);
-  exec_sql(b->dbc, "DROP TABLE IF EXISTS t");
-  exec_sql(b->dbc, sql);
+  bench_exec(b->dbc, "DROP TABLE IF EXISTS t");
+  bench_exec(b->dbc, sql);
 }
 
 /* One timed statement: wall and process CPU time, ms. */
@@ -399,20 +373,20 @@ typedef struct {
 
 static Timing timed_sql(sqlite3 *db, const char *sql) {
   Timing t;
-  double c0 = cpu_ms(), w0 = now_ms();
-  exec_sql(db, sql);
-  t.wall = now_ms() - w0;
-  t.cpu = cpu_ms() - c0;
+  double c0 = bench_cpu_ms(), w0 = bench_now_ms();
+  bench_exec(db, sql);
+  t.wall = bench_now_ms() - w0;
+  t.cpu = bench_cpu_ms() - c0;
   return t;
 }
 
 /* Timed SELECT count(*), sum(...): the two results in *n, *s. */
 static Timing timed_query(sqlite3 *db, const char *sql, double *n, double *s) {
   Timing t;
-  double c0 = cpu_ms(), w0 = now_ms();
+  double c0 = bench_cpu_ms(), w0 = bench_now_ms();
   query2(db, sql, n, s);
-  t.wall = now_ms() - w0;
-  t.cpu = cpu_ms() - c0;
+  t.wall = bench_now_ms() - w0;
+  t.cpu = bench_cpu_ms() - c0;
   return t;
 }
 
@@ -478,26 +452,26 @@ static void bench_load(Bench *b) {
   floor2 = timed_query(b->dbc, sql, &n2, &s2);
 
   /* The same rows into a virtual table that does nothing with them. */
-  exec_sql(b->dbc, "CREATE VIRTUAL TABLE temp.sink USING bench_sink");
+  bench_exec(b->dbc, "CREATE VIRTUAL TABLE temp.sink USING bench_sink");
   snprintf(sql, sizeof(sql),
            "INSERT INTO sink(time, lat, lon, value) SELECT time, lat, lon, %s "
            "FROM bench_grid(%d, %d, %d)",
            VALUE_EXPR, b->ntime, NLAT, NLON);
   sink = timed_sql(b->dbc, sql);
   check(sqlite3_changes(b->dbc) == b->ncells, "bench_sink took %d rows", sqlite3_changes(b->dbc));
-  exec_sql(b->dbc, "DROP TABLE temp.sink");
+  bench_exec(b->dbc, "DROP TABLE temp.sink");
 
   /* (a) the caterva table; then the same without compression, and noisy values. */
   cat = load_caterva(b, "t", b->arr, 5, VALUE_EXPR, n, s, &t_create);
   cat0 = load_caterva(b, "t0", b->arr0, 0, VALUE_EXPR, n, s, NULL);
   b->size_c0 = file_size(b->arr0);
-  exec_sql(b->dbc, "DROP TABLE t0");
+  bench_exec(b->dbc, "DROP TABLE t0");
   noisy = load_caterva(b, "tn", b->arrn, 5, NOISY_EXPR, n2, s2, NULL);
   b->size_cn = file_size(b->arrn);
-  exec_sql(b->dbc, "DROP TABLE tn");
+  bench_exec(b->dbc, "DROP TABLE tn");
 
   /* (b) the plain table */
-  exec_sql(b->dbp, "CREATE TABLE p(time INTEGER, lat INTEGER, lon INTEGER, value REAL, "
+  bench_exec(b->dbp, "CREATE TABLE p(time INTEGER, lat INTEGER, lon INTEGER, value REAL, "
                    "PRIMARY KEY(time, lat, lon)) WITHOUT ROWID");
   snprintf(sql, sizeof(sql),
            "INSERT INTO p(time, lat, lon, value) SELECT time, lat, lon, %s "
@@ -621,16 +595,16 @@ static Stat time_commits(Bench *b, sqlite3 *db, const char *body_fmt, long long 
     int kk = k * 37 + 11;
     if (body_fmt)
       snprintf(body, sizeof(body), body_fmt, kk % b->ntime, kk * 7 % NLAT, kk * 13 % NLON);
-    c0 = cpu_ms();
-    w0 = now_ms();
-    exec_sql(db, "BEGIN");
+    c0 = bench_cpu_ms();
+    w0 = bench_now_ms();
+    bench_exec(db, "BEGIN");
     if (body_fmt) {
-      exec_sql(db, body);
+      bench_exec(db, body);
       *changed += sqlite3_changes(db);
     }
-    exec_sql(db, "COMMIT");
-    w[k] = now_ms() - w0;
-    c[k] = cpu_ms() - c0;
+    bench_exec(db, "COMMIT");
+    w[k] = bench_now_ms() - w0;
+    c[k] = bench_cpu_ms() - c0;
   }
   return stat_of(w, c, b->commits);
 }
@@ -684,7 +658,7 @@ static void bench_commit(Bench *b) {
   snprintf(label, sizeof(label), "plain, synchronous=%s (default): BEGIN; UPDATE of one row; COMMIT",
            syncmode);
   row_commit(label, time_commits(b, b->dbp, one_p, &cp));
-  exec_sql(b->dbp, "PRAGMA synchronous=OFF");
+  bench_exec(b->dbp, "PRAGMA synchronous=OFF");
   row_commit("plain, synchronous=OFF: BEGIN; UPDATE of one row; COMMIT",
              time_commits(b, b->dbp, one_p, &cp));
   fflush(stdout);
@@ -700,6 +674,7 @@ static void bench_commit(Bench *b) {
 }
 
 int main(int argc, char **argv) {
+  bench_prog = "bench_write";
   char ext[4096], self[2048], tmpdir[1024];
   const char *env = getenv("TMPDIR");
   char *err = NULL, *slash;
@@ -732,25 +707,25 @@ int main(int argc, char **argv) {
         return 2;
     }
   }
-  if (b.ntime < 1 || b.ntime > 100000) die("-n must be from 1 to 100000");
-  if (b.runs < 1 || b.runs > MAXRUNS) die("-r must be from 1 to %d", MAXRUNS);
-  if (b.commits < 1 || b.commits > MAXRUNS) die("-c must be from 1 to %d", MAXRUNS);
+  if (b.ntime < 1 || b.ntime > 100000) bench_die("-n must be from 1 to 100000");
+  if (b.runs < 1 || b.runs > MAXRUNS) bench_die("-r must be from 1 to %d", MAXRUNS);
+  if (b.commits < 1 || b.commits > MAXRUNS) bench_die("-c must be from 1 to %d", MAXRUNS);
   b.ncells = (long long)b.ntime * NLAT * NLON;
   snprintf(b.dir, sizeof(b.dir), "%s/bench_write.XXXXXX", tmpdir);
-  if (mkdtemp(b.dir) == NULL) die("mkdtemp %s: %s", b.dir, strerror(errno));
+  if (mkdtemp(b.dir) == NULL) bench_die("mkdtemp %s: %s", b.dir, strerror(errno));
   snprintf(b.arr, sizeof(b.arr), "%s/t.b2nd", b.dir);
   snprintf(b.arr0, sizeof(b.arr0), "%s/t0.b2nd", b.dir);
   snprintf(b.arrn, sizeof(b.arrn), "%s/tn.b2nd", b.dir);
   snprintf(b.plain, sizeof(b.plain), "%s/plain.db", b.dir);
 
-  if (sqlite3_open(":memory:", &b.dbc) != SQLITE_OK) die("sqlite3_open :memory:");
+  if (sqlite3_open(":memory:", &b.dbc) != SQLITE_OK) bench_die("sqlite3_open :memory:");
   sqlite3_enable_load_extension(b.dbc, 1);
-  if (sqlite3_load_extension(b.dbc, ext, NULL, &err) != SQLITE_OK) die("loading %s: %s", ext, err);
-  if (sqlite3_open(b.plain, &b.dbp) != SQLITE_OK) die("%s: %s", b.plain, sqlite3_errmsg(b.dbp));
+  if (sqlite3_load_extension(b.dbc, ext, NULL, &err) != SQLITE_OK) bench_die("loading %s: %s", ext, err);
+  if (sqlite3_open(b.plain, &b.dbp) != SQLITE_OK) bench_die("%s: %s", b.plain, sqlite3_errmsg(b.dbp));
   if (sqlite3_create_module(b.dbc, "bench_grid", &gridModule, NULL) != SQLITE_OK ||
       sqlite3_create_module(b.dbp, "bench_grid", &gridModule, NULL) != SQLITE_OK ||
       sqlite3_create_module(b.dbc, "bench_sink", &sinkModule, NULL) != SQLITE_OK)
-    die("bench_grid: %s", sqlite3_errmsg(b.dbc));
+    bench_die("bench_grid: %s", sqlite3_errmsg(b.dbc));
 
   printf("SQLite %s, caterva extension %s\n", sqlite3_libversion(), ext);
   printf("Scratch directory %s (file system: %s)\n", b.dir, fs_name(b.dir));
@@ -789,7 +764,7 @@ int main(int argc, char **argv) {
     if (getloadavg(la, 3) == 3) printf("\nLoad average at the end: %.2f %.2f %.2f.\n", la[0], la[1], la[2]);
   }
 
-  exec_sql(b.dbc, "DROP TABLE IF EXISTS t");
+  bench_exec(b.dbc, "DROP TABLE IF EXISTS t");
   sqlite3_close(b.dbc);
   sqlite3_close(b.dbp);
   if (!keep) {

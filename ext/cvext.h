@@ -85,12 +85,22 @@ void cvConnArrayCacheFree(CvConn *pConn);
 ** the function in the message). Give it back with cvConnArrayPut (it may stay open).
 ** cvResultLibError: report a failed library call rc ("caterva: zWhat: ...") on pCtx.
 ** cvBoxArgs: the box [aStart, aStop) given by two JSON arrays of integers, as caterva_slice
-** takes them (a NULL pointer or SQL NULL: the whole extent); 0 after reporting an error. */
+** takes them (a NULL pointer or SQL NULL: the whole extent; an integer: a position along
+** the first dimension, the others whole); 0 after reporting an error. cvBoxArgsShape: the same for nDim
+** extents aShape (bcolz carrays).
+** cvResultBox: the function's result, a BLOB of nByte bytes (computed in a double, so an
+** overflowing product is refused too) that xFill(pArg, aBuf, nByte) fills: refused beyond
+** SQLITE_LIMIT_LENGTH, an empty BLOB for 0 bytes. Returns xFill's negative library error code
+** (the BLOB freed, the caller reports it), SQLITE_OK otherwise (result or error set). */
 caterva_array *cvOpenArg(sqlite3_context *pCtx, CvConn *pConn, sqlite3_value *pPath,
                          const char *zFunc);
 void cvResultLibError(sqlite3_context *pCtx, CvConn *pConn, const char *zWhat, int rc);
 int cvBoxArgs(sqlite3_context *pCtx, const char *zFunc, caterva_array *pArr,
               sqlite3_value *pStart, sqlite3_value *pStop, int64_t *aStart, int64_t *aStop);
+int cvBoxArgsShape(sqlite3_context *pCtx, const char *zFunc, int nDim, const int64_t *aShape,
+                   sqlite3_value *pStart, sqlite3_value *pStop, int64_t *aStart, int64_t *aStop);
+int cvResultBox(sqlite3_context *pCtx, double nByte, int (*xFill)(void *, uint8_t *, int64_t),
+                void *pArg);
 
 /* Register the module and the functions. Each takes its own references to pConn. */
 int cvRegisterVtab(sqlite3 *db, CvConn *pConn);

@@ -360,11 +360,10 @@ static const char *cvParseIntArray(const char *z, int nDim, int64_t *a) {
   return 0;
 }
 
-int cvBoxArgs(sqlite3_context *pCtx, const char *zFunc, caterva_array *pArr,
-              sqlite3_value *pStart, sqlite3_value *pStop, int64_t *aStart, int64_t *aStop) {
-  const int64_t *aShape = caterva_array_shape(pArr);
+int cvBoxArgsShape(sqlite3_context *pCtx, const char *zFunc, int nDim, const int64_t *aShape,
+                   sqlite3_value *pStart, sqlite3_value *pStop, int64_t *aStart, int64_t *aStop) {
   sqlite3_value *apArg[2];
-  int nDim = caterva_array_ndim(pArr), k, i;
+  int k, i;
   apArg[0] = pStart;
   apArg[1] = pStop;
   for (k = 0; k < nDim; k++) {
@@ -375,6 +374,11 @@ int cvBoxArgs(sqlite3_context *pCtx, const char *zFunc, caterva_array *pArr,
     const char *z;
     const char *zErr;
     if (apArg[i] == 0 || sqlite3_value_type(apArg[i]) == SQLITE_NULL) continue;  /* default */
+    if (sqlite3_value_type(apArg[i]) == SQLITE_INTEGER && nDim >= 1) {
+      /* a row number along the first dimension, the others whole */
+      (i == 0 ? aStart : aStop)[0] = sqlite3_value_int64(apArg[i]);
+      continue;
+    }
     z = (const char *)sqlite3_value_text(apArg[i]);
     zErr = z ? cvParseIntArray(z, nDim, i == 0 ? aStart : aStop) : "is not text";
     if (zErr) {
@@ -397,15 +401,58 @@ int cvBoxArgs(sqlite3_context *pCtx, const char *zFunc, caterva_array *pArr,
   return 1;
 }
 
+int cvBoxArgs(sqlite3_context *pCtx, const char *zFunc, caterva_array *pArr,
+              sqlite3_value *pStart, sqlite3_value *pStop, int64_t *aStart, int64_t *aStop) {
+  return cvBoxArgsShape(pCtx, zFunc, caterva_array_ndim(pArr), caterva_array_shape(pArr), pStart,
+                        pStop, aStart, aStop);
+}
+
+int cvResultBox(sqlite3_context *pCtx, double nByte, int (*xFill)(void *, uint8_t *, int64_t),
+                void *pArg) {
+  uint8_t *aBuf;
+  int rc;
+  if (nByte > (double)sqlite3_limit(sqlite3_context_db_handle(pCtx), SQLITE_LIMIT_LENGTH, -1)) {
+    sqlite3_result_error_toobig(pCtx);
+    return SQLITE_OK;
+  }
+  if (nByte == 0) {
+    sqlite3_result_zeroblob(pCtx, 0);
+    return SQLITE_OK;
+  }
+  aBuf = sqlite3_malloc64((sqlite3_uint64)nByte);
+  if (aBuf == 0) {
+    sqlite3_result_error_nomem(pCtx);
+    return SQLITE_OK;
+  }
+  rc = xFill(pArg, aBuf, (int64_t)nByte);
+  if (rc < 0) {
+    sqlite3_free(aBuf);
+    return rc;
+  }
+  sqlite3_result_blob64(pCtx, aBuf, (sqlite3_uint64)nByte, sqlite3_free);
+  return SQLITE_OK;
+}
+
+/* caterva_slice's fill: the box of an array, through the library. */
+typedef struct CvSliceFill {
+  CvConn *pConn;
+  caterva_array *pArr;
+  const int64_t *aStart, *aStop;
+} CvSliceFill;
+
+static int cvSliceFill(void *pArg, uint8_t *aBuf, int64_t nByte) {
+  CvSliceFill *p = (CvSliceFill *)pArg;
+  return caterva_array_get_slice(p->pConn->pCtx, p->pArr, p->aStart, p->aStop, aBuf, nByte);
+}
+
 /* caterva_slice(path [, start, stop]) -> BLOB of the box's items in C order. */
 static void cvSliceFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   CvConn *pConn = (CvConn *)sqlite3_user_data(pCtx);
-  sqlite3 *db = sqlite3_context_db_handle(pCtx);
   caterva_array *pArr;
   int64_t aStart[CATERVA_MAX_DIM], aStop[CATERVA_MAX_DIM];
   double nByte;
   int k, rc;
-  uint8_t *aBuf;
+  CvSliceFill fill;
   const char *zBcolz;
   if (argc == 2) {
     sqlite3_result_error(pCtx, "caterva_slice: give both start and stop, or neither", -1);
@@ -422,26 +469,12 @@ static void cvSliceFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     goto slice_out;
   nByte = caterva_array_itemsize(pArr);
   for (k = 0; k < caterva_array_ndim(pArr); k++) nByte *= (double)(aStop[k] - aStart[k]);
-  if (nByte > (double)sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1)) {
-    sqlite3_result_error_toobig(pCtx);
-    goto slice_out;
-  }
-  if (nByte == 0) {
-    sqlite3_result_zeroblob(pCtx, 0);
-    goto slice_out;
-  }
-  aBuf = sqlite3_malloc64((sqlite3_uint64)nByte);
-  if (aBuf == 0) {
-    sqlite3_result_error_nomem(pCtx);
-    goto slice_out;
-  }
-  rc = caterva_array_get_slice(pConn->pCtx, pArr, aStart, aStop, aBuf, (int64_t)nByte);
-  if (rc < 0) {
-    sqlite3_free(aBuf);
-    cvResultLibError(pCtx, pConn, "caterva_slice", rc);
-    goto slice_out;
-  }
-  sqlite3_result_blob64(pCtx, aBuf, (sqlite3_uint64)nByte, sqlite3_free);
+  fill.pConn = pConn;
+  fill.pArr = pArr;
+  fill.aStart = aStart;
+  fill.aStop = aStop;
+  rc = cvResultBox(pCtx, nByte, cvSliceFill, &fill);
+  if (rc < 0) cvResultLibError(pCtx, pConn, "caterva_slice", rc);
 slice_out:
   cvConnArrayPut(pConn, pArr);
 }

@@ -177,38 +177,6 @@ void cvBzInfo(sqlite3_context *pCtx, CvConn *pConn, const char *zPath) {
 
 /* ---- caterva_slice ------------------------------------------------------------------------ */
 
-/* A start or stop argument: an integer (a row along axis 0, the other axes whole) or a JSON
-** list of ndim integers. Returns 0, or a static description of what is wrong. */
-static const char *cvBzBoxArg(sqlite3_value *pVal, int nDim, int64_t *a) {
-  const char *z;
-  int n = 0;
-  if (sqlite3_value_type(pVal) == SQLITE_INTEGER) {
-    a[0] = sqlite3_value_int64(pVal);
-    return 0;
-  }
-  z = (const char *)sqlite3_value_text(pVal);
-  if (z == 0) return "is not an integer or a JSON list of integers";
-  while (*z == ' ') z++;
-  if (*z++ != '[') return "is not an integer or a JSON list of integers";
-  for (;;) {
-    char *zEnd;
-    long long v;
-    while (*z == ' ') z++;
-    if (*z == ']' && n == 0) break;
-    if (n == nDim) return "has more entries than the carray has dimensions";
-    if (!(*z == '-' || (*z >= '0' && *z <= '9'))) return "is not a JSON list of integers";
-    v = strtoll(z, &zEnd, 10);
-    a[n++] = v;
-    z = zEnd;
-    while (*z == ' ') z++;
-    if (*z == ',') { z++; continue; }
-    if (*z != ']') return "is not a JSON list of integers";
-    break;
-  }
-  if (z[1] != 0 || n != nDim) return "must list one integer per dimension";
-  return 0;
-}
-
 /* Copy the box [aStart, aStop) of column 0 in C order into aOut, run by run along the last
 ** axis, through one reader (so no block is decompressed twice). */
 static int cvBzCopyBox(caterva_ctx *pLib, caterva_bcolz *pBz, const caterva_bcolz_column *pC,
@@ -246,6 +214,20 @@ static int cvBzCopyBox(caterva_ctx *pLib, caterva_bcolz *pBz, const caterva_bcol
   return rc;
 }
 
+/* caterva_slice's fill for a carray: cvBzCopyBox. */
+typedef struct CvBzSliceFill {
+  CvConn *pConn;
+  caterva_bcolz *pBz;
+  const caterva_bcolz_column *pC;
+  const int64_t *aStart, *aStop;
+} CvBzSliceFill;
+
+static int cvBzSliceFill(void *pArg, uint8_t *aBuf, int64_t nByte) {
+  CvBzSliceFill *p = (CvBzSliceFill *)pArg;
+  (void)nByte; /* the box's bytes, as cvBzCopyBox writes them */
+  return cvBzCopyBox(p->pConn->pCtx, p->pBz, p->pC, p->aStart, p->aStop, aBuf);
+}
+
 /* caterva_slice(bcolz carray [, start, stop]) -> BLOB of the items in C order, as stored. */
 void cvBzSlice(sqlite3_context *pCtx, CvConn *pConn, const char *zPath, int argc,
                sqlite3_value **argv) {
@@ -253,8 +235,8 @@ void cvBzSlice(sqlite3_context *pCtx, CvConn *pConn, const char *zPath, int argc
   const caterva_bcolz_column *pC;
   int64_t aStart[CATERVA_MAX_DIM], aStop[CATERVA_MAX_DIM];
   double nByte;
-  uint8_t *aBuf;
   int k, rc;
+  CvBzSliceFill fill;
   if (caterva_bcolz_kind(zPath) == CATERVA_BCOLZ_NONE) {
     cvBzMessage(pCtx, sqlite3_mprintf("caterva_slice: \"%s\" is a converted bcolz ctable: slice "
                                       "one of its arrays (<dir>/<column>.b2nd)", zPath));
@@ -268,46 +250,18 @@ void cvBzSlice(sqlite3_context *pCtx, CvConn *pConn, const char *zPath, int argc
                                       "its columns ('%s')", zPath, pC->path));
     goto bz_slice_out;
   }
-  for (k = 0; k < pC->ndim; k++) aStart[k] = 0, aStop[k] = pC->shape[k];
-  for (k = 1; k < argc; k++) {
-    const char *zErr;
-    if (sqlite3_value_type(argv[k]) == SQLITE_NULL) continue;
-    zErr = cvBzBoxArg(argv[k], pC->ndim, k == 1 ? aStart : aStop);
-    if (zErr) {
-      cvBzMessage(pCtx, sqlite3_mprintf("caterva_slice: %s %s", k == 1 ? "start" : "stop", zErr));
-      goto bz_slice_out;
-    }
-  }
+  if (!cvBoxArgsShape(pCtx, "caterva_slice", pC->ndim, pC->shape, argc == 3 ? argv[1] : 0,
+                      argc == 3 ? argv[2] : 0, aStart, aStop))
+    goto bz_slice_out;
   nByte = pC->itemsize;
-  for (k = 0; k < pC->ndim; k++) {
-    if (aStart[k] < 0 || aStart[k] > aStop[k] || aStop[k] > pC->shape[k]) {
-      cvBzMessage(pCtx, sqlite3_mprintf("caterva_slice: dimension %d: [%lld, %lld) is not inside "
-                                        "[0, %lld) with start <= stop", k, (long long)aStart[k],
-                                        (long long)aStop[k], (long long)pC->shape[k]));
-      goto bz_slice_out;
-    }
-    nByte *= (double)(aStop[k] - aStart[k]);
-  }
-  if (nByte > (double)sqlite3_limit(sqlite3_context_db_handle(pCtx), SQLITE_LIMIT_LENGTH, -1)) {
-    sqlite3_result_error_toobig(pCtx);
-    goto bz_slice_out;
-  }
-  if (nByte == 0) {
-    sqlite3_result_zeroblob(pCtx, 0);
-    goto bz_slice_out;
-  }
-  aBuf = sqlite3_malloc64((sqlite3_uint64)nByte);
-  if (aBuf == 0) {
-    sqlite3_result_error_nomem(pCtx);
-    goto bz_slice_out;
-  }
-  rc = cvBzCopyBox(pConn->pCtx, pBz, pC, aStart, aStop, aBuf);
-  if (rc < 0) {
-    sqlite3_free(aBuf);
-    cvBzResultError(pCtx, pConn, "caterva_slice", rc);
-    goto bz_slice_out;
-  }
-  sqlite3_result_blob64(pCtx, aBuf, (sqlite3_uint64)nByte, sqlite3_free);
+  for (k = 0; k < pC->ndim; k++) nByte *= (double)(aStop[k] - aStart[k]);
+  fill.pConn = pConn;
+  fill.pBz = pBz;
+  fill.pC = pC;
+  fill.aStart = aStart;
+  fill.aStop = aStop;
+  rc = cvResultBox(pCtx, nByte, cvBzSliceFill, &fill);
+  if (rc < 0) cvBzResultError(pCtx, pConn, "caterva_slice", rc);
 bz_slice_out:
   caterva_bcolz_free(pBz);
 }

@@ -17,6 +17,8 @@ SELECT length(caterva_slice('grid.b2nd', '[2,2]', '[2,5]')), typeof(caterva_slic
 SELECT hex(caterva_slice('scalar.b2nd', '[]', '[]'));
 SELECT length(caterva_slice('empty.b2nd'));
 SELECT hex(caterva_slice('ramp.b2nd', '[3]', '[4]'));
+-- Integers are positions along the first dimension, the others whole.
+SELECT hex(caterva_slice('grid.b2nd', 1, 3)), hex(caterva_slice('ramp.b2nd', 3, 4));
 
 -- caterva_blocks_read() counts what this connection decompressed.
 SELECT typeof(caterva_blocks_read());

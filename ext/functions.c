@@ -469,10 +469,7 @@ static void cvSliceFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     goto slice_out;
   nByte = caterva_array_itemsize(pArr);
   for (k = 0; k < caterva_array_ndim(pArr); k++) nByte *= (double)(aStop[k] - aStart[k]);
-  fill.pConn = pConn;
-  fill.pArr = pArr;
-  fill.aStart = aStart;
-  fill.aStop = aStop;
+  fill = (CvSliceFill){pConn, pArr, aStart, aStop};
   rc = cvResultBox(pCtx, nByte, cvSliceFill, &fill);
   if (rc < 0) cvResultLibError(pCtx, pConn, "caterva_slice", rc);
 slice_out:

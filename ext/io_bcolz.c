@@ -255,11 +255,7 @@ void cvBzSlice(sqlite3_context *pCtx, CvConn *pConn, const char *zPath, int argc
     goto bz_slice_out;
   nByte = pC->itemsize;
   for (k = 0; k < pC->ndim; k++) nByte *= (double)(aStop[k] - aStart[k]);
-  fill.pConn = pConn;
-  fill.pBz = pBz;
-  fill.pC = pC;
-  fill.aStart = aStart;
-  fill.aStop = aStop;
+  fill = (CvBzSliceFill){pConn, pBz, pC, aStart, aStop};
   rc = cvResultBox(pCtx, nByte, cvBzSliceFill, &fill);
   if (rc < 0) cvBzResultError(pCtx, pConn, "caterva_slice", rc);
 bz_slice_out:

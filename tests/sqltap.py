@@ -45,3 +45,30 @@ def reexec_with_preload():
         env = dict(os.environ, LD_PRELOAD=pre)
         env["ASAN_OPTIONS"] = "detect_leaks=0:" + env.get("ASAN_OPTIONS", "")
         os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
+def cells(shape):
+    """Every cell of an array of this shape, as index tuples, in C order."""
+    if not shape:
+        yield ()
+        return
+    for i in range(shape[0]):
+        for rest in cells(shape[1:]):
+            yield (i,) + rest
+
+
+def connect_ext(ext, path=":memory:", **kw):
+    """A sqlite3 connection with the extension loaded, or None after printing the TAP skip
+    line when the extension is not built or this Python cannot load extensions."""
+    import sqlite3
+    if not os.path.exists(ext + ".so"):
+        print("1..0 # SKIP the extension is not built")
+        return None
+    db = sqlite3.connect(path, **kw)
+    if not hasattr(db, "enable_load_extension"):
+        print("1..0 # SKIP this Python's sqlite3 module cannot load extensions")
+        db.close()
+        return None
+    db.enable_load_extension(True)
+    db.load_extension(ext)
+    return db

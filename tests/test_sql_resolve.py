@@ -17,17 +17,14 @@ import sys
 import tempfile
 
 import sqltap
-from sqltap import plan, report, reexec_with_preload
+from sqltap import connect_ext, plan, report, reexec_with_preload
 
 BUILD = os.environ.get("top_builddir", ".")
 EXT = os.path.abspath(os.path.join(BUILD, ".libs", "caterva"))
 
 
 def connect(path):
-    db = sqlite3.connect(path, isolation_level=None)
-    db.enable_load_extension(True)
-    db.load_extension(EXT)
-    return db
+    return connect_ext(EXT, path, isolation_level=None)
 
 
 def shape_of(db, arg):
@@ -39,12 +36,10 @@ def shape_of(db, arg):
 
 def main():
     reexec_with_preload()
-    if not os.path.exists(EXT + ".so"):
-        print("1..0 # SKIP the extension is not built")
+    probe = connect_ext(EXT)
+    if probe is None:
         return 0
-    if not hasattr(sqlite3.connect(":memory:"), "enable_load_extension"):
-        print("1..0 # SKIP this Python's sqlite3 module cannot load extensions")
-        return 0
+    probe.close()
     tmp = tempfile.mkdtemp(prefix="caterva-resolve-")
     cwd = os.getcwd()
     try:

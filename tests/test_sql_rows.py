@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 import sqltap
-from sqltap import plan, report, reexec_with_preload
+from sqltap import cells, connect_ext, plan, report, reexec_with_preload
 
 BUILD = os.environ.get("top_builddir", ".")
 EXT = os.path.join(BUILD, ".libs", "caterva")
@@ -37,16 +37,6 @@ ARRAYS = [
     ("r5", "int32", [17, 19], [8, 8], [3, 4]),
     ("r6", "float64", [6, 40], [6, 40], [6, 40]),  # one block: runs of the whole row
 ]
-
-
-def cells(shape):
-    """Every cell in C order."""
-    if not shape:
-        yield ()
-        return
-    for i in range(shape[0]):
-        for rest in cells(shape[1:]):
-            yield (i,) + rest
 
 
 def make(db, tmp, rng, spec):
@@ -176,15 +166,9 @@ def check(db, rng, spec, cols):
 
 def main():
     reexec_with_preload()
-    if not os.path.exists(EXT + ".so"):
-        print("1..0 # SKIP the extension is not built")
+    db = connect_ext(EXT)
+    if db is None:
         return 0
-    db = sqlite3.connect(":memory:")
-    if not hasattr(db, "enable_load_extension"):
-        print("1..0 # SKIP this Python's sqlite3 module cannot load extensions")
-        return 0
-    db.enable_load_extension(True)
-    db.load_extension(EXT)
     rng = random.Random(SEED)
     tmp = tempfile.mkdtemp(prefix="caterva-rows-")
     try:

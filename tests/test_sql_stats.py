@@ -19,7 +19,7 @@ import struct
 import sys
 import tempfile
 
-from sqltap import plan, report, reexec_with_preload, skip
+from sqltap import cells, plan, report, reexec_with_preload, skip
 
 reexec_with_preload()
 
@@ -37,15 +37,6 @@ def connect():
     db.enable_load_extension(True)
     db.load_extension(EXT)
     return db
-
-
-def cells(shape):
-    if not shape:
-        yield ()
-        return
-    for i in range(shape[0]):
-        for rest in cells(shape[1:]):
-            yield (i,) + rest
 
 
 def load_case(name):

@@ -21,6 +21,8 @@
 #include "cvext.h"
 SQLITE_EXTENSION_INIT3
 
+#include "vtab_internal.h"
+
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -85,6 +87,18 @@ static void cvImportFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) 
                          "directory (or cannot be read)", zSrc);
   sqlite3_result_error(pCtx, zErr ? zErr : "caterva_import: unknown source", -1);
   sqlite3_free(zErr);
+}
+
+const char *cvImportBadOption(const CvOptions *p) {
+  if (p->zPath) return "path";
+  if (p->zShape) return "shape";
+  if (p->zDtype) return "dtype";
+  if (p->zValue) return "value";
+  if (p->zFill) return "fill";
+  if (p->zSync) return "synchronous";
+  if (p->zLockReads) return "lock_reads";
+  if (p->bCacheMb) return "cache_mb";
+  return 0;
 }
 
 int cvRegisterIo(sqlite3 *db, CvConn *pConn) {

@@ -28,19 +28,6 @@ SQLITE_EXTENSION_INIT3
 #include <string.h>
 #include <sys/stat.h>
 
-static void cvBzResultError(sqlite3_context *pCtx, CvConn *pConn, const char *zWhat, int rc) {
-  const char *zMsg = caterva_ctx_errmsg(pConn->pCtx);
-  char *z;
-  if (rc == CATERVA_E_NOMEM) {
-    sqlite3_result_error_nomem(pCtx);
-    return;
-  }
-  z = sqlite3_mprintf("caterva: %s: %s%s%s", zWhat, caterva_strerror(rc), zMsg[0] ? ": " : "",
-                      zMsg);
-  sqlite3_result_error(pCtx, z ? z : "caterva: error", -1);
-  sqlite3_free(z);
-}
-
 static void cvBzMessage(sqlite3_context *pCtx, char *z) {
   sqlite3_result_error(pCtx, z ? z : "caterva: error", -1);
   sqlite3_free(z);
@@ -53,7 +40,7 @@ static caterva_bcolz *cvBzOpenArg(sqlite3_context *pCtx, CvConn *pConn, const ch
   int rc = caterva_bcolz_open(pConn->pCtx, zPath, &pBz);
   if (rc < 0) {
     char *zWhat = sqlite3_mprintf("%s: cannot open bcolz \"%s\"", zFunc, zPath);
-    cvBzResultError(pCtx, pConn, zWhat ? zWhat : zFunc, rc);
+    cvResultLibError(pCtx, pConn, zWhat ? zWhat : zFunc, rc);
     sqlite3_free(zWhat);
     return 0;
   }
@@ -108,7 +95,7 @@ static void cvBzConvertedInfo(sqlite3_context *pCtx, CvConn *pConn, const char *
   sqlite3_str *pStr;
   if (rc < 0) {
     char *zWhat = sqlite3_mprintf("caterva_info: \"%s\"", zPath);
-    cvBzResultError(pCtx, pConn, zWhat ? zWhat : "caterva_info", rc);
+    cvResultLibError(pCtx, pConn, zWhat ? zWhat : "caterva_info", rc);
     sqlite3_free(zWhat);
     return;
   }
@@ -257,25 +244,12 @@ void cvBzSlice(sqlite3_context *pCtx, CvConn *pConn, const char *zPath, int argc
   for (k = 0; k < pC->ndim; k++) nByte *= (double)(aStop[k] - aStart[k]);
   fill = (CvBzSliceFill){pConn, pBz, pC, aStart, aStop};
   rc = cvResultBox(pCtx, nByte, cvBzSliceFill, &fill);
-  if (rc < 0) cvBzResultError(pCtx, pConn, "caterva_slice", rc);
+  if (rc < 0) cvResultLibError(pCtx, pConn, "caterva_slice", rc);
 bz_slice_out:
   caterva_bcolz_free(pBz);
 }
 
 /* ---- caterva_import ------------------------------------------------------------------------ */
-
-/* The first option given that a bcolz import does not take, or NULL. */
-static const char *cvBzBadOption(const CvOptions *p) {
-  if (p->zPath) return "path";
-  if (p->zShape) return "shape";
-  if (p->zDtype) return "dtype";
-  if (p->zValue) return "value";
-  if (p->zFill) return "fill";
-  if (p->zSync) return "synchronous";
-  if (p->zLockReads) return "lock_reads";
-  if (p->bCacheMb) return "cache_mb";
-  return 0;
-}
 
 /* The options string (CREATE VIRTUAL TABLE's syntax and meanings) into *pP for an array of
 ** nDim dimensions, and dims= split into azDim[0..nDim) (sqlite3_malloc'ed, or left NULL);
@@ -288,7 +262,7 @@ static char *cvBzOptions(const char *zOpt, int nDim, caterva_array_params *pP, c
   caterva_array_params_init(pP);
   pP->ndim = nDim;
   pP->store = CATERVA_STORE_CONTIGUOUS;
-  if (rc == SQLITE_OK && (zBad = cvBzBadOption(&opt)) != 0) {
+  if (rc == SQLITE_OK && (zBad = cvImportBadOption(&opt)) != 0) {
     zErr = sqlite3_mprintf("option %s= does not apply to a bcolz import (it takes chunks, "
                            "blocks, codec, clevel, filters, sparse, dims)", zBad);
     rc = SQLITE_ERROR;
@@ -352,7 +326,7 @@ void cvImportBcolz(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, const
                                       azDim[0] ? (const char *const *)azDim : 0, nDim);
   if (rc < 0) {
     char *zWhat = sqlite3_mprintf("caterva_import: \"%s\" to \"%s\"", zSrc, zDst);
-    cvBzResultError(pCtx, pConn, zWhat ? zWhat : "caterva_import", rc);
+    cvResultLibError(pCtx, pConn, zWhat ? zWhat : "caterva_import", rc);
     sqlite3_free(zWhat);
     goto import_out;
   }

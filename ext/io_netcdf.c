@@ -84,18 +84,6 @@ static int cvNcOption(void *pArg, const char *zKey, const char *zVal, char **pzE
   return SQLITE_ERROR;
 }
 
-/* The first CREATE VIRTUAL TABLE option given that an import does not take, or NULL. */
-static const char *cvNcBadOption(const CvOptions *p) {
-  if (p->zPath) return "path";
-  if (p->zShape) return "shape";
-  if (p->zDtype) return "dtype";
-  if (p->zValue) return "value";
-  if (p->zFill) return "fill";
-  if (p->zSync) return "synchronous";
-  if (p->zLockReads) return "lock_reads";
-  return 0;
-}
-
 static double cvNow(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -152,7 +140,7 @@ static int cvNcParams(const char *zVar, const char *zDst, const char *zOpt, CvNc
   pOpt->bUnpack = pOpt->bMask = 1;
   rc = cvOptionsParseStringExtra(&pOpt->store, zOpt, cvNcOption, pOpt, pzErr);
   if (rc != SQLITE_OK) return rc;
-  if ((zBad = cvNcBadOption(&pOpt->store)) != 0) {
+  if ((zBad = cvImportBadOption(&pOpt->store)) != 0) {
     *pzErr = sqlite3_mprintf("caterva_import: option %s= does not apply to a NetCDF import (it "
                              "takes " CV_NC_OPTIONS ")", zBad);
     return SQLITE_ERROR;

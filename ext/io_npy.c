@@ -22,24 +22,12 @@ SQLITE_EXTENSION_INIT3
 #include <string.h>
 #include <sys/stat.h>
 
-/* The first option given that an import does not take, or NULL. */
-static const char *cvNpyBadOption(const CvOptions *p) {
-  if (p->zPath) return "path";
-  if (p->zShape) return "shape";
-  if (p->zDtype) return "dtype";
-  if (p->zValue) return "value";
-  if (p->zFill) return "fill";
-  if (p->zSync) return "synchronous";
-  if (p->zLockReads) return "lock_reads";
-  return 0;
-}
-
 /* Parse and check zOpt; 0 after reporting an error. */
 static int cvNpyOptions(sqlite3_context *pCtx, const char *zOpt, CvOptions *pOpt) {
   char *zErr = 0;
   const char *zBad;
   int rc = cvOptionsParseString(pOpt, zOpt, &zErr);
-  if (rc == SQLITE_OK && (zBad = cvNpyBadOption(pOpt)) != 0) {
+  if (rc == SQLITE_OK && (zBad = cvImportBadOption(pOpt)) != 0) {
     zErr = sqlite3_mprintf("caterva_import: option %s= does not apply to a .npy import (it "
                            "takes chunks, blocks, codec, clevel, filters, dims, sparse)", zBad);
     rc = SQLITE_ERROR;

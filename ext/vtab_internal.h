@@ -238,6 +238,9 @@ int cvOptionsParse(CvOptions *pOpt, int argc, const char *const *argv, char **pz
 ** with ', " or ` to hold blanks) with the names and meanings of CREATE VIRTUAL TABLE's
 ** options into *pOpt (zeroed first; zOpt may be NULL). Same ownership as cvOptionsParse. */
 int cvOptionsParseString(CvOptions *pOpt, const char *zOpt, char **pzErr);
+/* io.c: the first option an import does not take (those of a table's file: path, shape,
+** dtype, value, fill, synchronous, lock_reads, cache_mb), or NULL. */
+const char *cvImportBadOption(const CvOptions *p);
 /* The same for an importer with options of its own: a key that is not one of CREATE VIRTUAL
 ** TABLE's is passed, dequoted, to xExtra(pArg, zKey, zVal, pzErr), which returns SQLITE_OK
 ** or an error with *pzErr (e.g. for a key it does not know either). */

@@ -300,6 +300,7 @@ def arg_errors(tmp):
     new = os.path.join(tmp, "new.b2nd")
     cases = [
         ("SELECT caterva_import(?, ?, NULL, 'shape=3')", (src, new), "shape= does not apply"),
+        ("SELECT caterva_import(?, ?, NULL, 'cache_mb=8')", (src, new), "cache_mb= does not apply"),
         ("SELECT caterva_import(?, ?, NULL, 'colour=red')", (src, new), "unknown option"),
         ("SELECT caterva_import(?, ?, NULL, 'chunks=2,2')", (src, new), "must list 1 extents"),
         ("SELECT caterva_import(?, ?, NULL, 'codec=snappy')", (src, new), "codec="),

@@ -314,6 +314,7 @@ def options(db, tmp, classic):
            ("chunks", '"chunks" is not an option=value pair'),
            ("filters=\"shuffle", "unterminated quote"),
            ("dtype=f8", "option dtype= does not apply to a NetCDF import"),
+           ("cache_mb=8", "option cache_mb= does not apply to a NetCDF import"),
            ("dims=a,b", "2 dimension names given"),
            ("progress=no_such_function", "progress=no_such_function: no such function")]
     for opt, msg in bad:

@@ -529,7 +529,6 @@ int caterva_array_get_slice(caterva_ctx *ctx, caterva_array *a, const int64_t *s
   int rc = CATERVA_OK;
   int64_t nbytes, bshape[CATERVA_MAX_DIM], zero[CATERVA_MAX_DIM] = {0};
   caterva_block_iter *it = NULL;
-  const caterva_block *blk;
   CAT_CHECK(leave, a != NULL, CATERVA_E_INVALID, "no array");
   CAT_TRY(leave, check_box(ctx, &a->g, start, stop, &nbytes));
   CAT_CHECK(leave, cap >= nbytes, CATERVA_E_NOSPACE, "the slice needs %lld bytes, got %lld",
@@ -537,9 +536,7 @@ int caterva_array_get_slice(caterva_ctx *ctx, caterva_array *a, const int64_t *s
   if (nbytes == 0) goto leave;
   for (int k = 0; k < a->g.ndim; k++) bshape[k] = stop[k] - start[k];
   CAT_TRY(leave, caterva_block_iter_new(ctx, a, start, stop, 0, &it));
-  while ((rc = caterva_block_iter_next(it, &blk)) > 0)
-    cat_copy_box(&a->g, (uint8_t *)blk->data, blk->origin, blk->start, blk->stop, buf,
-                 a->g.ndim ? start : zero, bshape, 0);
+  rc = cat_block_iter_read_all(it, buf, a->g.ndim ? start : zero, bshape);
 leave:
   caterva_block_iter_free(it);
   return rc < 0 ? rc : CATERVA_OK;

@@ -110,6 +110,14 @@ void cat_copy_box(const cat_geom *g, uint8_t *block, const int64_t *origin, cons
                   const int64_t *hi, uint8_t *buf, const int64_t *bstart, const int64_t *bshape,
                   int to_block);
 
+/* Read the rest of an iterator's box (fresh from caterva_block_iter_new or _reset, no filter
+ * relied upon: every block of the box is read) into a C-order buffer covering [bstart,
+ * bstart + bshape): each block of a plainly compressed chunk is decoded and copied into
+ * place at once, on the context's threads, without a batch buffer; other chunks as
+ * caterva_block_iter_next serves them. The iterator is exhausted afterwards. */
+int cat_block_iter_read_all(caterva_block_iter *it, uint8_t *buf, const int64_t *bstart,
+                            const int64_t *bshape);
+
 /* Fill n items of itemsize bytes at dst with the special content of a chunk:
  * zeros (ZERO, UNINIT), NaN (NAN; itemsize 4 or 8) or value (VALUE). */
 void cat_fill_items(uint8_t *dst, int64_t n, int itemsize, int special, const uint8_t *value);

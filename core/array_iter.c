@@ -716,6 +716,29 @@ leave:
   return rc;
 }
 
+/* Block nblock of the chunk whose valid items are [clo, chi): its grid coordinates into bc,
+** its first item's global coordinates into origin and its part of the box into [start,
+** stop). Reads only the box and the geometry, so workers may call it. */
+static void block_box(const caterva_block_iter *it, const int64_t *clo, const int64_t *chi,
+                      int32_t nblock, int32_t *bc, int64_t *origin, int64_t *start,
+                      int64_t *stop) {
+  const cat_geom *g = it->g;
+  int32_t rest = nblock;
+  for (int k = g->ndim - 1; k >= 0; k--) {
+    bc[k] = rest % g->blockgrid[k];
+    rest /= g->blockgrid[k];
+  }
+  for (int k = 0; k < g->ndim; k++) {
+    int64_t o = clo[k] + (int64_t)bc[k] * g->blockshape[k];
+    int64_t hi = o + g->blockshape[k];
+    if (hi > chi[k]) hi = chi[k];
+    if (hi > it->stop[k]) hi = it->stop[k];
+    origin[k] = o;
+    start[k] = o > it->start[k] ? o : it->start[k];
+    stop[k] = hi;
+  }
+}
+
 int caterva_block_iter_next(caterva_block_iter *it, const caterva_block **blk) {
   int rc;
   const cat_geom *g;
@@ -739,23 +762,7 @@ int caterva_block_iter_next(caterva_block_iter *it, const caterva_block **blk) {
     }
     b->nchunk = it->nchunk;
   }
-  /* Block coordinates from the block number (a filter may have dropped blocks of sel). */
-  {
-    int32_t rest = it->sel[it->pos];
-    for (int k = g->ndim - 1; k >= 0; k--) {
-      it->bc[k] = rest % g->blockgrid[k];
-      rest /= g->blockgrid[k];
-    }
-  }
-  for (int k = 0; k < g->ndim; k++) {
-    int64_t o = it->clo[k] + (int64_t)it->bc[k] * g->blockshape[k];
-    int64_t hi = o + g->blockshape[k];
-    if (hi > it->chi[k]) hi = it->chi[k];
-    if (hi > it->stop[k]) hi = it->stop[k];
-    b->origin[k] = o;
-    b->start[k] = o > it->start[k] ? o : it->start[k];
-    b->stop[k] = hi;
-  }
+  block_box(it, it->clo, it->chi, it->sel[it->pos], it->bc, b->origin, b->start, b->stop);
   b->nblock = it->sel[it->pos];
   switch (it->serve) {
   case SERVE_BLOCKS:
@@ -775,4 +782,127 @@ int caterva_block_iter_next(caterva_block_iter *it, const caterva_block **blk) {
   it->pos++;
   *blk = b;
   return 1;
+}
+
+/* ---- reading a whole box ---------------------------------------------------------------- */
+
+/* Where the blocks of a box go: a C-order buffer covering [bstart, bstart + bshape). */
+typedef struct cat_dest {
+  const caterva_block_iter *it;
+  uint8_t *buf;
+  const int64_t *bstart, *bshape;
+} cat_dest;
+
+/* One chunk of a batch: its valid items, for placing its blocks. */
+typedef struct cat_dest_chunk {
+  const cat_dest *d;
+  int64_t clo[CATERVA_MAX_DIM], chi[CATERVA_MAX_DIM];
+} cat_dest_chunk;
+
+/* Chunks and blocks decoded in one batch of tasks (one wake-up of the pool's threads). */
+#define READ_BATCH_CHUNKS 64
+#define READ_BATCH_BLOCKS 8192
+
+typedef struct cat_read_batch {
+  cat_chunk_req req[READ_BATCH_CHUNKS];
+  cat_dest_chunk dc[READ_BATCH_CHUNKS];
+  int64_t off[READ_BATCH_CHUNKS];   /* req[i]'s blocks start at blocks + off[i] */
+  int32_t nreq;
+  int32_t *blocks;
+  int64_t nblocks, cap;
+} cat_read_batch;
+
+/* cat_block_fn: copy a decoded block's part of the box into place (on any worker). */
+static int scatter_block(void *arg, int32_t nblock, const uint8_t *data, int w) {
+  const cat_dest_chunk *dc = arg;
+  const cat_dest *d = dc->d;
+  int32_t bc[CATERVA_MAX_DIM];
+  int64_t origin[CATERVA_MAX_DIM], lo[CATERVA_MAX_DIM], hi[CATERVA_MAX_DIM];
+  (void)w;
+  block_box(d->it, dc->clo, dc->chi, nblock, bc, origin, lo, hi);
+  cat_copy_box(d->it->g, (uint8_t *)data, origin, lo, hi, d->buf, d->bstart, d->bshape, 0);
+  return CATERVA_OK;
+}
+
+/* The current chunk's selected blocks served from fill or whole (not decoded per block). */
+static void copy_served(caterva_block_iter *it, const cat_dest *d) {
+  const cat_geom *g = it->g;
+  int64_t origin[CATERVA_MAX_DIM], lo[CATERVA_MAX_DIM], hi[CATERVA_MAX_DIM];
+  for (int32_t i = 0; i < it->nsel; i++) {
+    int32_t nb = it->sel[i];
+    uint8_t *data = it->serve == SERVE_FILL ? it->fill
+                                            : it->whole + (size_t)nb * (size_t)g->blocksize;
+    block_box(it, it->clo, it->chi, nb, it->bc, origin, lo, hi);
+    cat_copy_box(g, data, origin, lo, hi, d->buf, d->bstart, d->bshape, 0);
+  }
+}
+
+/* Decode and place the batch's blocks, then empty it. */
+static int flush_batch(caterva_block_iter *it, cat_read_batch *b) {
+  int64_t r;
+  if (b->nreq == 0) return CATERVA_OK;
+  for (int32_t i = 0; i < b->nreq; i++) b->req[i].blocks = b->blocks + b->off[i];
+  r = cat_chunks_decode_each(it->ctx, b->req, b->nreq, scatter_block);
+  b->nreq = 0;
+  b->nblocks = 0;
+  return r < 0 ? (int)r : CATERVA_OK;
+}
+
+/* Add the current chunk's selected blocks (plainly compressed) to the batch. */
+static int add_to_batch(caterva_block_iter *it, cat_read_batch *b, const cat_dest *d) {
+  caterva_ctx *ctx = it->ctx;
+  int rc = CATERVA_OK;
+  int32_t i = b->nreq;
+  if (b->nblocks + it->nsel > b->cap) {
+    int64_t cap = b->nblocks + it->nsel > 2 * b->cap ? b->nblocks + it->nsel : 2 * b->cap;
+    int32_t *p = realloc(b->blocks, (size_t)cap * sizeof *p);
+    CAT_CHECK(leave, p != NULL, CATERVA_E_NOMEM, "out of memory");
+    b->blocks = p;
+    b->cap = cap;
+  }
+  memcpy(b->blocks + b->nblocks, it->sel, (size_t)it->nsel * sizeof *it->sel);
+  b->off[i] = b->nblocks;
+  b->nblocks += it->nsel;
+  b->req[i].chunk = it->chunk;
+  b->req[i].len = (size_t)it->cbytes;
+  b->req[i].n = it->nsel;
+  b->req[i].arg = &b->dc[i];
+  b->dc[i].d = d;
+  memcpy(b->dc[i].clo, it->clo, sizeof it->clo);
+  memcpy(b->dc[i].chi, it->chi, sizeof it->chi);
+  b->nreq++;
+  if (b->nreq == READ_BATCH_CHUNKS || b->nblocks >= READ_BATCH_BLOCKS) rc = flush_batch(it, b);
+leave:
+  return rc;
+}
+
+int cat_block_iter_read_all(caterva_block_iter *it, uint8_t *buf, const int64_t *bstart,
+                            const int64_t *bshape) {
+  caterva_ctx *ctx = it->ctx;
+  int rc = CATERVA_OK;
+  cat_dest d = {it, buf, bstart, bshape};
+  cat_read_batch *b = NULL;
+  if (it->done || (it->flags & CATERVA_ITER_NODATA)) goto leave;
+  ra_discard(it);
+  b = calloc(1, sizeof *b);
+  CAT_CHECK(leave, b != NULL, CATERVA_E_NOMEM, "out of memory");
+  for (;;) {
+    if (!it->have_chunk) {
+      memcpy(it->cc, it->c0, sizeof it->cc);
+      it->have_chunk = 1;
+    } else if (!next_chunk(it, it->cc)) {
+      break;
+    }
+    CAT_TRY(leave, enter_chunk(it));
+    it->pos = it->nsel; /* next() would move on to the following chunk */
+    if (it->nsel == 0) continue;
+    if (it->serve == SERVE_BLOCKS) CAT_TRY(leave, add_to_batch(it, b, &d));
+    else copy_served(it, &d);
+  }
+  rc = flush_batch(it, b);
+leave:
+  if (b != NULL) free(b->blocks);
+  free(b);
+  it->done = 1;
+  return rc;
 }

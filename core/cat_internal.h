@@ -165,6 +165,28 @@ int cat_pool_new(int nthreads, cat_pool **out);
 void cat_pool_free(cat_pool *pool);
 int cat_pool_run(cat_pool *pool, int64_t ntasks, cat_task_fn fn, void *arg);
 
+/* ---- decoding blocks straight to their consumer (chunk.c) ------------------------------ */
+
+/* Called once per requested block with its decoded bytes (valid only during the call: in
+ * worker w's scratch, or in the chunk itself), from up to ctx->nthreads threads at once; arg
+ * is the request's, nblock the block's number in its chunk. A negative return fails the
+ * whole call (reported as corrupt data unless it is CATERVA_E_NOMEM). */
+typedef int (*cat_block_fn)(void *arg, int32_t nblock, const uint8_t *data, int w);
+/* Blocks blocks[0, n) of one chunk (len bytes at chunk), and the argument for fn. */
+typedef struct cat_chunk_req {
+  const uint8_t *chunk;
+  size_t len;
+  const int32_t *blocks;
+  int32_t n;
+  void *arg;
+} cat_chunk_req;
+/* Decode the requested blocks of nreq chunks (each checked like
+ * caterva_chunk_decompress_blocks) and hand each to fn, all of them as one batch of tasks on
+ * the context's pool when it is large enough (chunks filtered with DELTA: one batch each).
+ * Returns the bytes decoded or a negative error (with a message in ctx). */
+int64_t cat_chunks_decode_each(caterva_ctx *ctx, const cat_chunk_req *req, int32_t nreq,
+                               cat_block_fn fn);
+
 /* ---- chunk edit notifications (schunk.c -> blockstats.c) ------------------------------ */
 
 /* After every successful chunk edit of a super-chunk, its hook (if any) learns what changed:
@@ -184,8 +206,9 @@ void cat_sc_set_edit_hook(caterva_schunk *sc, cat_edit_hook fn, void *arg);
 
 /* Per-worker scratch buffers, grown on demand and kept for reuse. */
 typedef struct cat_scratch {
-  uint8_t *buf[3];
-  size_t cap[3];
+  uint8_t *buf[4];  /* 0, 1: filter stages; 2: DELTA reference, block lists; 3: a decoded
+                       block handed to a cat_chunk_decode_each callback */
+  size_t cap[4];
   void *zcctx;  /* ZSTD_CCtx, created on first use */
   void *zdctx;  /* ZSTD_DCtx, created on first use */
 } cat_scratch;
@@ -198,7 +221,7 @@ struct caterva_ctx {
   char errmsg[CAT_ERRMSG_SIZE];
 };
 
-/* Returns scratch buffer `which` (0..2) of worker w with at least n bytes, or NULL. */
+/* Returns scratch buffer `which` (0..3) of worker w with at least n bytes, or NULL. */
 uint8_t *cat_scratch_get(caterva_ctx *ctx, int w, int which, size_t n);
 
 /* ---- file I/O (fileio.c): every call that changes a file, with a fault-injection hook ---- */

@@ -539,6 +539,138 @@ int64_t caterva_chunk_decompress_blocks(caterva_ctx *ctx, const void *chunk, siz
   return rc;
 }
 
+/* ---- decoding blocks straight to a consumer --------------------------------------------- */
+
+typedef struct cat_each_job {
+  caterva_ctx *ctx;
+  const cat_chunk *ck;       /* nreq parsed chunks */
+  const cat_chunk_req *req;
+  const int64_t *first;      /* first[i]: task number of req[i]'s first block; first[nreq] */
+  int32_t nreq;
+  const uint8_t *ref;        /* DELTA (one chunk at a time): decoded block 0, else NULL */
+  int32_t skip;              /* position of block 0 in the request when ref holds it, or -1 */
+  cat_block_fn fn;
+} cat_each_job;
+
+/* The request holding task t (bisection over first). */
+static int32_t cat_each_req(const cat_each_job *job, int64_t t) {
+  int32_t lo = 0, hi = job->nreq - 1;
+  while (lo < hi) {
+    int32_t mid = lo + (hi - lo + 1) / 2;
+    if (job->first[mid] <= t) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/* Decode one requested block into worker w's slot 3 (a memcpyed chunk's block is handed out
+ * where it lies) and pass it on. */
+static int cat_each_task(void *arg, int64_t t, int w) {
+  cat_each_job *job = arg;
+  int32_t r = cat_each_req(job, t), i = (int32_t)(t - job->first[r]);
+  const cat_chunk *ck = &job->ck[r];
+  const caterva_chunk_info *ci = &ck->info;
+  int32_t j = job->req[r].blocks[i];
+  int64_t off = (int64_t)j * ci->blocksize;
+  uint8_t *out;
+  int rc;
+  if (i == job->skip) return job->fn(job->req[r].arg, j, job->ref, w);
+  if (ci->memcpyed && ci->special == CATERVA_SPECIAL_NONE)
+    return job->fn(job->req[r].arg, j, ck->p + ck->hdr + off, w);
+  out = cat_scratch_get(job->ctx, w, 3, (size_t)ci->blocksize);
+  if (out == NULL) return CATERVA_E_NOMEM;
+  if (ci->special != CATERVA_SPECIAL_NONE) {
+    cat_fill_pattern(ck, off, out, cat_block_size(ci, j));
+  } else {
+    rc = cat_decode_block(job->ctx, w, ck, j, out, job->ref);
+    if (rc < 0) return rc;
+  }
+  return job->fn(job->req[r].arg, j, out, w);
+}
+
+static bool cat_is_delta(const cat_chunk *ck) {
+  return ck->info.special == CATERVA_SPECIAL_NONE && !ck->info.memcpyed &&
+         cat_has_filter(ck->info.filters, CATERVA_DELTA);
+}
+
+/* DELTA: decode block 0, the reference of the others, into worker 0's slot 2 first. */
+static int cat_each_ref(caterva_ctx *ctx, const cat_chunk *ck, const cat_chunk_req *req,
+                        cat_each_job *job) {
+  uint8_t *ref = cat_scratch_get(ctx, 0, 2, (size_t)ck->info.blocksize);
+  if (ref == NULL) return CATERVA_E_NOMEM;
+  job->ref = ref;
+  job->skip = -1;
+  for (int32_t i = 0; i < req->n && job->skip < 0; i++)
+    if (req->blocks[i] == 0) job->skip = i;
+  return cat_decode_block(ctx, 0, ck, 0, ref, NULL);
+}
+
+/* Run tasks [0, ntasks) of job, on the pool when there are enough bytes to share. */
+static int cat_each_run(cat_each_job *job, int64_t ntasks, int32_t blocksize) {
+  int rc = CATERVA_OK;
+  if (ntasks <= INT32_MAX && cat_worth_parallel(job->ctx, (int32_t)ntasks, blocksize))
+    return cat_pool_run(job->ctx->pool, ntasks, cat_each_task, job);
+  for (int64_t t = 0; t < ntasks && rc >= 0; t++) rc = cat_each_task(job, t, 0);
+  return rc;
+}
+
+/* Chunks with DELTA need their own block 0 as reference: one chunk per run. */
+static int cat_each_delta(cat_each_job *job, cat_chunk *ck, const cat_chunk_req *req,
+                          int32_t nreq) {
+  int rc = CATERVA_OK;
+  int64_t first[2] = {0, 0};
+  for (int32_t r = 0; r < nreq && rc >= 0; r++) {
+    job->ck = &ck[r];
+    job->req = &req[r];
+    job->first = first;
+    job->nreq = 1;
+    job->ref = NULL;
+    job->skip = -1;
+    first[1] = req[r].n;
+    if (cat_is_delta(&ck[r])) rc = cat_each_ref(job->ctx, &ck[r], &req[r], job);
+    if (rc >= 0) rc = cat_each_run(job, req[r].n, ck[r].info.blocksize);
+  }
+  return rc;
+}
+
+int64_t cat_chunks_decode_each(caterva_ctx *ctx, const cat_chunk_req *req, int32_t nreq,
+                               cat_block_fn fn) {
+  cat_each_job job = {ctx, NULL, req, NULL, nreq, NULL, -1, fn};
+  cat_chunk *ck = NULL;
+  int64_t *first = NULL, total = 0;
+  int64_t rc = CATERVA_OK;
+  bool delta = false;
+  int32_t bs = 0;
+  if (nreq <= 0) return 0;
+  ck = malloc((size_t)nreq * sizeof *ck);
+  first = malloc(((size_t)nreq + 1) * sizeof *first);
+  if (ck == NULL || first == NULL) {
+    rc = cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+    goto leave;
+  }
+  first[0] = 0;
+  for (int32_t r = 0; r < nreq; r++) {
+    rc = cat_parse_ctx(ctx, req[r].chunk, req[r].len, &ck[r]);
+    if (rc >= 0)
+      rc = cat_check_blocks(ctx, &ck[r], req[r].blocks, req[r].n,
+                            (size_t)req[r].n * (size_t)ck[r].info.blocksize);
+    if (rc < 0) goto leave;
+    for (int32_t i = 0; i < req[r].n; i++) total += cat_block_size(&ck[r].info, req[r].blocks[i]);
+    first[r + 1] = first[r] + req[r].n;
+    delta = delta || cat_is_delta(&ck[r]);
+    if (ck[r].info.blocksize > bs) bs = ck[r].info.blocksize;
+  }
+  job.ck = ck;
+  job.first = first;
+  rc = delta ? cat_each_delta(&job, ck, req, nreq) : cat_each_run(&job, first[nreq], bs);
+  if (rc == CATERVA_E_NOMEM) rc = cat_error(ctx, (int)rc, "out of memory");
+  else if (rc < 0) rc = cat_error(ctx, (int)rc, "corrupt chunk data (a stream does not decode)");
+leave:
+  free(ck);
+  free(first);
+  return rc < 0 ? rc : total;
+}
+
 /* Block list 0..n-1 in a scratch buffer of the context. */
 static int32_t *cat_all_blocks(caterva_ctx *ctx, int32_t n) {
   int32_t *all = (int32_t *)(void *)cat_scratch_get(ctx, 0, 2, (size_t)n * sizeof *all + 1);

@@ -86,7 +86,7 @@ void caterva_ctx_free(caterva_ctx *ctx) {
   cat_pool_free(ctx->pool);
   if (ctx->scratch != NULL) {
     for (int w = 0; w < ctx->nthreads; w++) {
-      for (int k = 0; k < 3; k++) free(ctx->scratch[w].buf[k]);
+      for (int k = 0; k < 4; k++) free(ctx->scratch[w].buf[k]);
       cat_codec_scratch_free(&ctx->scratch[w]);
     }
     free(ctx->scratch);

@@ -236,6 +236,12 @@ int32_t caterva_chunk_getitems(caterva_ctx *ctx, const void *chunk, size_t len, 
                                int32_t nitems, void *dst, int32_t dstcap);
 /** @} */
 
+/** Progress of an import (NetCDF, .npy): called after each piece written (a hyperslab, a
+ * piece of whole chunks) with the items written so far and the total. A non-zero return stops
+ * the import, which then fails with that value when it is a negative CATERVA_E_* code, else
+ * with CATERVA_E_INVALID. */
+typedef int (*caterva_progress_fn)(void *arg, int64_t done, int64_t total);
+
 #include "caterva_frame.h"
 #include "caterva_array.h"
 #include "caterva_npy.h"

@@ -56,11 +56,6 @@
 /** @defgroup netcdf NetCDF import
  * @{ */
 
-/** Progress of an import: called after each hyperslab with the items written so far and the
- * variable's total. A non-zero return stops the import, which then fails with that value when
- * it is a negative CATERVA_E_* code, else with CATERVA_E_INVALID. */
-typedef int (*caterva_progress_fn)(void *arg, int64_t done, int64_t total);
-
 /** What to import and how. Initialise with caterva_netcdf_params_init. */
 typedef struct caterva_netcdf_params {
   const char *variable;          /**< name of the variable to import (NULL fails with

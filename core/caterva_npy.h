@@ -80,6 +80,12 @@ int64_t caterva_npy_write_header(const char *descr, int ndim, const int64_t *sha
 int caterva_npy_import(caterva_ctx *ctx, const char *src, const caterva_array_params *p,
                        caterva_array **out);
 
+/** caterva_npy_import, calling progress(arg, items written, items in all) after each piece
+ * (progress may be NULL). A non-zero return stops the import (caterva_progress_fn): it fails
+ * and nothing is committed. */
+int caterva_npy_import_progress(caterva_ctx *ctx, const char *src, const caterva_array_params *p,
+                                caterva_progress_fn progress, void *arg, caterva_array **out);
+
 /** Export the box [start, stop) of array a (NULL, NULL: the whole array) to a new .npy file
  * at path, in C order, with the array's dtype as descr ('|V<itemsize>' when the array has
  * none or one numpy would not read as a simple dtype).

@@ -467,8 +467,25 @@ static int pieces_next(npy_pieces *P) {
 /* ---- import ---------------------------------------------------------------------------- */
 
 /* Stream the items of the file into a, piece by piece. */
+/* The items a piece holds, for progress reports. */
+typedef struct npy_progress {
+  caterva_progress_fn fn; /* or NULL */
+  void *arg;
+  int64_t done, total;
+} npy_progress;
+
+/* Report bytes more written; the callback's non-zero answer as an error code. */
+static int npy_report(caterva_ctx *ctx, npy_progress *pr, int64_t bytes, int32_t itemsize) {
+  int r;
+  if (pr->fn == NULL) return CATERVA_OK;
+  pr->done += bytes / itemsize;
+  r = pr->fn(pr->arg, pr->done, pr->total);
+  if (r == 0) return CATERVA_OK;
+  return cat_error(ctx, r < 0 ? r : CATERVA_E_INVALID, "stopped by the progress callback");
+}
+
 static int import_items(caterva_ctx *ctx, int fd, const char *src, const caterva_npy_header *h,
-                        caterva_array *a) {
+                        caterva_array *a, npy_progress *pr) {
   int rc = CATERVA_OK, n = h->ndim;
   npy_layout L;
   npy_pieces P;
@@ -490,6 +507,7 @@ static int import_items(caterva_ctx *ctx, int fd, const char *src, const caterva
     CAT_TRY(leave, region_io(ctx, fd, src, &L, P.lo, P.hi, buf, 0));
     if (cbuf) fortran_to_c(n, e, h->itemsize, buf, cbuf);
     CAT_TRY(leave, caterva_array_set_slice(ctx, a, P.lo, P.hi, cbuf ? cbuf : buf, bytes));
+    CAT_TRY(leave, npy_report(ctx, pr, bytes, h->itemsize));
   } while (pieces_next(&P));
 leave:
   free(buf);
@@ -499,10 +517,16 @@ leave:
 
 int caterva_npy_import(caterva_ctx *ctx, const char *src, const caterva_array_params *p,
                        caterva_array **out) {
+  return caterva_npy_import_progress(ctx, src, p, NULL, NULL, out);
+}
+
+int caterva_npy_import_progress(caterva_ctx *ctx, const char *src, const caterva_array_params *p,
+                                caterva_progress_fn progress, void *arg, caterva_array **out) {
   int rc = CATERVA_OK, fd = -1, file = 0;
   caterva_npy_header h;
   caterva_array_params q;
   caterva_array *a = NULL;
+  npy_progress pr = {progress, arg, 0, 0};
   *out = NULL;
   CAT_CHECK(leave, src != NULL && p != NULL, CATERVA_E_INVALID, "no source or parameters");
   CAT_TRY(leave, caterva_npy_read_header(ctx, src, &h));
@@ -519,7 +543,8 @@ int caterva_npy_import(caterva_ctx *ctx, const char *src, const caterva_array_pa
   CAT_TRY(leave, caterva_array_create(ctx, &q, CATERVA_FILL_UNINIT, NULL, &a));
   file = q.store != CATERVA_STORE_MEMORY;
   if (file) CAT_TRY(leave, caterva_array_begin(ctx, a));
-  CAT_TRY(leave, import_items(ctx, fd, src, &h, a));
+  pr.total = h.itemsize ? h.nbytes / h.itemsize : 0;
+  CAT_TRY(leave, import_items(ctx, fd, src, &h, a, &pr));
   if (file) CAT_TRY(leave, caterva_array_commit(ctx, a, 1));
   file = 0;
 leave:

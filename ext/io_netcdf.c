@@ -46,19 +46,6 @@ struct CvNcOptions {
   char *zProgress;     /* progress=, or NULL */
 };
 
-/* Progress reporting during an import. */
-typedef struct CvNcProgress CvNcProgress;
-struct CvNcProgress {
-  sqlite3 *db;             /* The connection calling caterva_import() */
-  const char *zVar;        /* The variable, for messages */
-  sqlite3_stmt *pStmt;     /* SELECT progress(?1, ?2), or NULL */
-  sqlite3_stmt *pCheck;    /* SELECT 1, to see sqlite3_interrupt() without pStmt */
-  int bStderr;             /* progress=stderr */
-  int bInterrupted;        /* stopped by sqlite3_interrupt() */
-  char *zErr;              /* The error the progress function raised */
-  double t0;               /* Start, in seconds */
-};
-
 static int cvBool(const char *zKey, const char *zVal, int *pb, char **pzErr) {
   if (strcmp(zVal, "0") != 0 && strcmp(zVal, "1") != 0) {
     *pzErr = sqlite3_mprintf("caterva_import: %s= must be 0 or 1, not \"%s\"", zKey, zVal);
@@ -82,53 +69,6 @@ static int cvNcOption(void *pArg, const char *zKey, const char *zVal, char **pzE
   *pzErr = sqlite3_mprintf("caterva_import: unknown option \"%s\" for a NetCDF source (it "
                            "takes " CV_NC_OPTIONS ")", zKey);
   return SQLITE_ERROR;
-}
-
-static double cvNow(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Was sqlite3_interrupt() called? SQLite 3.40 has no sqlite3_is_interrupted(), and a
-** function call is one step of its statement, so the flag is not looked at until the import
-** returns; but a statement stepped meanwhile on the same connection sees it and fails with
-** SQLITE_INTERRUPT. */
-static int cvNcInterrupted(CvNcProgress *p) {
-  int rc = sqlite3_step(p->pCheck);
-  sqlite3_reset(p->pCheck);
-  if (rc == SQLITE_ROW) return 0;
-  p->bInterrupted = rc == SQLITE_INTERRUPT;
-  p->zErr = sqlite3_mprintf("caterva_import: %s", rc == SQLITE_INTERRUPT ? "interrupted"
-                                                                          : sqlite3_errmsg(p->db));
-  return 1;
-}
-
-/* caterva_progress_fn, after each hyperslab: call the progress function (which also fails
-** when the connection is interrupted), or print a line and look for an interrupt. */
-static int cvNcProgress(void *pArg, int64_t nDone, int64_t nTotal) {
-  CvNcProgress *p = (CvNcProgress *)pArg;
-  int rc;
-  if (p->pStmt == 0) {
-    if (p->bStderr)
-      fprintf(stderr, "caterva_import: %s: %lld of %lld items (%.0f%%), %.1f s\n", p->zVar,
-              (long long)nDone, (long long)nTotal,
-              nTotal ? 100.0 * (double)nDone / (double)nTotal : 100.0, cvNow() - p->t0);
-    return cvNcInterrupted(p) ? CATERVA_E_INVALID : 0;
-  }
-  sqlite3_bind_int64(p->pStmt, 1, nDone);
-  sqlite3_bind_int64(p->pStmt, 2, nTotal);
-  while ((rc = sqlite3_step(p->pStmt)) == SQLITE_ROW) {
-  }
-  if (rc == SQLITE_INTERRUPT) {
-    p->bInterrupted = 1;
-    p->zErr = sqlite3_mprintf("caterva_import: interrupted");
-  } else if (rc != SQLITE_DONE) {
-    p->zErr = sqlite3_mprintf("caterva_import: stopped by the progress function: %s",
-                              sqlite3_errmsg(p->db));
-  }
-  sqlite3_reset(p->pStmt);
-  return rc == SQLITE_DONE ? 0 : CATERVA_E_INVALID;
 }
 
 /* Parse the options into *pOpt and the import parameters into *pPar (zDst is borrowed). */
@@ -257,7 +197,7 @@ static int cvNcGrid(caterva_ctx *ctx, const char *zSrc, const char *zDir,
     cvJsonString(pStr, g->items[i].skipped, strlen(g->items[i].skipped));
     sqlite3_str_appendchar(pStr, 1, '}');
   }
-  sqlite3_str_appendf(pStr, "],\"seconds\":%.3f}", cvNow() - t0);
+  sqlite3_str_appendf(pStr, "],\"seconds\":%.3f}", cvImportNow() - t0);
   caterva_netcdf_grid_free(g);
   *pzJson = sqlite3_str_finish(pStr);
   if (r < 0) {
@@ -277,7 +217,7 @@ void cvImportNetcdf(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, cons
                     const char *zVar, const char *zOpt) {
   caterva_ctx *ctx = pConn->pCtx;
   CvNcOptions opt;
-  CvNcProgress prog;
+  CvImportProgress prog;
   caterva_netcdf_params par;
   caterva_netcdf_stats stats;
   caterva_array *pArr = 0;
@@ -296,32 +236,10 @@ void cvImportNetcdf(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, cons
     par.n_dim_names = nDim;
   }
   if (rc != SQLITE_OK) goto import_out;
-  prog.db = sqlite3_context_db_handle(pCtx);
-  prog.zVar = zVar ? zVar : "";
-  prog.t0 = cvNow();
-  par.progress = cvNcProgress;
+  rc = cvImportProgressBegin(&prog, sqlite3_context_db_handle(pCtx), zVar, opt.zProgress, &zErr);
+  if (rc != SQLITE_OK) goto import_out;
+  par.progress = cvImportProgressStep;
   par.progress_arg = &prog;
-  rc = sqlite3_prepare_v2(prog.db, "SELECT 1", -1, &prog.pCheck, 0);
-  if (rc != SQLITE_OK) {
-    /* the parser, too, fails once sqlite3_interrupt() was called */
-    prog.bInterrupted = rc == SQLITE_INTERRUPT;
-    zErr = sqlite3_mprintf("caterva_import: %s", sqlite3_errmsg(prog.db));
-    rc = rc == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_ERROR;
-    goto import_out;
-  }
-  if (opt.zProgress) {
-    prog.bStderr = strcmp(opt.zProgress, "stderr") == 0;
-    if (!prog.bStderr) {
-      char *zSql = sqlite3_mprintf("SELECT \"%w\"(?1, ?2)", opt.zProgress);
-      rc = zSql ? sqlite3_prepare_v2(prog.db, zSql, -1, &prog.pStmt, 0) : SQLITE_NOMEM;
-      sqlite3_free(zSql);
-      if (rc != SQLITE_OK) {
-        zErr = sqlite3_mprintf("caterva_import: progress=%s: %s", opt.zProgress,
-                               sqlite3_errmsg(prog.db));
-        goto import_out;
-      }
-    }
-  }
   if (cvNcIsGrid(zVar)) {
     rc = cvNcGrid(ctx, zSrc, zDst, &par, prog.t0, &zJson, &zErr);
     if (rc != SQLITE_OK && prog.zErr) {
@@ -338,7 +256,7 @@ void cvImportNetcdf(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, cons
                                        caterva_ctx_errmsg(ctx));
     goto import_out;
   }
-  zJson = cvNcSummary(pArr, zVar, &stats, cvNow() - prog.t0);
+  zJson = cvNcSummary(pArr, zVar, &stats, cvImportNow() - prog.t0);
   if (zJson == 0) rc = SQLITE_NOMEM;
 import_out:
   if (rc == SQLITE_OK) {
@@ -352,9 +270,7 @@ import_out:
   }
   if (rc != SQLITE_OK) sqlite3_free(zJson);
   caterva_array_free(pArr);
-  sqlite3_finalize(prog.pStmt);
-  sqlite3_finalize(prog.pCheck);
-  sqlite3_free(prog.zErr);
+  cvImportProgressEnd(&prog);
   sqlite3_free(zErr);
   sqlite3_free(opt.zProgress);
   cvOptionsFree(&opt.store);

@@ -241,6 +241,28 @@ int cvOptionsParseString(CvOptions *pOpt, const char *zOpt, char **pzErr);
 /* io.c: the first option an import does not take (those of a table's file: path, shape,
 ** dtype, value, fill, synchronous, lock_reads, cache_mb), or NULL. */
 const char *cvImportBadOption(const CvOptions *p);
+
+/* io.c: progress and interrupts of an import. cvImportProgressBegin prepares what reports use
+** (zProgress: the progress= option, NULL, "stderr" or an SQL function's name, called as
+** NAME(items_done, items_total)); cvImportProgressStep is the library's caterva_progress_fn:
+** it reports and stops the import when sqlite3_interrupt() was called or the function raised
+** an error (zErr then says which; bInterrupted for an interrupt); cvImportProgressEnd frees. */
+typedef struct CvImportProgress CvImportProgress;
+struct CvImportProgress {
+  sqlite3 *db;             /* The connection calling caterva_import() */
+  const char *zWhat;       /* What is imported (a variable, a file), for stderr lines */
+  sqlite3_stmt *pStmt;     /* SELECT progress(?1, ?2), or NULL */
+  sqlite3_stmt *pCheck;    /* SELECT 1, to see sqlite3_interrupt() without pStmt */
+  int bStderr;             /* progress=stderr */
+  int bInterrupted;        /* stopped by sqlite3_interrupt() */
+  char *zErr;              /* Why it stopped, or NULL */
+  double t0;               /* Start, in seconds */
+};
+int cvImportProgressBegin(CvImportProgress *p, sqlite3 *db, const char *zWhat,
+                          const char *zProgress, char **pzErr);
+int cvImportProgressStep(void *pArg, int64_t nDone, int64_t nTotal);
+void cvImportProgressEnd(CvImportProgress *p);
+double cvImportNow(void);
 /* The same for an importer with options of its own: a key that is not one of CREATE VIRTUAL
 ** TABLE's is passed, dequoted, to xExtra(pArg, zKey, zVal, pzErr), which returns SQLITE_OK
 ** or an error with *pzErr (e.g. for a key it does not know either). */

@@ -22,8 +22,11 @@ import random
 import shutil
 import sqlite3
 import struct
+import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 import numpy as np
 
@@ -155,6 +158,114 @@ def large_fortran(tmp, rng):
     os.environ.pop("CATERVA_NPY_PIECE_BYTES", None)
     report(ok, "a 37x29x23 Fortran-order file imports and exports equal with pieces of 4 KB, "
            "100 KB and the default 64 MB")
+
+
+def progress_and_interrupts(tmp):
+    """progress=NAME|stderr is called after each piece; sqlite3_interrupt() and an error raised
+    by the progress function stop an import, which leaves nothing behind."""
+    db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    db.enable_load_extension(True)
+    db.load_extension(EXT)
+    arr = np.arange(40 * 30 * 20, dtype="<f4").reshape(40, 30, 20)
+    src = os.path.join(tmp, "prog.npy")
+    np.save(src, arr)
+    os.environ["CATERVA_NPY_PIECE_BYTES"] = "24000"   # pieces of 10 chunks of 10x30x20 items
+    calls = []
+
+    def prog(done, total):
+        calls.append((done, total))
+
+    def err_of(sql, args):
+        try:
+            db.execute(sql, args).fetchall()
+        except sqlite3.Error as e:
+            return str(e), getattr(e, "sqlite_errorcode", None)
+        return None, None
+
+    def leftovers():
+        return sorted(f for f in os.listdir(tmp) if f.startswith("prog_"))
+
+    try:
+        db.create_function("prog", 2, prog)
+        dst = os.path.join(tmp, "prog_ok.b2nd")
+        n = db.execute("SELECT caterva_import(?, ?, NULL, 'chunks=1,30,20 progress=prog')",
+                       (src, dst)).fetchone()[0]
+        dones = [c[0] for c in calls]
+        report(n == arr.size and len(calls) >= 4 and dones == sorted(set(dones)) and
+               dones[-1] == arr.size and all(c[1] == arr.size for c in calls),
+               "progress=NAME: called after each piece, items increasing to the total (%d calls)"
+               % len(calls), repr(calls[:8]))
+
+        def prog_stop(done, total):
+            calls.append(done)
+            if len(calls) == 2:
+                raise ValueError("enough")
+
+        del calls[:]
+        db.create_function("prog_stop", 2, prog_stop)
+        msg, _ = err_of("SELECT caterva_import(?, ?, NULL, 'chunks=1,30,20 progress=prog_stop')",
+                        (src, os.path.join(tmp, "prog_stop.b2nd")))
+        report(msg is not None and "stopped by the progress function" in msg and len(calls) == 2
+               and leftovers() == ["prog_ok.b2nd"],
+               "an error raised by the progress function stops the import, nothing left: %r" % msg)
+
+        def prog_intr(done, total):
+            calls.append(done)
+            if len(calls) == 2:
+                db.interrupt()
+
+        del calls[:]
+        db.create_function("prog_intr", 2, prog_intr)
+        msg, code = err_of("SELECT caterva_import(?, ?, NULL, 'chunks=1,30,20 progress=prog_intr')",
+                           (src, os.path.join(tmp, "prog_intr.b2nd")))
+        report(msg == "caterva_import: interrupted" and len(calls) == 2 and
+               leftovers() == ["prog_ok.b2nd"] and code in (None, sqlite3.SQLITE_INTERRUPT),
+               "sqlite3_interrupt() during a progress call: interrupted, nothing left (%r)" % msg)
+
+        # No progress function: another thread interrupts while the import runs.
+        big = os.path.join(tmp, "prog_big.npy")
+        np.save(big, np.arange(200 * 100 * 100, dtype="<f8").reshape(200, 100, 100))
+        done = threading.Event()
+
+        def interrupter():
+            while not done.is_set():
+                db.interrupt()
+                time.sleep(0.001)
+
+        th = threading.Thread(target=interrupter)
+        th.start()
+        try:
+            msg, _ = err_of("SELECT caterva_import(?, ?, NULL, 'chunks=1,100,100')",
+                            (big, os.path.join(tmp, "prog_thread.b2nd")))
+        finally:
+            done.set()
+            th.join()
+        report(msg == "caterva_import: interrupted" and
+               leftovers() == ["prog_big.npy", "prog_ok.b2nd"],
+               "sqlite3_interrupt() from another thread stops an import without progress=: %r"
+               % msg, repr(leftovers()))
+        os.unlink(big)
+
+        r = subprocess.run([sys.executable, "-c",
+                            "import sqlite3,sys; db=sqlite3.connect(':memory:'); "
+                            "db.enable_load_extension(True); db.load_extension(sys.argv[1]); "
+                            "print(db.execute(\"SELECT caterva_import(?, ?, NULL, "
+                            "'chunks=1,30,20 progress=stderr')\", (sys.argv[2], sys.argv[3]))"
+                            ".fetchone()[0])", EXT, src, os.path.join(tmp, "prog_err.b2nd")],
+                           capture_output=True, text=True, env=dict(os.environ))
+        lines = [l for l in r.stderr.splitlines() if l.startswith("caterva_import: ")]
+        report(r.returncode == 0 and r.stdout.strip() == str(arr.size) and len(lines) >= 4 and
+               "24000 of 24000 items (100%)" in lines[-1],
+               "progress=stderr: a line per piece, the last at 100%% (%d lines)" % len(lines),
+               r.stderr[-400:])
+        msg, _ = err_of("SELECT caterva_import(?, ?, NULL, 'progress=no_such_function')",
+                        (src, os.path.join(tmp, "prog_nf.b2nd")))
+        report(msg is not None and "no such function" in msg and
+               not os.path.exists(os.path.join(tmp, "prog_nf.b2nd")),
+               "progress= naming no function: an error before anything is written: %r" % msg)
+    finally:
+        os.environ.pop("CATERVA_NPY_PIECE_BYTES", None)
+        db.close()
 
 
 def boxes(tmp, rng):
@@ -345,6 +456,7 @@ def main():
         round_trips(tmp, rng)
         large_fortran(tmp, rng)
         boxes(tmp, rng)
+        progress_and_interrupts(tmp)
         malformed(tmp)
         arg_errors(tmp)
     finally:

@@ -72,3 +72,24 @@ def connect_ext(ext, path=":memory:", **kw):
     db.enable_load_extension(True)
     db.load_extension(ext)
     return db
+
+
+def while_interrupting(db, fn):
+    """fn() while another thread calls db.interrupt() every millisecond (db must allow use from
+    other threads: check_same_thread=False); returns fn's result."""
+    import threading
+    import time
+    done = threading.Event()
+
+    def interrupter():
+        while not done.is_set():
+            db.interrupt()
+            time.sleep(0.001)
+
+    th = threading.Thread(target=interrupter)
+    th.start()
+    try:
+        return fn()
+    finally:
+        done.set()
+        th.join()

@@ -25,12 +25,10 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 
 import numpy as np
 
-from sqltap import plan, report, reexec_with_preload
+from sqltap import plan, report, reexec_with_preload, while_interrupting
 
 BUILD = os.environ.get("top_builddir", ".")
 EXT = os.path.join(BUILD, ".libs", "caterva")
@@ -225,21 +223,9 @@ def progress_and_interrupts(tmp):
         # No progress function: another thread interrupts while the import runs.
         big = os.path.join(tmp, "prog_big.npy")
         np.save(big, np.arange(200 * 100 * 100, dtype="<f8").reshape(200, 100, 100))
-        done = threading.Event()
-
-        def interrupter():
-            while not done.is_set():
-                db.interrupt()
-                time.sleep(0.001)
-
-        th = threading.Thread(target=interrupter)
-        th.start()
-        try:
-            msg, _ = err_of("SELECT caterva_import(?, ?, NULL, 'chunks=1,100,100')",
-                            (big, os.path.join(tmp, "prog_thread.b2nd")))
-        finally:
-            done.set()
-            th.join()
+        msg, _ = while_interrupting(db, lambda: err_of(
+            "SELECT caterva_import(?, ?, NULL, 'chunks=1,100,100')",
+            (big, os.path.join(tmp, "prog_thread.b2nd"))))
         report(msg == "caterva_import: interrupted" and
                leftovers() == ["prog_big.npy", "prog_ok.b2nd"],
                "sqlite3_interrupt() from another thread stops an import without progress=: %r"

@@ -20,10 +20,8 @@ import sqlite3
 import struct
 import subprocess
 import tempfile
-import threading
-import time
 
-from sqltap import plan, report, reexec_with_preload, skip
+from sqltap import plan, report, reexec_with_preload, skip, while_interrupting
 
 reexec_with_preload()
 
@@ -385,20 +383,8 @@ def interrupts(tmp, classic):
     big = os.path.join(tmp, "big.nc")
     subprocess.run([NCGEN, "-k", "classic", "-o", big, cdl], check=True)
     dst = os.path.join(tmp, "intr4.b2nd")
-    done = threading.Event()
-
-    def interrupter():
-        while not done.is_set():
-            db.interrupt()
-            time.sleep(0.001)
-
-    th = threading.Thread(target=interrupter)
-    th.start()
-    try:
-        err = error_of(db, "SELECT caterva_import(?, ?, 'v', 'chunks=1,200,200')", (big, dst))
-    finally:
-        done.set()
-        th.join()
+    err = while_interrupting(db, lambda: error_of(
+        db, "SELECT caterva_import(?, ?, 'v', 'chunks=1,200,200')", (big, dst)))
     report(err == "caterva_import: interrupted" and not os.path.exists(dst),
            "sqlite3_interrupt() from another thread stops an import without progress=: %r" % err)
     db.close()

@@ -25,7 +25,7 @@ void caterva_array_params_init(caterva_array_params *p) {
 static char *dup_n(const char *s, size_t n) {
   char *d = malloc(n + 1);
   if (d) {
-    memcpy(d, s, n);
+    if (n > 0) memcpy(d, s, n); /* an empty msgpack string may have a NULL pointer */
     d[n] = '\0';
   }
   return d;
@@ -1034,7 +1034,8 @@ int caterva_array_get_dim_names(caterva_ctx *ctx, caterva_array *a, char ***name
     const msgpack_object *o = &up.data.via.array.ptr[k];
     CAT_CHECK(leave, o->type == MSGPACK_OBJECT_STR, CATERVA_E_CORRUPT,
               "%s[%d] is not a string", CAT_DIMS_ATTR, k);
-    CAT_CHECK(leave, memchr(o->via.str.ptr, 0, o->via.str.size) == NULL, CATERVA_E_CORRUPT,
+    CAT_CHECK(leave, o->via.str.size == 0 || memchr(o->via.str.ptr, 0, o->via.str.size) == NULL,
+              CATERVA_E_CORRUPT,
               "%s[%d] contains a NUL byte", CAT_DIMS_ATTR, k);
     res[k] = dup_n(o->via.str.ptr, o->via.str.size);
     CAT_CHECK(leave, res[k] != NULL, CATERVA_E_NOMEM, "out of memory");

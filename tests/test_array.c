@@ -601,6 +601,18 @@ static void names_tests(void) {
   names = NULL;
   tap_ok(ok && caterva_array_get_dim_names(ctx, b, &names) == CATERVA_E_CORRUPT && !names,
          "wrong number of names rejected");
+  /* An empty name (msgpack-c gives it a NULL pointer: found by fuzz_array under UBSan) is
+   * read as "", a NUL byte inside a name is refused. */
+  ok = caterva_array_attr_set(ctx, b, "_ARRAY_DIMENSIONS", "\x93\xa0\xa1y\xa1z", 6) == 0;
+  names = NULL;
+  tap_ok(ok && caterva_array_get_dim_names(ctx, b, &names) == 0 && names && names[0][0] == 0 &&
+             strcmp(names[1], "y") == 0,
+         "an empty dimension name is read as an empty string");
+  caterva_array_free_names(names, 3);
+  ok = caterva_array_attr_set(ctx, b, "_ARRAY_DIMENSIONS", "\x93\xa2x\x00\xa1y\xa1z", 8) == 0;
+  names = NULL;
+  tap_ok(ok && caterva_array_get_dim_names(ctx, b, &names) == CATERVA_E_CORRUPT && !names,
+         "a NUL byte in a dimension name is refused");
   caterva_array_free(a);
   caterva_array_free(b);
 }

@@ -1023,7 +1023,8 @@ int caterva_array_get_dim_names(caterva_ctx *ctx, caterva_array *a, char ***name
   CAT_CHECK(leave, a != NULL, CATERVA_E_INVALID, "no array");
   nd = a->g.ndim;
   CAT_TRY(leave, caterva_schunk_vlmeta_get(ctx, a->sc, CAT_DIMS_ATTR, &v, &len));
-  CAT_CHECK(leave, msgpack_unpack_next(&up, (const char *)v, (size_t)len, &off) ==
+  CAT_CHECK(leave, caterva_msgpack_complete(v, (size_t)len) &&
+                       msgpack_unpack_next(&up, (const char *)v, (size_t)len, &off) ==
                        MSGPACK_UNPACK_SUCCESS,
             CATERVA_E_CORRUPT, "%s is not msgpack", CAT_DIMS_ATTR);
   CAT_CHECK(leave, up.data.type == MSGPACK_OBJECT_ARRAY && up.data.via.array.size == (uint32_t)nd,

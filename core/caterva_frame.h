@@ -154,6 +154,11 @@ int caterva_schunk_vlmeta_set(caterva_ctx *ctx, caterva_schunk *sc, const char *
                               const void *content, int32_t len);
 /** Delete vlmetalayer name (CATERVA_E_NOTFOUND when absent). */
 int caterva_schunk_vlmeta_delete(caterva_ctx *ctx, caterva_schunk *sc, const char *name);
+/** Whether buf starts with one whole msgpack value (nesting at most 32 levels) whose every
+ * declared element and byte is present. Check attribute bytes with it before handing them to
+ * msgpack-c, whose unpacker allocates for the element count a header declares before it
+ * sees the elements (a lying count asks for gigabytes). */
+int caterva_msgpack_complete(const void *buf, size_t len);
 /* -- transactions (file stores opened for writing or created) -- */
 
 /** Open a transaction: from here until caterva_schunk_commit or _rollback, chunk edits,

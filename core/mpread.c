@@ -145,3 +145,10 @@ bool cat_mp_skip(cat_rdr *r, int depth) {
   }
   return false;
 }
+
+int caterva_msgpack_complete(const void *buf, size_t len) {
+  cat_rdr r;
+  if (buf == NULL) return 0;
+  cat_rdr_init(&r, buf, len);
+  return cat_mp_skip(&r, 32);
+}

@@ -185,7 +185,8 @@ static void cvJsonAttribute(sqlite3_str *pStr, CvConn *pConn, caterva_schunk *pS
     return;
   }
   msgpack_unpacked_init(&up);
-  if (msgpack_unpack_next(&up, (const char *)aVal, (size_t)nVal, &off) == MSGPACK_UNPACK_SUCCESS)
+  if (caterva_msgpack_complete(aVal, (size_t)nVal) &&
+      msgpack_unpack_next(&up, (const char *)aVal, (size_t)nVal, &off) == MSGPACK_UNPACK_SUCCESS)
     cvJsonMsgpack(pStr, &up.data, 0);
   else
     sqlite3_str_appendall(pStr, "null");

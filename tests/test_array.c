@@ -613,6 +613,18 @@ static void names_tests(void) {
   names = NULL;
   tap_ok(ok && caterva_array_get_dim_names(ctx, b, &names) == CATERVA_E_CORRUPT && !names,
          "a NUL byte in a dimension name is refused");
+  /* A lying element count (found by fuzz_array: msgpack-c allocated 128 GiB for it) is
+   * refused before msgpack-c sees it. */
+  ok = caterva_array_attr_set(ctx, b, "_ARRAY_DIMENSIONS", "\xdd\x20\x00\x00\x00\xa1y", 7) == 0;
+  names = NULL;
+  tap_ok(ok && caterva_array_get_dim_names(ctx, b, &names) == CATERVA_E_CORRUPT && !names,
+         "an array header that declares more names than there are bytes is refused");
+  tap_ok(caterva_msgpack_complete("\x93\xa0\xa1y\x81\x01\xc0", 7) &&
+             !caterva_msgpack_complete("\x93\xa0\xa1y", 4) &&
+             !caterva_msgpack_complete("\xdf\xff\xff\xff\xff\x01\x02", 7) &&
+             !caterva_msgpack_complete("\xc6\x00\x01\x00\x00", 5) &&
+             !caterva_msgpack_complete("", 0) && !caterva_msgpack_complete(NULL, 3),
+         "caterva_msgpack_complete: whole values only");
   caterva_array_free(a);
   caterva_array_free(b);
 }

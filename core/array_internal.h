@@ -103,9 +103,14 @@ int cat_geom_clip(const cat_geom *g, const int64_t *start, const int64_t *stop, 
 
 /* Copy the intersection [lo, hi) of a block (whose item (0,...,0) has global coordinates
  * origin, laid out C-order over blockshape) with a C-order buffer covering the box
- * [bstart, bstart + bshape). to_block != 0 copies buffer -> block, else block -> buffer.
+ * [bstart, bstart + bshape). to_block: CAT_TO_BLOCK copies buffer -> block, CAT_TO_BUF block ->
+ * buffer, CAT_TO_BUF_STREAM the same with non-temporal stores where the buffer allows (x86-64,
+ * 8-byte aligned runs; for buffers much larger than the caches; ends with a store fence).
  * Contiguous runs are merged across trailing axes. buf == NULL (with to_block) zeroes the
  * intersection in the block instead; bstart/bshape are then only used for merging runs. */
+#define CAT_TO_BUF 0
+#define CAT_TO_BLOCK 1
+#define CAT_TO_BUF_STREAM 2
 void cat_copy_box(const cat_geom *g, uint8_t *block, const int64_t *origin, const int64_t *lo,
                   const int64_t *hi, uint8_t *buf, const int64_t *bstart, const int64_t *bshape,
                   int to_block);

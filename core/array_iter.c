@@ -99,6 +99,27 @@ static inline void copy_run(uint8_t *dst, const uint8_t *src, size_t n) {
   }
 }
 
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#define CAT_HAVE_STREAM 1
+/* Copy n bytes to dst (8-byte aligned, n a multiple of 8) with non-temporal stores: the
+** destination's cache lines are not read first, and do not push the source out of cache. */
+static void stream_run(uint8_t *dst, const uint8_t *src, size_t n) {
+  size_t i = 0;
+  int64_t w;
+  for (; i < n && ((uintptr_t)(dst + i) & 15) != 0; i += 8) {
+    memcpy(&w, src + i, 8);
+    _mm_stream_si64((long long *)(void *)(dst + i), w);
+  }
+  for (; i + 16 <= n; i += 16)
+    _mm_stream_si128((__m128i *)(void *)(dst + i), _mm_loadu_si128((const __m128i *)(src + i)));
+  for (; i < n; i += 8) {
+    memcpy(&w, src + i, 8);
+    _mm_stream_si64((long long *)(void *)(dst + i), w);
+  }
+}
+#endif
+
 void cat_copy_box(const cat_geom *g, uint8_t *block, const int64_t *origin, const int64_t *lo,
                   const int64_t *hi, uint8_t *buf, const int64_t *bstart, const int64_t *bshape,
                   int to_block) {
@@ -136,9 +157,19 @@ void cat_copy_box(const cat_geom *g, uint8_t *block, const int64_t *origin, cons
   pb = block + (size_t)boff * is;
   po = buf ? buf + (size_t)ooff * is : NULL;
   const size_t runb = (size_t)run * is;
+#ifdef CAT_HAVE_STREAM
+  /* Streaming: every run starts 8-byte aligned (is and the buffer's alignment allow it). */
+  if (to_block == CAT_TO_BUF_STREAM && (runb < 64 || is % 8 != 0 || ((uintptr_t)po & 7) != 0))
+    to_block = CAT_TO_BUF;
+#else
+  if (to_block == CAT_TO_BUF_STREAM) to_block = CAT_TO_BUF;
+#endif
   for (;;) {
     if (po == NULL) memset(pb, 0, runb);
-    else if (to_block) copy_run(pb, po, runb);
+    else if (to_block == CAT_TO_BLOCK) copy_run(pb, po, runb);
+#ifdef CAT_HAVE_STREAM
+    else if (to_block == CAT_TO_BUF_STREAM) stream_run(po, pb, runb);
+#endif
     else copy_run(po, pb, runb);
     int k = last - 1;
     for (; k >= 0; k--) {
@@ -153,6 +184,9 @@ void cat_copy_box(const cat_geom *g, uint8_t *block, const int64_t *origin, cons
     }
     if (k < 0) break;
   }
+#ifdef CAT_HAVE_STREAM
+  if (to_block == CAT_TO_BUF_STREAM) _mm_sfence();
+#endif
 }
 
 void cat_fill_items(uint8_t *dst, int64_t n, int itemsize, int special, const uint8_t *value) {
@@ -791,7 +825,11 @@ typedef struct cat_dest {
   const caterva_block_iter *it;
   uint8_t *buf;
   const int64_t *bstart, *bshape;
+  int mode;  /* CAT_TO_BUF, or CAT_TO_BUF_STREAM for buffers far larger than the caches */
 } cat_dest;
+
+/* Boxes of at least this many bytes are written with non-temporal stores. */
+#define READ_STREAM_BYTES (64 * 1024 * 1024)
 
 /* One chunk of a batch: its valid items, for placing its blocks. */
 typedef struct cat_dest_chunk {
@@ -820,7 +858,7 @@ static int scatter_block(void *arg, int32_t nblock, const uint8_t *data, int w) 
   int64_t origin[CATERVA_MAX_DIM], lo[CATERVA_MAX_DIM], hi[CATERVA_MAX_DIM];
   (void)w;
   block_box(d->it, dc->clo, dc->chi, nblock, bc, origin, lo, hi);
-  cat_copy_box(d->it->g, (uint8_t *)data, origin, lo, hi, d->buf, d->bstart, d->bshape, 0);
+  cat_copy_box(d->it->g, (uint8_t *)data, origin, lo, hi, d->buf, d->bstart, d->bshape, d->mode);
   return CATERVA_OK;
 }
 
@@ -833,7 +871,7 @@ static void copy_served(caterva_block_iter *it, const cat_dest *d) {
     uint8_t *data = it->serve == SERVE_FILL ? it->fill
                                             : it->whole + (size_t)nb * (size_t)g->blocksize;
     block_box(it, it->clo, it->chi, nb, it->bc, origin, lo, hi);
-    cat_copy_box(g, data, origin, lo, hi, d->buf, d->bstart, d->bshape, 0);
+    cat_copy_box(g, data, origin, lo, hi, d->buf, d->bstart, d->bshape, d->mode);
   }
 }
 
@@ -880,9 +918,12 @@ int cat_block_iter_read_all(caterva_block_iter *it, uint8_t *buf, const int64_t 
                             const int64_t *bshape) {
   caterva_ctx *ctx = it->ctx;
   int rc = CATERVA_OK;
-  cat_dest d = {it, buf, bstart, bshape};
+  cat_dest d = {it, buf, bstart, bshape, CAT_TO_BUF};
   cat_read_batch *b = NULL;
+  int64_t nbytes = it->g->itemsize;
   if (it->done || (it->flags & CATERVA_ITER_NODATA)) goto leave;
+  for (int k = 0; k < it->g->ndim; k++) nbytes *= bshape[k];
+  if (nbytes >= READ_STREAM_BYTES) d.mode = CAT_TO_BUF_STREAM;
   ra_discard(it);
   b = calloc(1, sizeof *b);
   CAT_CHECK(leave, b != NULL, CATERVA_E_NOMEM, "out of memory");

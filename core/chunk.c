@@ -605,11 +605,25 @@ static int cat_each_ref(caterva_ctx *ctx, const cat_chunk *ck, const cat_chunk_r
   return cat_decode_block(ctx, 0, ck, 0, ref, NULL);
 }
 
-/* Run tasks [0, ntasks) of job, on the pool when there are enough bytes to share. */
+/* A task per chunk: its requested blocks in order, one after the other. */
+static int cat_each_chunk_task(void *arg, int64_t r, int w) {
+  cat_each_job *job = arg;
+  int rc = CATERVA_OK;
+  for (int64_t t = job->first[r]; t < job->first[r + 1] && rc >= 0; t++)
+    rc = cat_each_task(job, t, w);
+  return rc;
+}
+
+/* Run tasks [0, ntasks) of job, on the pool when there are enough bytes to share: a task per
+ * chunk when there are chunks enough to keep every thread busy (threads then write apart in
+ * the destination: blocks next to each other share cache lines there), else per block. */
 static int cat_each_run(cat_each_job *job, int64_t ntasks, int32_t blocksize) {
   int rc = CATERVA_OK;
-  if (ntasks <= INT32_MAX && cat_worth_parallel(job->ctx, (int32_t)ntasks, blocksize))
+  if (ntasks <= INT32_MAX && cat_worth_parallel(job->ctx, (int32_t)ntasks, blocksize)) {
+    if (job->nreq >= 4 * job->ctx->nthreads)
+      return cat_pool_run(job->ctx->pool, job->nreq, cat_each_chunk_task, job);
     return cat_pool_run(job->ctx->pool, ntasks, cat_each_task, job);
+  }
   for (int64_t t = 0; t < ntasks && rc >= 0; t++) rc = cat_each_task(job, t, 0);
   return rc;
 }

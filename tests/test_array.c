@@ -508,6 +508,51 @@ static void big_ndim_tests(void) {
   run_config(&d, CATERVA_STORE_SPARSE, "16d");
 }
 
+/* Boxes of 64 MiB and more are written with streaming stores: whole and offset boxes, at 1
+** and 2 threads, into buffers aligned on 16, on 8 (not 16) and on 4 bytes (plain copies). */
+static void large_read_tests(void) {
+  const int64_t shape[3] = {272, 256, 130}, n = 272 * 256 * 130;
+  const int64_t zero[3] = {0, 0, 0}, lo[3] = {1, 2, 3}, hi[3] = {271, 255, 129};
+  caterva_array_params p;
+  caterva_array *a = NULL;
+  caterva_ctx *c2 = NULL;
+  int64_t *src = malloc((size_t)n * 8);
+  uint8_t *raw = malloc((size_t)n * 8 + 16);
+  int ok = src != NULL && raw != NULL && caterva_ctx_new(2, &c2) == 0;
+  caterva_array_params_init(&p);
+  p.ndim = 3;
+  for (int k = 0; k < 3; k++) {
+    p.shape[k] = shape[k];
+    p.chunkshape[k] = 64;
+    p.blockshape[k] = 16;
+  }
+  p.dtype = "<i8";
+  for (int64_t i = 0; ok && i < n; i++) src[i] = i * 7 - 3;
+  ok = ok && caterva_array_from_buffer(ctx, &p, src, n * 8, &a) == 0;
+  for (int t = 0; ok && t < 2; t++) {
+    caterva_ctx *c = t ? c2 : ctx;
+    for (int off = 0; ok && off <= 8; off += 4) {
+      uint8_t *out = raw + (((uintptr_t)raw & 15) ? 8 : 0) + off; /* may be misaligned */
+      int good = 1;
+      memset(raw, 0, (size_t)n * 8 + 16);
+      ok = caterva_array_get_slice(c, a, zero, shape, out, n * 8) == 0;
+      good = ok && memcmp(out, src, (size_t)n * 8) == 0;
+      ok = ok && caterva_array_get_slice(c, a, lo, hi, out, n * 8) == 0;
+      for (int64_t i = lo[0], j = 0; ok && good && i < hi[0]; i++)
+        for (int64_t k = lo[1]; good && k < hi[1]; k++)
+          for (int64_t l = lo[2]; l < hi[2]; l++, j++)
+            if (memcmp(out + 8 * j, &src[(i * shape[1] + k) * shape[2] + l], 8) != 0) good = 0;
+      tap_ok(ok && good, "72 MB array, %d thread(s), buffer offset %d: whole and a 69 MB box", t + 1,
+             off);
+    }
+  }
+  tap_ok(ok, "large reads (%s)", caterva_ctx_errmsg(ctx));
+  caterva_array_free(a);
+  caterva_ctx_free(c2);
+  free(src);
+  free(raw);
+}
+
 static void error_tests(void) {
   caterva_array_params p;
   caterva_array *a = NULL;
@@ -745,6 +790,7 @@ int main(void) {
       run_config(&configs[i], store, label);
   }
   big_ndim_tests();
+  large_read_tests();
   fill_tests();
   error_tests();
   names_tests();

@@ -533,6 +533,7 @@ int cvBzOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor) {
   memset(pCur->aCol, 0, sizeof(CvBzCol) * (size_t)pBc->nVal);
   pCur->bEof = 1;
   pCur->bBcolz = 1;
+  pCur->iValueCol = -1;
   *ppCursor = &pCur->base;
   return SQLITE_OK;
 }

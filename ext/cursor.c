@@ -45,6 +45,7 @@ int cvCursorOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor) {
   }
   pTab->nCursor++;
   pCur->bEof = 1;
+  pCur->iValueCol = -1; /* until xFilter */
   pCur->iPrivChunk = -1;
   *ppCursor = &pCur->base;
   return SQLITE_OK;
@@ -661,7 +662,7 @@ static CV_NOINLINE int cvColumnSlow(CvCursor *pCur, sqlite3_context *pCtx, int i
 */
 int cvCursorColumn(sqlite3_vtab_cursor *pCursor, sqlite3_context *pCtx, int iCol) {
   CvCursor *pCur = (CvCursor *)pCursor;
-  if (pCur->bBcolz == 0 && iCol == pCur->iValueCol && pCur->aData) {
+  if (iCol == pCur->iValueCol && pCur->aData) { /* never for a bcolz cursor: it has -1 */
     if (pCur->eFast == CV_FAST_F8) {
       double r;
       memcpy(&r, pCur->aData + pCur->iOff * 8, 8);

@@ -142,7 +142,7 @@ struct CvVtab {
 ** (cursor.c) read them before they know the kind, so that a row inside a run of cells costs
 ** no dispatch: nFast counts the further cells xNext reaches by stepping along the last
 ** dimension alone (in the same block, the same box and the row budget), and is always 0 in
-** a bcolz cursor.
+** a bcolz cursor, whose iValueCol is -1.
 */
 /* Keeps a rarely taken path out of its caller, so that the caller's common path needs no
 ** stack frame (xNext and xColumn run once per row). */
@@ -156,6 +156,7 @@ struct CvVtab {
   sqlite3_vtab_cursor base;           /* Base class - must be first */                  \
   int bEof;                           /* No more rows */                                \
   int bBcolz;                         /* A CvBzCursor, else a CvCursor */               \
+  int iValueCol;                      /* The column xColumn may read inline (-1: none) */ \
   int64_t nFast;                      /* Steps xNext takes along the last dimension */
 
 /*
@@ -192,8 +193,7 @@ struct CvCursor {
   int64_t aCoord[CV_MAX_DIM];         /* Coordinates of the current row */
   int64_t iOff;                       /* Item offset of aCoord inside the block */
   int kLast;                          /* nDim - 1: the dimension of the fast steps */
-  int iValueCol;                      /* nDim: the value column ... */
-  int eFast;                          /* ... and how xColumn reads it (CV_FAST_*) */
+  int eFast;                          /* How xColumn reads the value column (CV_FAST_*) */
   CvValPred val;                      /* Value constraints: blocks they rule out are skipped */
 };
 

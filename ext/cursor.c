@@ -482,8 +482,18 @@ static void cvSetFast(CvCursor *pCur) {
       pCur->nLeft -= n;
     }
     if (n < 0) n = 0;
+    pCur->iLastEnd = pCur->aCoord[kLast] + n;
   }
+  pCur->iOffEnd = pCur->iOff + n;
   pCur->nFast = n;
+}
+
+/* Write the current cell's last coordinate and item offset back from the run's end and the
+** steps left (xNext's fast steps leave them behind). */
+static void cvSyncRun(CvCursor *pCur) {
+  if (pCur->bEof || pCur->kLast < 0) return;
+  pCur->aCoord[pCur->kLast] = pCur->iLastEnd - pCur->nFast;
+  pCur->iOff = pCur->iOffEnd - pCur->nFast;
 }
 
 /* The general path of xNext: across dimensions, blocks and boxes, with the row budget. */
@@ -491,6 +501,7 @@ static CV_NOINLINE int cvCursorNextSlow(CvCursor *pCur) {
   int rc;
   if (pCur->bBcolz) return cvBzNext(&pCur->base);
   if (pCur->bEof) return SQLITE_OK;
+  cvSyncRun(pCur);
   if (pCur->nLeft > 0 && --pCur->nLeft == 0) {
     pCur->bEof = 1;
     return SQLITE_OK;
@@ -501,15 +512,14 @@ static CV_NOINLINE int cvCursorNextSlow(CvCursor *pCur) {
 }
 
 /*
-** xNext of the module, for both kinds of cursor (CV_CURSOR_HEAD). Inside a run the step is
-** the last coordinate and the item offset (the last dimension's stride inside a block is 1).
+** xNext of the module, for both kinds of cursor (CV_CURSOR_HEAD). Inside a run a step is one
+** decrement: the cell's last coordinate and item offset follow from nFast (cvSyncRun; the last
+** dimension's stride inside a block is 1).
 */
 int cvCursorNext(sqlite3_vtab_cursor *pCursor) {
   CvCursor *pCur = (CvCursor *)pCursor;
   if (pCur->nFast > 0) {
     pCur->nFast--;
-    pCur->aCoord[pCur->kLast]++;
-    pCur->iOff++;
     return SQLITE_OK;
   }
   return cvCursorNextSlow(pCur);
@@ -633,6 +643,7 @@ static int cvVarColumn(CvCursor *pCur, sqlite3_context *pCtx, int iVar) {
 static CV_NOINLINE int cvColumnSlow(CvCursor *pCur, sqlite3_context *pCtx, int iCol) {
   CvVtab *pTab = (CvVtab *)pCur->base.pVtab;
   if (pCur->bBcolz) return cvBzColumn(&pCur->base, pCtx, iCol);
+  cvSyncRun(pCur);
   if (iCol >= 0 && iCol < pTab->nDim) {
     if (pTab->aLab[iCol].bOn) cvLabelResult(pCtx, pTab, iCol, pCur->aCoord[iCol]);
     else sqlite3_result_int64(pCtx, pCur->aCoord[iCol]);
@@ -665,14 +676,14 @@ int cvCursorColumn(sqlite3_vtab_cursor *pCursor, sqlite3_context *pCtx, int iCol
   if (iCol == pCur->iValueCol && pCur->aData) { /* never for a bcolz cursor: it has -1 */
     if (pCur->eFast == CV_FAST_F8) {
       double r;
-      memcpy(&r, pCur->aData + pCur->iOff * 8, 8);
+      memcpy(&r, pCur->aData + (pCur->iOffEnd - pCur->nFast) * 8, 8);
       if (r == r) {
         sqlite3_result_double(pCtx, r);
         return SQLITE_OK;
       }
     } else if (pCur->eFast == CV_FAST_F4) {
       float f;
-      memcpy(&f, pCur->aData + pCur->iOff * 4, 4);
+      memcpy(&f, pCur->aData + (pCur->iOffEnd - pCur->nFast) * 4, 4);
       if (f == f) {
         sqlite3_result_double(pCtx, (double)f);
         return SQLITE_OK;
@@ -688,6 +699,7 @@ int cvCursorRowid(sqlite3_vtab_cursor *pCursor, sqlite3_int64 *pRowid) {
   CvVtab *pTab = (CvVtab *)pCursor->pVtab;
   sqlite3_int64 iRowid = 0;
   int k;
+  cvSyncRun(pCur);
   for (k = 0; k < pTab->nDim; k++) iRowid += pCur->aCoord[k] * pTab->aArrStride[k];
   *pRowid = iRowid;
   return SQLITE_OK;

@@ -192,6 +192,9 @@ struct CvCursor {
   CvVarPos *aVarPos;                  /* Current block of each further array (nVar) */
   int64_t aCoord[CV_MAX_DIM];         /* Coordinates of the current row */
   int64_t iOff;                       /* Item offset of aCoord inside the block */
+  int64_t iLastEnd, iOffEnd;          /* aCoord[kLast] and iOff at the end of the run: while
+                                      ** xNext takes fast steps, the current ones are these
+                                      ** minus nFast (cvSyncRun writes them back) */
   int kLast;                          /* nDim - 1: the dimension of the fast steps */
   int eFast;                          /* How xColumn reads the value column (CV_FAST_*) */
   CvValPred val;                      /* Value constraints: blocks they rule out are skipped */

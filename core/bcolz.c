@@ -62,7 +62,33 @@ struct caterva_bcolz {
   char *attrs_text;            /* the root's __attrs__ (for a carray: its column's) */
   cat_json *attrs;
   int64_t len;
+  caterva_progress_fn progress; /* conversions report to it (caterva_bcolz_set_progress) */
+  void *progress_arg;
+  int64_t progress_done, progress_total;
 };
+
+void caterva_bcolz_set_progress(caterva_bcolz *b, caterva_progress_fn fn, void *arg) {
+  if (b == NULL) return;
+  b->progress = fn;
+  b->progress_arg = arg;
+}
+
+/* Report n more items converted; the callback's non-zero answer as an error code. */
+static int bz_report(caterva_ctx *ctx, caterva_bcolz *b, int64_t n) {
+  int r;
+  if (b->progress == NULL) return CATERVA_OK;
+  b->progress_done += n;
+  r = b->progress(b->progress_arg, b->progress_done, b->progress_total);
+  if (r == 0) return CATERVA_OK;
+  return cat_error(ctx, r < 0 ? r : CATERVA_E_INVALID, "stopped by the progress callback");
+}
+
+/* Start counting the progress of converting columns [first, last]. */
+static void bz_progress_start(caterva_bcolz *b, int first, int last) {
+  b->progress_done = 0;
+  b->progress_total = 0;
+  for (int k = first; k <= last; k++) b->progress_total += b->cols[k].nitems;
+}
 
 struct caterva_bcolz_reader {
   caterva_bcolz *b;
@@ -787,6 +813,7 @@ static int bz_copy_rows(caterva_ctx *ctx, caterva_bcolz *b, int col, caterva_arr
     CAT_TRY(leave, caterva_bcolz_read(ctx, b, col, k * c->chunkitems, n, buf,
                                       n * c->pub.itemsize));
     CAT_TRY(leave, caterva_array_set_slice(ctx, a, start, stop, buf, n * c->pub.itemsize));
+    CAT_TRY(leave, bz_report(ctx, b, n));
   }
 leave:
   free(buf);
@@ -843,6 +870,7 @@ int caterva_bcolz_convert(caterva_ctx *ctx, caterva_bcolz *b, int col,
   tmp = bz_temp_name(p->path);
   CAT_CHECK(leave, tmp != NULL, CATERVA_E_NOMEM, "out of memory");
   bz_remove_tree(tmp);
+  bz_progress_start(b, col, col);
   CAT_TRY(leave, bz_convert_to(ctx, b, col, p, dim_names, n_dim_names, tmp, &a));
   caterva_array_free(a);
   a = NULL;
@@ -964,6 +992,7 @@ int caterva_bcolz_convert_ctable(caterva_ctx *ctx, caterva_bcolz *b, const char 
     rc = cat_io_error(ctx, "cannot create", tmp);
     goto leave;
   }
+  bz_progress_start(b, 0, b->ncols - 1);
   for (int k = 0; k < b->ncols; k++) {
     size_t n = strlen(tmp) + strlen(b->cols[k].name) + 8;
     char *path = malloc(n);

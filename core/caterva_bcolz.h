@@ -109,6 +109,11 @@ int caterva_bcolz_read(caterva_ctx *ctx, caterva_bcolz *b, int col, int64_t star
 
 /* -- conversion -- */
 
+/** Conversions of b call fn(arg, items converted, items to convert) after each chunk (fn
+ * NULL: none); a non-zero return stops the conversion (caterva_progress_fn), which then
+ * leaves nothing at its destination. */
+void caterva_bcolz_set_progress(caterva_bcolz *b, caterva_progress_fn fn, void *arg);
+
 /** Convert column col into a new Blosc2 array (both metalayers) at p->path (p->store
  * CATERVA_STORE_CONTIGUOUS or _SPARSE; the path must not exist). The shape and dtype come
  * from the column (p->ndim, shape, itemsize, dtype are ignored); chunk shape 0: chunklen

@@ -252,19 +252,32 @@ bz_slice_out:
 /* ---- caterva_import ------------------------------------------------------------------------ */
 
 /* The options string (CREATE VIRTUAL TABLE's syntax and meanings) into *pP for an array of
-** nDim dimensions, and dims= split into azDim[0..nDim) (sqlite3_malloc'ed, or left NULL);
-** an sqlite3_mprintf'ed message on error, else 0. */
-static char *cvBzOptions(const char *zOpt, int nDim, caterva_array_params *pP, char **azDim) {
+** nDim dimensions, dims= split into azDim[0..nDim) (sqlite3_malloc'ed, or left NULL) and
+** progress= into *pzProgress; an sqlite3_mprintf'ed message on error, else 0. */
+/* progress=, the one option that is not CREATE VIRTUAL TABLE's (cvOptionsParseStringExtra). */
+static int cvBzOption(void *pArg, const char *zKey, const char *zVal, char **pzErr) {
+  char **pzProgress = (char **)pArg;
+  if (sqlite3_stricmp(zKey, "progress") == 0 && *pzProgress == 0) {
+    *pzProgress = sqlite3_mprintf("%s", zVal);
+    return *pzProgress ? SQLITE_OK : SQLITE_NOMEM;
+  }
+  *pzErr = sqlite3_mprintf("unknown option \"%s\" for a bcolz source (it takes chunks, "
+                           "blocks, codec, clevel, filters, sparse, dims, progress)", zKey);
+  return SQLITE_ERROR;
+}
+
+static char *cvBzOptions(const char *zOpt, int nDim, caterva_array_params *pP, char **azDim,
+                         char **pzProgress) {
   CvOptions opt;
   char *zErr = 0;
   const char *zBad;
-  int rc = cvOptionsParseString(&opt, zOpt, &zErr);
+  int rc = cvOptionsParseStringExtra(&opt, zOpt, cvBzOption, pzProgress, &zErr);
   caterva_array_params_init(pP);
   pP->ndim = nDim;
   pP->store = CATERVA_STORE_CONTIGUOUS;
   if (rc == SQLITE_OK && (zBad = cvImportBadOption(&opt)) != 0) {
     zErr = sqlite3_mprintf("option %s= does not apply to a bcolz import (it takes chunks, "
-                           "blocks, codec, clevel, filters, sparse, dims)", zBad);
+                           "blocks, codec, clevel, filters, sparse, dims, progress)", zBad);
     rc = SQLITE_ERROR;
   }
   if (rc == SQLITE_OK && opt.zSparse) {
@@ -302,21 +315,31 @@ void cvImportBcolz(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, const
                    const char *zVar, const char *zOpt) {
   caterva_bcolz *pBz = cvBzOpenArg(pCtx, pConn, zSrc, "caterva_import");
   caterva_array_params p;
+  CvImportProgress prog;
   int64_t nItem = 0;
-  char *zErr, *azDim[CATERVA_MAX_DIM];
+  char *zErr, *azDim[CATERVA_MAX_DIM], *zProgress = 0;
   int iCol, rc, nDim;
   memset(azDim, 0, sizeof azDim);
+  memset(&prog, 0, sizeof prog);
   if (pBz == 0) return;
   iCol = cvBzPickColumn(pCtx, pBz, zSrc, zVar);
   if (iCol == -1) goto import_out;
   nDim = caterva_bcolz_column_get(pBz, iCol < 0 ? 0 : iCol)->ndim;
-  zErr = cvBzOptions(zOpt, nDim, &p, azDim);
+  zErr = cvBzOptions(zOpt, nDim, &p, azDim, &zProgress);
   if (zErr) {
     const char *z = strncmp(zErr, "caterva: ", 9) == 0 ? zErr + 9 : zErr;
     cvBzMessage(pCtx, sqlite3_mprintf("caterva_import: %s", z));
     sqlite3_free(zErr);
     goto import_out;
   }
+  zErr = 0;
+  if (cvImportProgressBegin(&prog, sqlite3_context_db_handle(pCtx), zSrc, zProgress, &zErr) !=
+      SQLITE_OK) {
+    cvBzMessage(pCtx, zErr);
+    if (prog.bInterrupted) sqlite3_result_error_code(pCtx, SQLITE_INTERRUPT);
+    goto import_out;
+  }
+  caterva_bcolz_set_progress(pBz, cvImportProgressStep, &prog);
   p.path = zDst;
   if (iCol >= 0)
     rc = caterva_bcolz_convert(pConn->pCtx, pBz, iCol, &p,
@@ -324,6 +347,11 @@ void cvImportBcolz(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, const
   else
     rc = caterva_bcolz_convert_ctable(pConn->pCtx, pBz, zDst, &p,
                                       azDim[0] ? (const char *const *)azDim : 0, nDim);
+  if (rc < 0 && prog.zErr) {
+    cvBzMessage(pCtx, sqlite3_mprintf("%s", prog.zErr));
+    if (prog.bInterrupted) sqlite3_result_error_code(pCtx, SQLITE_INTERRUPT);
+    goto import_out;
+  }
   if (rc < 0) {
     char *zWhat = sqlite3_mprintf("caterva_import: \"%s\" to \"%s\"", zSrc, zDst);
     cvResultLibError(pCtx, pConn, zWhat ? zWhat : "caterva_import", rc);
@@ -341,4 +369,6 @@ void cvImportBcolz(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, const
 import_out:
   for (int k = 0; k < CATERVA_MAX_DIM; k++) sqlite3_free(azDim[k]);
   caterva_bcolz_free(pBz);
+  cvImportProgressEnd(&prog);
+  sqlite3_free(zProgress);
 }

@@ -473,6 +473,47 @@ def test_import(d, man, tmp):
     err = error_of(db, "select caterva_import(?, ?, 'nope')", (os.path.join(d, "table"), out + "2"))
     report("no column" in err, "caterva_import of an unknown column: an error", err)
     db.close()
+    import_progress(d, tmp)
+
+
+def import_progress(d, tmp):
+    """progress= after each bcolz chunk, and imports stopped by sqlite3_interrupt() or by an
+    error of the progress function, leaving nothing at the destination."""
+    db = connect()
+    calls = []
+
+    def prog(done, total):
+        calls.append((done, total))
+
+    def prog_intr(done, total):
+        calls.append((done, total))
+        if len(calls) == 2:
+            db.interrupt()
+
+    def prog_raise(done, total):
+        calls.append((done, total))
+        raise ValueError("no more")
+
+    for name, fn in (("prog", prog), ("prog_intr", prog_intr), ("prog_raise", prog_raise)):
+        db.create_function(name, 2, fn)
+    out = os.path.join(tmp, "prog_table.d")
+    cnt = db.execute("select caterva_import(?, ?, NULL, 'progress=prog')",
+                     (os.path.join(d, "table"), out)).fetchone()[0]
+    dones = [c[0] for c in calls]
+    report(len(calls) >= 5 and dones == sorted(dones) and calls[-1] == (cnt, cnt) and
+           all(c[1] == cnt for c in calls),
+           "progress= of a ctable import: after each chunk of each column, up to all %d items "
+           "(%d calls)" % (cnt, len(calls)), repr(calls[:6]))
+    for fn, want in (("prog_intr", "caterva_import: interrupted"),
+                     ("prog_raise", "caterva_import: stopped by the progress function")):
+        for src, dst in (("i32_blocks", "prog_%s.b2nd" % fn), ("table", "prog_%s.d" % fn)):
+            del calls[:]
+            err = error_of(db, "select caterva_import(?, ?, NULL, 'progress=%s')" % fn,
+                           (os.path.join(d, src), os.path.join(tmp, dst)))
+            left = [f for f in os.listdir(tmp) if f.startswith("prog_%s" % fn)]
+            report(err is not None and err.startswith(want) and not left,
+                   "%s stops the import of %s, nothing left: %r" % (fn, src, err), repr(left))
+    db.close()
 
 
 def array_rule(v, dtype):

@@ -180,6 +180,17 @@ int cvImportProgressBegin(CvImportProgress *p, sqlite3 *db, const char *zWhat,
   return SQLITE_OK;
 }
 
+int cvProgressOption(void *pArg, const char *zKey, const char *zVal, char **pzErr) {
+  CvProgressOption *p = (CvProgressOption *)pArg;
+  if (sqlite3_stricmp(zKey, "progress") == 0 && p->zProgress == 0) {
+    p->zProgress = sqlite3_mprintf("%s", zVal);
+    return p->zProgress ? SQLITE_OK : SQLITE_NOMEM;
+  }
+  *pzErr = sqlite3_mprintf("caterva_import: unknown option \"%s\" for a %s source (it takes %s)",
+                           zKey, p->zSource, p->zTakes);
+  return SQLITE_ERROR;
+}
+
 void cvImportProgressEnd(CvImportProgress *p) {
   sqlite3_finalize(p->pStmt);
   sqlite3_finalize(p->pCheck);

@@ -251,33 +251,25 @@ bz_slice_out:
 
 /* ---- caterva_import ------------------------------------------------------------------------ */
 
+#define CV_BZ_OPTIONS "chunks, blocks, codec, clevel, filters, sparse, dims, progress"
+
 /* The options string (CREATE VIRTUAL TABLE's syntax and meanings) into *pP for an array of
 ** nDim dimensions, dims= split into azDim[0..nDim) (sqlite3_malloc'ed, or left NULL) and
 ** progress= into *pzProgress; an sqlite3_mprintf'ed message on error, else 0. */
-/* progress=, the one option that is not CREATE VIRTUAL TABLE's (cvOptionsParseStringExtra). */
-static int cvBzOption(void *pArg, const char *zKey, const char *zVal, char **pzErr) {
-  char **pzProgress = (char **)pArg;
-  if (sqlite3_stricmp(zKey, "progress") == 0 && *pzProgress == 0) {
-    *pzProgress = sqlite3_mprintf("%s", zVal);
-    return *pzProgress ? SQLITE_OK : SQLITE_NOMEM;
-  }
-  *pzErr = sqlite3_mprintf("unknown option \"%s\" for a bcolz source (it takes chunks, "
-                           "blocks, codec, clevel, filters, sparse, dims, progress)", zKey);
-  return SQLITE_ERROR;
-}
-
 static char *cvBzOptions(const char *zOpt, int nDim, caterva_array_params *pP, char **azDim,
                          char **pzProgress) {
   CvOptions opt;
   char *zErr = 0;
   const char *zBad;
-  int rc = cvOptionsParseStringExtra(&opt, zOpt, cvBzOption, pzProgress, &zErr);
+  CvProgressOption po = {0, "bcolz", CV_BZ_OPTIONS};
+  int rc = cvOptionsParseStringExtra(&opt, zOpt, cvProgressOption, &po, &zErr);
+  *pzProgress = po.zProgress;
   caterva_array_params_init(pP);
   pP->ndim = nDim;
   pP->store = CATERVA_STORE_CONTIGUOUS;
   if (rc == SQLITE_OK && (zBad = cvImportBadOption(&opt)) != 0) {
-    zErr = sqlite3_mprintf("option %s= does not apply to a bcolz import (it takes chunks, "
-                           "blocks, codec, clevel, filters, sparse, dims, progress)", zBad);
+    zErr = sqlite3_mprintf("option %s= does not apply to a bcolz import (it takes "
+                           CV_BZ_OPTIONS ")", zBad);
     rc = SQLITE_ERROR;
   }
   if (rc == SQLITE_OK && opt.zSparse) {
@@ -327,7 +319,9 @@ void cvImportBcolz(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, const
   nDim = caterva_bcolz_column_get(pBz, iCol < 0 ? 0 : iCol)->ndim;
   zErr = cvBzOptions(zOpt, nDim, &p, azDim, &zProgress);
   if (zErr) {
-    const char *z = strncmp(zErr, "caterva: ", 9) == 0 ? zErr + 9 : zErr;
+    const char *z = strncmp(zErr, "caterva: ", 9) == 0          ? zErr + 9
+                    : strncmp(zErr, "caterva_import: ", 16) == 0 ? zErr + 16
+                                                                  : zErr;
     cvBzMessage(pCtx, sqlite3_mprintf("caterva_import: %s", z));
     sqlite3_free(zErr);
     goto import_out;

@@ -24,28 +24,19 @@ SQLITE_EXTENSION_INIT3
 #include <string.h>
 #include <sys/stat.h>
 
-/* progress=, the one option that is not CREATE VIRTUAL TABLE's (cvOptionsParseStringExtra). */
-static int cvNpyOption(void *pArg, const char *zKey, const char *zVal, char **pzErr) {
-  char **pzProgress = (char **)pArg;
-  if (sqlite3_stricmp(zKey, "progress") == 0 && *pzProgress == 0) {
-    *pzProgress = sqlite3_mprintf("%s", zVal);
-    return *pzProgress ? SQLITE_OK : SQLITE_NOMEM;
-  }
-  *pzErr = sqlite3_mprintf("caterva_import: unknown option \"%s\" for a .npy source (it takes "
-                           "chunks, blocks, codec, clevel, filters, dims, sparse, progress)", zKey);
-  return SQLITE_ERROR;
-}
+#define CV_NPY_OPTIONS "chunks, blocks, codec, clevel, filters, dims, sparse, progress"
 
 /* Parse and check zOpt (progress= into *pzProgress); 0 after reporting an error. */
 static int cvNpyOptions(sqlite3_context *pCtx, const char *zOpt, CvOptions *pOpt,
                         char **pzProgress) {
   char *zErr = 0;
   const char *zBad;
-  int rc = cvOptionsParseStringExtra(pOpt, zOpt, cvNpyOption, pzProgress, &zErr);
+  CvProgressOption po = {0, ".npy", CV_NPY_OPTIONS};
+  int rc = cvOptionsParseStringExtra(pOpt, zOpt, cvProgressOption, &po, &zErr);
+  *pzProgress = po.zProgress;
   if (rc == SQLITE_OK && (zBad = cvImportBadOption(pOpt)) != 0) {
     zErr = sqlite3_mprintf("caterva_import: option %s= does not apply to a .npy import (it "
-                           "takes chunks, blocks, codec, clevel, filters, dims, sparse, "
-                           "progress)", zBad);
+                           "takes " CV_NPY_OPTIONS ")", zBad);
     rc = SQLITE_ERROR;
   }
   if (rc == SQLITE_OK && pOpt->zSparse && strcmp(pOpt->zSparse, "0") != 0 &&

@@ -266,6 +266,16 @@ int cvImportProgressBegin(CvImportProgress *p, sqlite3 *db, const char *zWhat,
 int cvImportProgressStep(void *pArg, int64_t nDone, int64_t nTotal);
 void cvImportProgressEnd(CvImportProgress *p);
 double cvImportNow(void);
+/* A CvExtraOption for importers whose one extra option is progress=: pArg is a
+** CvProgressOption, zProgress set (sqlite3_malloc'ed) from the option; any other key is an
+** error naming the source kind and the options it takes. */
+typedef struct CvProgressOption CvProgressOption;
+struct CvProgressOption {
+  char *zProgress;          /* progress=, or NULL */
+  const char *zSource;      /* ".npy", "bcolz": the source kind, for messages */
+  const char *zTakes;       /* the options the import takes, for messages */
+};
+int cvProgressOption(void *pArg, const char *zKey, const char *zVal, char **pzErr);
 /* The same for an importer with options of its own: a key that is not one of CREATE VIRTUAL
 ** TABLE's is passed, dequoted, to xExtra(pArg, zKey, zVal, pzErr), which returns SQLITE_OK
 ** or an error with *pzErr (e.g. for a key it does not know either). */

@@ -438,6 +438,9 @@ def test_import(d, man, tmp):
     err = error_of(db, "select caterva_import(?, ?, NULL, 'codec=snappy')",
                    (os.path.join(d, "f64"), out + "x"))
     report("codec=" in err and not os.path.exists(out + "x"), "caterva_import bad option: an error", err)
+    err = error_of(db, "select caterva_import(?, ?, NULL, 'colour=red')", (os.path.join(d, "f64"), out + "y"))
+    report(err.startswith('caterva_import: unknown option "colour" for a bcolz source (it takes')
+           and not os.path.exists(out + "y"), "caterva_import unknown option: named once", err)
     # a ctable: a directory of arrays, and one column alone
     out = os.path.join(tmp, "table.b2nd.d")
     cnt = db.execute("select caterva_import(?, ?)", (os.path.join(d, "table"), out)).fetchone()[0]

@@ -7,7 +7,8 @@
  *
  * Input layout: three parts each prefixed by a u16 LE length (sizes, storage, attrs), then the
  * bytes of data/__0.blp; data/__1.blp and the following are copies of it (a short input that
- * claims many rows reads them all). The files go to a directory of this process under $TMPDIR.
+ * claims many rows reads them all). The files go to a directory of this process under /dev/shm
+ * (or $FUZZ_BCOLZ_DIR, else $TMPDIR).
  */
 #include "caterva.h"
 #include "json_internal.h"
@@ -51,9 +52,13 @@ static void cleanup(void) {
 }
 
 static int setup(void) {
-  const char *tmp = getenv("TMPDIR");
+  /* /dev/shm when it exists: eleven files written per input on a disk file system made this
+   * target run a hundred inputs a second. FUZZ_BCOLZ_DIR overrides. */
+  const char *tmp = getenv("FUZZ_BCOLZ_DIR");
   char path[300];
   if (root[0]) return 0;
+  if (tmp == NULL || *tmp == 0) tmp = access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : NULL;
+  if (tmp == NULL || *tmp == 0) tmp = getenv("TMPDIR");
   snprintf(root, sizeof root, "%s/fuzz_bcolz.XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
   if (mkdtemp(root) == NULL) return -1;
   snprintf(path, sizeof path, "%s/meta", root);

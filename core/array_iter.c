@@ -249,6 +249,10 @@ enum { RA_IDLE, RA_QUEUED, RA_DONE };
 enum { SERVE_BLOCKS, SERVE_FILL, SERVE_WHOLE, SERVE_NODATA };
 
 #define ITER_BATCH_BYTES (16 * 1024 * 1024) /* decompressed blocks kept at once */
+/* ... with a read-ahead: a batch is consumed right after the worker wrote it, so that it is
+** read from the cache (whole chunks of megabytes were read from memory: 0.83-0.85x the shell's
+** generate_series for a full scan of a 200^3 float64 array, 0.88-0.92x with these) */
+#define ITER_READAHEAD_BYTES (512 * 1024)
 
 struct caterva_block_iter {
   caterva_ctx *ctx;
@@ -336,8 +340,10 @@ int caterva_block_iter_new(caterva_ctx *ctx, caterva_array *a, const int64_t *st
   it->blk.blockshape = g->blockshape;
   caterva_block_iter_reset(it, start, stop);
   {
-    int64_t bm = ITER_BATCH_BYTES / (g->blocksize > 0 ? g->blocksize : 1);
-    int64_t minb = 4 * (int64_t)(ctx ? ctx->nthreads : 1);
+    int ra = (flags & CATERVA_ITER_READAHEAD) != 0;
+    int64_t bm = (ra ? ITER_READAHEAD_BYTES : ITER_BATCH_BYTES) /
+                 (g->blocksize > 0 ? g->blocksize : 1);
+    int64_t minb = ra ? 2 : 4 * (int64_t)(ctx ? ctx->nthreads : 1);
     if (bm < minb) bm = minb;
     if (bm > g->nblocks) bm = g->nblocks;
     if (bm < 1) bm = 1;

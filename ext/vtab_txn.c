@@ -262,8 +262,13 @@ int cvTxnSync(sqlite3_vtab *pVtab) {
   int r;
   if (!pTab->bInTxn) return SQLITE_OK;
   /* nothing was written (an UPDATE that matched no cell): no commit, no fsync */
-  r = pTab->bWrote ? caterva_array_commit(pTab->pConn->pCtx, pTab->pArr, pTab->bSync)
-                   : caterva_array_rollback(pTab->pConn->pCtx, pTab->pArr);
+  if (pTab->bWrote) {
+    r = caterva_array_commit(pTab->pConn->pCtx, pTab->pArr, pTab->bSync);
+  } else {
+    r = caterva_array_rollback(pTab->pConn->pCtx, pTab->pArr);
+    /* the rollback read the metadata again: the labels borrowed the old coordinate vectors */
+    cvInitGeometry(pTab);
+  }
   if (r < 0) return cvLibError(pTab, r);
   pTab->bCommitted = 1;
   return SQLITE_OK;

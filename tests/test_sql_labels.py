@@ -379,6 +379,33 @@ def test_writes(tmp):
     db.close()
 
 
+def test_empty_commit(tmp):
+    """A transaction that writes nothing ends by reading the metadata again (no commit): the
+    explicit labels the table held must be read again too (fuzz_sql found them freed and then
+    used; tests/corpus/sql/regress_labels_after_empty_commit_*)."""
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    db.enable_load_extension(True)
+    db.load_extension(EXT)
+    p = os.path.join(tmp, "e.b2nd")
+    db.execute("CREATE VIRTUAL TABLE e USING caterva('%s', shape='4,6', dims='time,lat')" % p)
+    db.execute("SELECT caterva_set_coords('e', 'lat', '[-50, -20, -5, 0, 12.5, 40]')")
+    db.execute("INSERT INTO e(time_index, lat_index, value) VALUES (1, 4, 3.0)")
+    ok = True
+    for i in range(3):
+        db.execute("BEGIN")
+        db.execute("UPDATE e SET value = 1 WHERE time_index < 0")   # matches nothing
+        if i == 1:
+            db.execute("SAVEPOINT s")
+            db.execute("UPDATE e SET value = 2 WHERE time_index > 99")
+            db.execute("ROLLBACK TO s")
+        db.execute("COMMIT")
+        ok &= q(db, "SELECT lat, value FROM e WHERE lat BETWEEN 10 AND 15 AND value IS NOT NULL"
+                ) == [(12.5, 3.0)]
+        ok &= q(db, "SELECT count(*) FROM e WHERE lat = -20") == [(4,)]
+    report(ok, "explicit labels after transactions that wrote nothing (three kinds)")
+    db.close()
+
+
 def test_create_errors(tmp):
     db = connect()
     for opt, frag in [("coords='depth:0:1'", "no dimension"),
@@ -461,6 +488,7 @@ def main():
         report(n > 0, "%d differential label queries in all" % n)
         test_pushdown(tmp)
         test_writes(tmp)
+        test_empty_commit(tmp)
         test_create_errors(tmp)
         test_variables(tmp)
     finally:

@@ -1247,9 +1247,11 @@ def locking(tmp):
            "(%.3f s)" % dt, "%r vs %r" % (got, old))
     # with a busy timeout, B waits until A commits from another thread
     B.execute("PRAGMA busy_timeout = 2000")
+    t_commit = []
 
     def commit_later():
         time.sleep(0.3)
+        t_commit.append(time.time())   # B's write cannot finish before this instant
         A.execute("COMMIT")
     th = threading.Thread(target=commit_later)
     th.start()
@@ -1259,10 +1261,12 @@ def locking(tmp):
         e = None
     except sqlite3.Error as ex:
         e = ex
-    dt = time.time() - t0
+    t1 = time.time()
+    dt = t1 - t0
     th.join()
-    report(e is None and 0.2 <= dt < 2.5, "with busy_timeout=2000 the write waits for the commit "
-           "(%.3f s) and succeeds" % dt, repr(e))
+    report(e is None and t_commit and t1 >= t_commit[0] and dt < 2.5,
+           "with busy_timeout=2000 the write waits for the commit (%.3f s) and succeeds" % dt,
+           repr(e))
     cells = {(r, c): 0 for r in range(6) for c in range(4)}
     cells.update({(0, 0): 1, (0, 1): 2, (5, 0): 3, (1, 1): 9})
     want = [k + (v,) for k, v in sorted(cells.items())]

@@ -81,6 +81,8 @@ struct cat_bstats {
   int32_t nblocks;        /* blocks per chunk */
   int64_t n;              /* chunk positions */
   bs_rec **rec;           /* n records, NULL: unknown */
+  int64_t cap;            /* room in rec (>= n); grows geometrically, so appending chunk
+                           * after chunk (a table growing by a million rows) stays linear */
   bool dirty;             /* differs from what the trailer holds */
   bool broken;            /* positions lost (out of memory): nothing is trusted or stored */
   bs_mark *marks;         /* begin mark first, then savepoints in increasing level */
@@ -406,9 +408,15 @@ static bs_rec *rec_for_chunk(caterva_ctx *ctx, const cat_bstats *bs, const cat_g
 /* Make room for (or remove) the position pos. false: out of memory. */
 static bool positions_shift(cat_bstats *bs, int op, int64_t pos) {
   if (op == CAT_EDIT_INSERT) {
-    bs_rec **p = realloc(bs->rec, (size_t)(bs->n + 1) * sizeof *p);
-    if (p == NULL) return false;
-    bs->rec = p;
+    bs_rec **p = bs->rec;
+    if (bs->n + 1 > bs->cap) {
+      int64_t cap = bs->cap < 16 ? 16 : bs->cap;
+      while (cap < bs->n + 1) cap *= 2;
+      p = realloc(bs->rec, (size_t)cap * sizeof *p);
+      if (p == NULL) return false;
+      bs->rec = p;
+      bs->cap = cap;
+    }
     memmove(p + pos + 1, p + pos, (size_t)(bs->n - pos) * sizeof *p);
     p[pos] = NULL;
     bs->n++;
@@ -584,6 +592,7 @@ void cat_bs_rollback_to(caterva_array *a, int level) {
   recs_free(bs->rec, bs->n);
   bs->rec = c;
   bs->n = m->n;
+  bs->cap = m->n > 0 ? m->n : 1;
   bs->dirty = true;
 }
 
@@ -740,6 +749,7 @@ int cat_bs_load(caterva_ctx *ctx, caterva_array *a) {
   body = parse_stored(a, bs, v, len);
   if (body == NULL) goto leave;
   bs->rec = calloc((size_t)(bs->n > 0 ? bs->n : 1), sizeof *bs->rec);
+  bs->cap = bs->rec != NULL && bs->n > 0 ? bs->n : 1;
   CAT_CHECK(leave, bs->rec != NULL && decode_chunks(bs, body), CATERVA_E_NOMEM,
             "out of memory");
   a->bs = bs;
@@ -849,6 +859,7 @@ int caterva_array_build_stats(caterva_ctx *ctx, caterva_array *a,
     CAT_CHECK(leave, a->bs != NULL, CATERVA_E_NOMEM, "out of memory");
     a->bs->n = a->g.nchunks;
     a->bs->rec = calloc((size_t)(a->bs->n > 0 ? a->bs->n : 1), sizeof *a->bs->rec);
+    a->bs->cap = a->bs->n > 0 ? a->bs->n : 1;
     CAT_CHECK(leave, a->bs->rec != NULL, CATERVA_E_NOMEM, "out of memory");
     a->bs->dirty = true;
   }

@@ -279,7 +279,7 @@ int caterva_array_from_schunk(caterva_ctx *ctx, caterva_schunk *sc, caterva_arra
   sc = NULL; /* owned by a from here on */
   CAT_TRY(leave, cat_array_load_meta(ctx, a));
   CAT_TRY(leave, load_fill(ctx, a));
-  cat_sc_set_edit_hook(a->sc, cat_bs_edit_hook, a);
+  cat_sc_set_edit_hook(a->sc, cat_bs_edit_hook, cat_bs_remap_hook, a);
   CAT_TRY(leave, cat_bs_load(ctx, a));
 leave:
   if (rc < 0) {
@@ -397,7 +397,7 @@ static int new_array(caterva_ctx *ctx, const cat_array_meta *m, int itemsize,
   CAT_TRY(leave, cat_meta_encode_b2nd(ctx, m, buf, cap, &len));
   CAT_TRY(leave, caterva_schunk_meta_add(ctx, a->sc, CAT_META_B2ND, buf, (int32_t)len));
   a->has_b2nd = 1;
-  cat_sc_set_edit_hook(a->sc, cat_bs_edit_hook, a);
+  cat_sc_set_edit_hook(a->sc, cat_bs_edit_hook, cat_bs_remap_hook, a);
   CAT_TRY(leave, cat_bs_enable_new(ctx, a));
 leave:
   free(buf);
@@ -742,31 +742,31 @@ static int in_grid(int ndim, const int64_t *cc, const int64_t *grid) {
 }
 
 /* Chunk shapes are unchanged by a resize, so a chunk keeps its content as long as its grid
- * coordinates survive: delete the chunks that fall outside the new grid (from the end, so
- * positions stay valid), then insert zero chunks where new grid cells appear. Both passes
- * keep the surviving chunks in C order, which is the order of the new grid. */
+ * coordinates survive: the new grid in C order takes each surviving chunk from its old
+ * number and a chunk holding the fill value where a new grid cell appears, in one edit of
+ * the super-chunk (growing by a million chunks copies the index once, not a million times). */
 static int remap_chunks(caterva_ctx *ctx, caterva_array *a, const cat_geom *ng) {
   int rc = CATERVA_OK;
   const cat_geom *og = &a->g;
-  int64_t cc[CATERVA_MAX_DIM];
+  int64_t cc[CATERVA_MAX_DIM], *map = NULL;
   uint8_t zchunk[CATERVA_CHUNK_HEADER_SIZE + CAT_FILL_MAX];
-  int32_t zbytes;
-  for (int64_t n = og->nchunks - 1; n >= 0; n--) {
-    cat_geom_chunk_coords(og, n, cc);
-    if (!in_grid(og->ndim, cc, ng->gridshape))
-      CAT_TRY(leave, caterva_schunk_delete_chunk(ctx, a->sc, n));
+  int32_t zbytes = 0;
+  if (ng->nchunks > 0) {
+    /* new chunks hold the fill value */
+    zbytes = caterva_chunk_make_special(fill_special(a), ng->chunksize, ng->itemsize,
+                                        ng->blocksize, a->fill, zchunk, sizeof zchunk);
+    CAT_TRY(leave, zbytes);
+    map = malloc((size_t)ng->nchunks * sizeof *map);
+    CAT_CHECK(leave, map != NULL, CATERVA_E_NOMEM, "out of memory");
   }
-  if (ng->nchunks == 0) goto leave;
-  /* new chunks hold the fill value */
-  zbytes = caterva_chunk_make_special(fill_special(a), ng->chunksize, ng->itemsize,
-                                      ng->blocksize, a->fill, zchunk, sizeof zchunk);
-  CAT_TRY(leave, zbytes);
   for (int64_t n = 0; n < ng->nchunks; n++) {
     cat_geom_chunk_coords(ng, n, cc);
-    if (og->nchunks == 0 || !in_grid(og->ndim, cc, og->gridshape))
-      CAT_TRY(leave, caterva_schunk_insert_chunk(ctx, a->sc, n, zchunk, zbytes));
+    map[n] = og->nchunks > 0 && in_grid(og->ndim, cc, og->gridshape)
+                 ? cat_geom_chunk_number(og, cc) : -1;
   }
+  rc = cat_sc_remap(ctx, a->sc, map, ng->nchunks, ng->nchunks > 0 ? zchunk : NULL, zbytes);
 leave:
+  free(map);
   return rc;
 }
 

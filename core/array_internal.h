@@ -185,6 +185,9 @@ int cat_bs_load(caterva_ctx *ctx, caterva_array *a);
 /* The schunk edit hook (arg: the array). */
 void cat_bs_edit_hook(void *arg, caterva_ctx *ctx, int op, int64_t pos, const uint8_t *chunk,
                       int32_t cbytes, int special);
+/* The remap hook (cat_sc_remap): records follow their chunks, new chunks get new records. */
+void cat_bs_remap_hook(void *arg, caterva_ctx *ctx, const int64_t *map, int64_t n,
+                       const uint8_t *chunk, int32_t cbytes, int special);
 /* The uncompressed image of the chunk about to be stored at pos (NULL: none), so that the
  * hook need not decompress it; or, for a raw copy, the record of a's chunk apos. */
 void cat_bs_hint(caterva_array *a, int64_t pos, const uint8_t *img);

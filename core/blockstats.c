@@ -452,6 +452,52 @@ void cat_bs_edit_hook(void *arg, caterva_ctx *ctx, int op, int64_t pos, const ui
   bs->rec[pos] = r; /* NULL (out of memory, undecodable): unknown, never wrong */
 }
 
+/* True when chunk n of g lies wholly inside the shape (its record then depends only on its
+ * bytes, not on its position). */
+static bool chunk_inside(const cat_geom *g, int64_t n) {
+  int64_t cc[CATERVA_MAX_DIM];
+  cat_geom_chunk_coords(g, n, cc);
+  for (int k = 0; k < g->ndim; k++)
+    if ((cc[k] + 1) * g->chunkshape[k] > g->shape[k]) return false;
+  return true;
+}
+
+void cat_bs_remap_hook(void *arg, caterva_ctx *ctx, const int64_t *map, int64_t n,
+                       const uint8_t *chunk, int32_t cbytes, int special) {
+  caterva_array *a = arg;
+  cat_bstats *bs = a->bs;
+  const cat_geom *g;
+  bs_rec **rec, *inner = NULL;
+  bool have_inner = false;
+  if (bs == NULL || bs->broken) return;
+  bs->dirty = true;
+  g = bs->geom != NULL ? bs->geom : &a->g;
+  rec = calloc(n > 0 ? (size_t)n : 1, sizeof *rec);
+  if (rec == NULL) {
+    bs->broken = true;
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    if (map[i] >= 0) {
+      if (map[i] < bs->n) rec[i] = bs->rec[map[i]];
+      if (map[i] < bs->n) bs->rec[map[i]] = NULL;
+    } else if (!chunk_inside(g, i)) {
+      rec[i] = rec_for_chunk(ctx, bs, g, i, chunk, cbytes, special, NULL);
+    } else {
+      /* the new chunks inside the shape share one record (a million of them cost one) */
+      if (!have_inner) inner = rec_for_chunk(ctx, bs, g, i, chunk, cbytes, special, NULL);
+      have_inner = true;
+      if (inner != NULL) inner->refs++;
+      rec[i] = inner;
+    }
+  }
+  rec_unref(inner);
+  recs_free(bs->rec, bs->n); /* the removed chunks' records */
+  bs->rec = rec;
+  bs->n = n;
+  bs->cap = n > 0 ? n : 1;
+}
+
 void cat_bs_hint(caterva_array *a, int64_t pos, const uint8_t *img) {
   if (a->bs == NULL) return;
   a->bs->hint_pos = img != NULL ? pos : -1;

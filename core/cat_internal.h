@@ -198,7 +198,22 @@ int64_t cat_chunks_decode_each(caterva_ctx *ctx, const cat_chunk_req *req, int32
 #define CAT_EDIT_DELETE 3
 typedef void (*cat_edit_hook)(void *arg, caterva_ctx *ctx, int op, int64_t pos,
                               const uint8_t *chunk, int32_t cbytes, int special);
-void cat_sc_set_edit_hook(caterva_schunk *sc, cat_edit_hook fn, void *arg);
+/* After a successful cat_sc_remap: new position i holds old chunk map[i], or (map[i] < 0) a
+ * new chunk, the stored bytes chunk/cbytes or (chunk NULL) a special entry of kind special. */
+typedef void (*cat_remap_hook)(void *arg, caterva_ctx *ctx, const int64_t *map, int64_t n,
+                               const uint8_t *chunk, int32_t cbytes, int special);
+void cat_sc_set_edit_hook(caterva_schunk *sc, cat_edit_hook fn, cat_remap_hook remap, void *arg);
+
+/* Renumber the chunks in one edit (a resize of an array): new position i (0 <= i < n) holds
+ * old chunk map[i] when map[i] >= 0, else a copy of the chunk `fill` (fill_bytes, a full
+ * chunksize chunk; header-only zero/NaN chunks become special entries; NULL when map has
+ * no negative entry). The old positions
+ * map names must increase strictly; the chunks it does not name are removed. Costs time
+ * linear in the old and new chunk counts (a loop of single-chunk edits copies the index at
+ * each one). Like every edit, durable for file stores outside a transaction, and all or
+ * nothing: a failure leaves the super-chunk as it was. */
+int cat_sc_remap(caterva_ctx *ctx, caterva_schunk *sc, const int64_t *map, int64_t n,
+                 const void *fill, int32_t fill_bytes);
 
 /* ---- context ------------------------------------------------------------------------- */
 

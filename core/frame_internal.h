@@ -122,6 +122,7 @@ struct caterva_schunk {
   uint64_t seen_ino;         /* inode of the file (contiguous) or chunks.b2frame (sparse) */
   int64_t seen_mtime;        /* sparse: modification time of chunks.b2frame, ns */
   cat_edit_hook edit_hook;   /* told about every chunk edit (block statistics), or NULL */
+  cat_remap_hook remap_hook; /* told about every cat_sc_remap, or NULL */
   void *edit_arg;
 };
 

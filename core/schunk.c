@@ -388,19 +388,24 @@ static int64_t edit_nbytes(const caterva_schunk *sc, const sc_edit *e) {
   return sc->nbytes - old + (e->op == EDIT_DELETE ? 0 : e->nb);
 }
 
-/* Stored size of the chunk an edit removes (0 for specials and unreadable chunks). */
-static int64_t removed_cbytes(caterva_ctx *ctx, caterva_schunk *sc, const sc_edit *e) {
+/* Stored size of chunk i (0 for specials and unreadable chunks). */
+static int64_t stored_cbytes(caterva_ctx *ctx, caterva_schunk *sc, int64_t i) {
   const uint8_t *p;
   uint8_t *tmp = NULL;
   int32_t cb = 0;
   char keep[CAT_ERRMSG_SIZE];
-  if (e->op != EDIT_UPDATE && e->op != EDIT_DELETE) return 0;
-  if (sc->entries[e->pos] < 0) return 0;
+  if (sc->entries[i] < 0) return 0;
   snprintf(keep, sizeof keep, "%s", ctx != NULL ? ctx->errmsg : "");
-  if (cat_file_stored_chunk(ctx, sc, e->pos, false, &p, &cb, &tmp) < 0) cb = 0;
+  if (cat_file_stored_chunk(ctx, sc, i, false, &p, &cb, &tmp) < 0) cb = 0;
   free(tmp);
   if (ctx != NULL) snprintf(ctx->errmsg, sizeof ctx->errmsg, "%s", keep);
   return cb;
+}
+
+/* Stored size of the chunk an edit removes. */
+static int64_t removed_cbytes(caterva_ctx *ctx, caterva_schunk *sc, const sc_edit *e) {
+  if (e->op != EDIT_UPDATE && e->op != EDIT_DELETE) return 0;
+  return stored_cbytes(ctx, sc, e->pos);
 }
 
 static void invalidate_caches(caterva_schunk *sc) {
@@ -440,8 +445,10 @@ static void edit_install(caterva_schunk *sc, const sc_edit *e, sc_next *nx, int6
   invalidate_caches(sc);
 }
 
-void cat_sc_set_edit_hook(caterva_schunk *sc, cat_edit_hook fn, void *arg) {
+void cat_sc_set_edit_hook(caterva_schunk *sc, cat_edit_hook fn, cat_remap_hook remap,
+                          void *arg) {
   sc->edit_hook = fn;
+  sc->remap_hook = remap;
   sc->edit_arg = arg;
 }
 
@@ -559,6 +566,159 @@ int caterva_schunk_insert_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i,
 
 int caterva_schunk_delete_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i) {
   return chunk_edit(ctx, sc, EDIT_DELETE, i, NULL, 0);
+}
+
+/* ---- renumbering in one edit (resize) ---------------------------------------------------- */
+
+/* A pending cat_sc_remap. */
+typedef struct sc_remap {
+  const int64_t *map;
+  int64_t n;
+  sc_edit fill;       /* the new chunks: a special entry, or stored bytes (fill.chunk) */
+  uint8_t *gone;      /* nchunks flags: old chunk removed */
+  sc_next nx;         /* new index, data, nbytes, removed_cb */
+  int64_t built;      /* new positions filled in so far */
+  int64_t added_cb;   /* stored bytes of the new chunks */
+} sc_remap;
+
+/* map must name old chunks in increasing order, and a short last chunk must stay last. */
+static int remap_check(caterva_ctx *ctx, const caterva_schunk *sc, sc_remap *r) {
+  int64_t last = -1, nold = sc->nchunks;
+  bool short_last = nold > 0 && chunk_nbytes(sc, nold - 1) != sc->chunksize;
+  if (r->fill.nb > 0 && sc->chunksize > 0 && r->fill.nb != sc->chunksize)
+    return cat_error(ctx, CATERVA_E_INVALID, "remap: fill chunk of %d bytes, chunksize is %d",
+                     (int)r->fill.nb, (int)sc->chunksize);
+  for (int64_t i = 0; i < r->n; i++) {
+    int64_t m = r->map[i];
+    if (m < 0 && r->fill.nb == 0)
+      return cat_error(ctx, CATERVA_E_INVALID, "remap: new position %lld needs a fill chunk",
+                       (long long)i);
+    if (m < 0) continue;
+    if (m >= nold || m <= last)
+      return cat_error(ctx, CATERVA_E_INVALID,
+                       "remap: position %lld names chunk %lld (%lld chunks, in increasing order)",
+                       (long long)i, (long long)m, (long long)nold);
+    if (short_last && m == nold - 1 && i != r->n - 1)
+      return cat_error(ctx, CATERVA_E_INVALID, "remap: only the last chunk may be shorter");
+    last = m;
+  }
+  return CATERVA_OK;
+}
+
+/* One new position holding a fill chunk: a special entry, the bytes written to the file,
+ * or (memory store) an owned copy. */
+static int remap_fill(caterva_ctx *ctx, caterva_schunk *sc, sc_remap *r, int64_t i) {
+  sc_next *nx = &r->nx;
+  nx->entries[i] = r->fill.special;
+  nx->nbytes += r->fill.nb;
+  if (r->fill.chunk == NULL) return CATERVA_OK;
+  r->added_cb += r->fill.cbytes;
+  if (sc->store != CATERVA_STORE_MEMORY)
+    return cat_file_put_chunk(ctx, sc, r->fill.chunk, r->fill.cbytes, &nx->entries[i]);
+  nx->data[i] = malloc((size_t)r->fill.cbytes);
+  if (nx->data[i] == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  memcpy(nx->data[i], r->fill.chunk, (size_t)r->fill.cbytes);
+  return CATERVA_OK;
+}
+
+/* The new index (and data) in r->nx, and which old chunks go. */
+static int remap_build(caterva_ctx *ctx, caterva_schunk *sc, sc_remap *r) {
+  sc_next *nx = &r->nx;
+  bool want_data = sc->data != NULL || (r->fill.chunk != NULL && sc->store == CATERVA_STORE_MEMORY);
+  nx->n = r->n;
+  if (sc->nchunks > 0) r->gone = malloc((size_t)sc->nchunks);
+  if (r->n > 0) {
+    nx->entries = malloc((size_t)r->n * sizeof *nx->entries);
+    nx->data = want_data ? calloc((size_t)r->n, sizeof *nx->data) : NULL;
+  }
+  if ((sc->nchunks > 0 && r->gone == NULL) ||
+      (r->n > 0 && (nx->entries == NULL || (want_data && nx->data == NULL))))
+    return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  if (sc->nchunks > 0) memset(r->gone, 1, (size_t)sc->nchunks);
+  for (; r->built < r->n; r->built++) {
+    int64_t i = r->built, m = r->map[i];
+    if (m < 0) {
+      int rc = remap_fill(ctx, sc, r, i);
+      if (rc < 0) return rc;
+      continue;
+    }
+    r->gone[m] = 0;
+    nx->entries[i] = sc->entries[m];
+    nx->nbytes += chunk_nbytes(sc, m);
+    if (nx->data != NULL && sc->data != NULL) nx->data[i] = sc->data[m];
+  }
+  for (int64_t j = 0; j < sc->nchunks; j++)
+    if (r->gone[j]) nx->removed_cb += stored_cbytes(ctx, sc, j);
+  return CATERVA_OK;
+}
+
+/* Undo what remap_build did at the positions before r->built (the last put first). */
+static void remap_unbuild(caterva_schunk *sc, sc_remap *r) {
+  for (int64_t i = r->built - 1; i >= 0; i--) {
+    if (r->map[i] >= 0 || r->fill.chunk == NULL) continue;
+    if (sc->store != CATERVA_STORE_MEMORY) cat_file_drop_chunk(sc, r->nx.entries[i]);
+    else free(r->nx.data[i]);
+  }
+  free(r->nx.entries);
+  free(r->nx.data);
+}
+
+/* Replace the old index by the new one; the removed chunks' bytes and files go. */
+static void remap_install(caterva_schunk *sc, sc_remap *r) {
+  for (int64_t j = 0; j < sc->nchunks; j++) {
+    if (!r->gone[j]) continue;
+    if (sc->data != NULL) cat_file_retire_bytes(sc, sc->data[j]);
+    /* A transaction keeps replaced files until it commits (a rollback needs them). */
+    if (sc->store == CATERVA_STORE_SPARSE && sc->entries[j] >= 0 && sc->txn == NULL)
+      cat_file_unlink_chunk(sc, sc->entries[j]);
+  }
+  free(sc->entries);
+  free(sc->data);
+  sc->entries = r->nx.entries;
+  sc->data = r->nx.data;
+  sc->nchunks = r->nx.n;
+  sc->nbytes = r->nx.nbytes;
+  if (sc->store != CATERVA_STORE_CONTIGUOUS)
+    sc->cbytes += r->added_cb - r->nx.removed_cb;
+  else
+    sc->dead += r->nx.removed_cb;
+  invalidate_caches(sc);
+}
+
+int cat_sc_remap(caterva_ctx *ctx, caterva_schunk *sc, const int64_t *map, int64_t n,
+                 const void *fill, int32_t fill_bytes) {
+  sc_remap r;
+  int32_t old_cs = sc != NULL ? sc->chunksize : 0, old_bs = sc != NULL ? sc->blocksize : 0;
+  int rc = check_writable(ctx, sc);
+  memset(&r, 0, sizeof r);
+  if (rc < 0) return rc;
+  CAT_CHECK(fail, n >= 0 && (map != NULL || n == 0), CATERVA_E_INVALID, "remap: no map");
+  r.map = map;
+  r.n = n;
+  if (fill != NULL) CAT_TRY(fail, classify_chunk(ctx, fill, fill_bytes, &r.fill));
+  CAT_TRY(fail, remap_check(ctx, sc, &r));
+  if (sc->chunksize == 0) sc->chunksize = r.fill.nb;
+  if (sc->blocksize == 0 && r.fill.chunk != NULL) sc->blocksize = cat_le32s(r.fill.chunk + 8);
+  CAT_TRY(fail, remap_build(ctx, sc, &r));
+  if (sc->store != CATERVA_STORE_MEMORY && sc->txn == NULL)
+    CAT_TRY(fail, cat_file_commit(ctx, sc, r.nx.entries, n, r.nx.nbytes,
+                                  sc->cbytes + r.added_cb - r.nx.removed_cb, false, true));
+  remap_install(sc, &r);
+  free(r.gone);
+  if (sc->remap_hook != NULL)
+    sc->remap_hook(sc->edit_arg, ctx, map, n, r.fill.chunk, r.fill.cbytes,
+                   r.fill.chunk == NULL ? (int)((uint64_t)r.fill.special >> 56 & 0x7F)
+                                        : CATERVA_SPECIAL_NONE);
+  maybe_compact(ctx, sc);
+  return CATERVA_OK;
+fail:
+  if (sc != NULL) {
+    remap_unbuild(sc, &r);
+    sc->chunksize = old_cs;
+    sc->blocksize = old_bs;
+  }
+  free(r.gone);
+  return rc;
 }
 
 /* ---- metalayers ------------------------------------------------------------------------- */

@@ -253,10 +253,14 @@ class Sweep:
     def make_before(self):
         """The committed state before the transaction: an array with data in it."""
         db = connect()
+        # the sparse array's fill is a value: the chunks its growth adds are stored chunks
+        # (one file each, written in the one edit that renumbers the chunks), where the
+        # contiguous array's are NaN special entries
         db.execute("CREATE VIRTUAL TABLE t USING caterva('%s', shape='12,20,30', "
                    "dtype='float64', chunks='4,10,15', blocks='2,5,15', codec=zstd, "
                    "dims='x,y,z'%s)" % (self.before,
-                                        ", sparse=1" if self.layout == "sparse" else ""))
+                                        ", sparse=1, fill=-1" if self.layout == "sparse"
+                                        else ""))
         db.execute("BEGIN")
         db.execute(cte(0, 11, 0, 19, 0, 29) + "INSERT INTO t(x, y, z, value) SELECT x, y, z, "
                    "x + y * 0.5 FROM xs, ys, zs WHERE (x + y + z) % 7 <> 0")

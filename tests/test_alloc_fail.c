@@ -16,8 +16,8 @@
  * with allocation N failing, N = 1..K):
  *   read   open a file array, a slice, the whole array, a block iterator over a box, the
  *          dimension names
- *   write  open for writing, begin, write a box, commit; the file's bytes are then the
- *          original or (committed) the unarmed run's
+ *   write  open for writing, begin, grow both extents, write a box, commit; the file's
+ *          bytes are then the original or (committed) the unarmed run's
  *   sql    CREATE VIRTUAL TABLE, SELECTs with constraints, IN, ORDER BY and LIMIT,
  *          caterva_info and caterva_slice, then UPDATE and DELETE in a transaction; the
  *          results are the unarmed run's up to the first error, after which the transaction is
@@ -281,7 +281,7 @@ static void wl_write(result *r) {
   caterva_ctx *ctx = NULL;
   caterva_array *a = NULL;
   static double box[12 * 20];
-  int64_t start[2] = {4, 10}, stop[2] = {16, 30};
+  int64_t start[2] = {4, 10}, stop[2] = {16, 30}, grown[2] = {ROWS + 8, COLS + 20};
   int rc;
   for (int i = 0; i < 12 * 20; i++) box[i] = i * 0.25;
   if ((rc = caterva_ctx_new(1, &ctx)) < 0) {
@@ -290,7 +290,9 @@ static void wl_write(result *r) {
   }
   if ((rc = caterva_array_open(ctx, path_of("w.b2nd"), CATERVA_OPEN_WRITE, &a)) < 0) goto fail;
   if ((rc = caterva_array_begin(ctx, a)) < 0) goto fail;
-  if ((rc = caterva_array_set_slice(ctx, a, start, stop, box, (int64_t)sizeof box)) < 0) {
+  /* both extents grow: new chunks between the old ones (one renumbering edit) */
+  if ((rc = caterva_array_resize(ctx, a, grown)) < 0 ||
+      (rc = caterva_array_set_slice(ctx, a, start, stop, box, (int64_t)sizeof box)) < 0) {
     lib_fail(r, ctx, rc);
     (void)caterva_array_rollback(ctx, a);
     goto done;

@@ -138,6 +138,18 @@ int cvConnArrayGet(CvConn *pConn, const char *zPath, caterva_array **ppArr) {
   return CATERVA_OK;
 }
 
+int cvConnArrayRetain(CvConn *pConn, caterva_array *pArr) {
+  CvArrCache *p = pConn->pArrCache;
+  int i;
+  for (i = 0; p && pArr && i < CV_ARRCACHE_SIZE; i++) {
+    if (p->a[i].pArr == pArr) {
+      p->a[i].nUse++;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 void cvConnArrayPut(CvConn *pConn, caterva_array *pArr) {
   CvArrCache *p = pConn->pArrCache;
   int i;

@@ -74,8 +74,10 @@ void cvConnUnref(void *p);
 /* arrcache.c: arrays opened read-only by path for the SQL functions, kept open while their
 ** file provably has not changed. cvConnArrayGet: *ppArr borrowed until cvConnArrayPut (a
 ** negative library error, message in pConn->pCtx, and *ppArr = NULL on failure).
+** cvConnArrayRetain: one more borrow of a cached pArr (1), or 0 when pArr is not cached.
 ** cvConnArrayCacheFree: close them all (the connection ends). */
 int cvConnArrayGet(CvConn *pConn, const char *zPath, caterva_array **ppArr);
+int cvConnArrayRetain(CvConn *pConn, caterva_array *pArr);
 void cvConnArrayPut(CvConn *pConn, caterva_array *pArr);
 void cvConnArrayCacheFree(CvConn *pConn);
 
@@ -133,10 +135,10 @@ void cvImportNetcdf(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, cons
 void cvImportBcolz(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, const char *zDst,
                    const char *zVar, const char *zOpt);
 
-/* io_bcolz.c: bcolz directories in caterva_info() and caterva_slice(). cvBzPathArg is the
-** path argument pArg names (a table of the connection or a path) when that is a bcolz
-** directory, else NULL; the two others set the function's result. */
-const char *cvBzPathArg(sqlite3_context *pCtx, CvConn *pConn, sqlite3_value *pArg);
+/* io_bcolz.c: bcolz directories in caterva_info() and caterva_slice(). cvBzIsPath: zPath is
+** a bcolz carray or ctable directory, or a converted ctable; the two others set the
+** function's result. */
+int cvBzIsPath(const char *zPath);
 void cvBzInfo(sqlite3_context *pCtx, CvConn *pConn, const char *zPath);
 void cvBzSlice(sqlite3_context *pCtx, CvConn *pConn, const char *zPath, int argc,
                sqlite3_value **argv);

@@ -54,26 +54,94 @@ void cvResultLibError(sqlite3_context *pCtx, CvConn *pConn, const char *zWhat, i
   sqlite3_free(z);
 }
 
-caterva_array *cvOpenArg(sqlite3_context *pCtx, CvConn *pConn, sqlite3_value *pPath,
-                                const char *zFunc) {
+/* The path the first argument names (a table of the connection resolves to its file), or 0
+** after an error result. */
+static const char *cvPathArg(sqlite3_context *pCtx, CvConn *pConn, sqlite3_value *pPath,
+                             const char *zFunc) {
   const char *zPath = (const char *)sqlite3_value_text(pPath);
-  caterva_array *pArr = 0;
   void *pTab;
-  int rc;
   if (zPath == 0 || zPath[0] == 0) {
     char *z = sqlite3_mprintf("%s: the first argument must be a table or a file name", zFunc);
     sqlite3_result_error(pCtx, z ? z : zFunc, -1);
     sqlite3_free(z);
     return 0;
   }
-  zPath = cvConnResolve(pConn, sqlite3_context_db_handle(pCtx), zPath, &pTab);
-  rc = cvConnArrayGet(pConn, zPath, &pArr);
-  if (rc < 0) {
-    char *zWhat = sqlite3_mprintf("cannot open \"%s\"", zPath);
-    cvResultLibError(pCtx, pConn, zWhat ? zWhat : zPath, rc);
-    sqlite3_free(zWhat);
-    return 0;
+  return cvConnResolve(pConn, sqlite3_context_db_handle(pCtx), zPath, &pTab);
+}
+
+/* The array at zPath from the connection's cache, else opened; 0 when it does not open
+** (*pRc the library's error, no result set). */
+static caterva_array *cvOpenPath(CvConn *pConn, const char *zPath, int *pRc) {
+  caterva_array *pArr = 0;
+  *pRc = cvConnArrayGet(pConn, zPath, &pArr);
+  return *pRc < 0 ? 0 : pArr;
+}
+
+static void cvOpenError(sqlite3_context *pCtx, CvConn *pConn, const char *zPath, int rc) {
+  char *zWhat = sqlite3_mprintf("cannot open \"%s\"", zPath);
+  cvResultLibError(pCtx, pConn, zWhat ? zWhat : zPath, rc);
+  sqlite3_free(zWhat);
+}
+
+caterva_array *cvOpenArg(sqlite3_context *pCtx, CvConn *pConn, sqlite3_value *pPath,
+                         const char *zFunc) {
+  const char *zPath = cvPathArg(pCtx, pConn, pPath, zFunc);
+  caterva_array *pArr;
+  int rc;
+  if (zPath == 0) return 0;
+  pArr = cvOpenPath(pConn, zPath, &rc);
+  if (pArr == 0) cvOpenError(pCtx, pConn, zPath, rc);
+  return pArr;
+}
+
+/* A cached array borrowed for the rest of a statement's run: SQLite's auxiliary data of the
+** path argument, kept while the statement runs with the same path and dropped at its reset.
+** Later calls in the run skip the stat() that validates the cache (a syscall costs as much
+** as decoding a small box), and the statement reads one state of the file. */
+typedef struct CvArgArray {
+  CvConn *pConn;          /* a reference */
+  caterva_array *pArr;    /* a borrow from the connection's array cache */
+} CvArgArray;
+
+static void cvArgArrayFree(void *p) {
+  CvArgArray *pAux = (CvArgArray *)p;
+  cvConnArrayPut(pAux->pConn, pAux->pArr);
+  cvConnUnref(pAux->pConn);
+  sqlite3_free(pAux);
+}
+
+/* Keep pArr, if cached, for the statement's later calls with the same first argument. */
+static void cvArgArrayKeep(sqlite3_context *pCtx, CvConn *pConn, caterva_array *pArr) {
+  CvArgArray *pAux = sqlite3_malloc(sizeof(*pAux));
+  if (pAux == 0) return;
+  if (!cvConnArrayRetain(pConn, pArr)) {
+    sqlite3_free(pAux);
+    return;
   }
+  pAux->pConn = cvConnRef(pConn);
+  pAux->pArr = pArr;
+  sqlite3_set_auxdata(pCtx, 0, pAux, cvArgArrayFree); /* pAux is SQLite's from here */
+}
+
+/* The array the first argument of caterva_info/caterva_slice names, or (*pzBcolz) the bcolz
+** directory it names; 0 and *pzBcolz 0 after an error result. The statement's kept array
+** is used first, then the array cache (one stat() for a cached array); only a path that
+** does not open as an array is looked at as a bcolz directory. */
+static caterva_array *cvOpenArrayOrBcolz(sqlite3_context *pCtx, CvConn *pConn,
+                                         sqlite3_value *pPath, const char *zFunc,
+                                         const char **pzBcolz) {
+  CvArgArray *pAux = (CvArgArray *)sqlite3_get_auxdata(pCtx, 0);
+  const char *zPath;
+  caterva_array *pArr;
+  int rc;
+  *pzBcolz = 0;
+  if (pAux != 0 && cvConnArrayRetain(pConn, pAux->pArr)) return pAux->pArr;
+  zPath = cvPathArg(pCtx, pConn, pPath, zFunc);
+  if (zPath == 0) return 0;
+  pArr = cvOpenPath(pConn, zPath, &rc);
+  if (pArr != 0) cvArgArrayKeep(pCtx, pConn, pArr);
+  else if (cvBzIsPath(zPath)) *pzBcolz = zPath;   /* io_bcolz.c */
+  else cvOpenError(pCtx, pConn, zPath, rc);
   return pArr;
 }
 
@@ -257,13 +325,10 @@ static void cvInfoFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   int nDim, i, n, nOut;
   int64_t nBytes, cBytes;
   char *zJson;
-  const char *zBcolz = cvBzPathArg(pCtx, pConn, argv[0]);   /* io_bcolz.c */
+  const char *zBcolz;
   (void)argc;
-  if (zBcolz) {
-    cvBzInfo(pCtx, pConn, zBcolz);
-    return;
-  }
-  pArr = cvOpenArg(pCtx, pConn, argv[0], "caterva_info");
+  pArr = cvOpenArrayOrBcolz(pCtx, pConn, argv[0], "caterva_info", &zBcolz);
+  if (zBcolz) cvBzInfo(pCtx, pConn, zBcolz);
   if (pArr == 0) return;
   pSc = caterva_array_schunk(pArr);
   nDim = caterva_array_ndim(pArr);
@@ -459,11 +524,8 @@ static void cvSliceFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     sqlite3_result_error(pCtx, "caterva_slice: give both start and stop, or neither", -1);
     return;
   }
-  if ((zBcolz = cvBzPathArg(pCtx, pConn, argv[0])) != 0) {   /* io_bcolz.c */
-    cvBzSlice(pCtx, pConn, zBcolz, argc, argv);
-    return;
-  }
-  pArr = cvOpenArg(pCtx, pConn, argv[0], "caterva_slice");
+  pArr = cvOpenArrayOrBcolz(pCtx, pConn, argv[0], "caterva_slice", &zBcolz);
+  if (zBcolz) cvBzSlice(pCtx, pConn, zBcolz, argc, argv);
   if (pArr == 0) return;
   if (!cvBoxArgs(pCtx, "caterva_slice", pArr, argc == 3 ? argv[1] : 0, argc == 3 ? argv[2] : 0,
                  aStart, aStop))

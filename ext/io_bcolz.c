@@ -75,17 +75,10 @@ static void cvBzJsonColumn(sqlite3_str *pStr, const caterva_bcolz_column *pC) {
   sqlite3_str_appendf(pStr, ",\"clevel\":%d,\"shuffle\":%d", pC->clevel, pC->shuffle);
 }
 
-const char *cvBzPathArg(sqlite3_context *pCtx, CvConn *pConn, sqlite3_value *pArg) {
-  const char *zArg = (const char *)sqlite3_value_text(pArg);
-  const char *zPath;
-  void *pTab;
+int cvBzIsPath(const char *zPath) {
   struct stat st;
-  if (zArg == 0 || zArg[0] == 0) return 0;
-  zPath = cvConnResolve(pConn, sqlite3_context_db_handle(pCtx), zArg, &pTab);
-  /* Both kinds are directories: a file (a contiguous frame) costs one stat() here. */
   if (stat(zPath, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
-  return caterva_bcolz_kind(zPath) != CATERVA_BCOLZ_NONE || caterva_bcolz_converted(zPath) ? zPath
-                                                                                         : 0;
+  return caterva_bcolz_kind(zPath) != CATERVA_BCOLZ_NONE || caterva_bcolz_converted(zPath);
 }
 
 /* caterva_info of a converted ctable's directory: its columns and their arrays. */

@@ -411,7 +411,73 @@ static double sql_slice_ms(sqlite3 *db, const char *path, const int64_t *start,
   return best;
 }
 
-/* caterva_slice() of a slice on each axis and of a 10^3 box, against the library's. */
+#define NBOX 1000
+
+/* NBOX 10^3 boxes at pseudo-random places (the same in every run) into lo[NBOX][3]. */
+static void box_origins(const Dataset *d, int64_t (*lo)[3]) {
+  uint64_t x = 88172645463325252ULL;
+  for (int i = 0; i < NBOX; i++)
+    for (int k = 0; k < 3; k++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      lo[i][k] = (int64_t)(x % (uint64_t)(d->shape[k] - 10));
+    }
+}
+
+/* Best time of the library's get_slice of the NBOX boxes, one after the other. */
+static double lib_boxes_ms(caterva_ctx *ctx, caterva_array *a, int64_t (*lo)[3], void *buf,
+                           int64_t cap) {
+  double best = 1e300;
+  for (int r = 0; r < 5; r++) {
+    double t = bench_now_ms();
+    for (int i = 0; i < NBOX; i++) {
+      int64_t hi[3] = {lo[i][0] + 10, lo[i][1] + 10, lo[i][2] + 10};
+      if (caterva_array_get_slice(ctx, a, lo[i], hi, buf, cap) < 0)
+        bench_die("get_slice: %s", caterva_ctx_errmsg(ctx));
+    }
+    t = bench_now_ms() - t;
+    if (t < best) best = t;
+  }
+  return best;
+}
+
+/* Best time of one statement calling caterva_slice() for each of the NBOX boxes (a table of
+** their corners as caterva_slice takes them), the BLOBs summed by length. */
+static double sql_boxes_ms(sqlite3 *db, const char *path, int64_t (*lo)[3], int64_t want) {
+  char sql[4400];
+  sqlite3_stmt *st;
+  double best = 1e300;
+  bench_exec(db, "DROP TABLE IF EXISTS temp.bx; CREATE TEMP TABLE bx(a TEXT, b TEXT)");
+  if (sqlite3_prepare_v2(db, "INSERT INTO bx VALUES(?, ?)", -1, &st, NULL) != SQLITE_OK)
+    bench_die("insert: %s", sqlite3_errmsg(db));
+  for (int i = 0; i < NBOX; i++) {
+    char a[96], b[96];
+    snprintf(a, sizeof a, "[%lld,%lld,%lld]", (long long)lo[i][0], (long long)lo[i][1],
+             (long long)lo[i][2]);
+    snprintf(b, sizeof b, "[%lld,%lld,%lld]", (long long)lo[i][0] + 10, (long long)lo[i][1] + 10,
+             (long long)lo[i][2] + 10);
+    sqlite3_bind_text(st, 1, a, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, b, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) != SQLITE_DONE) bench_die("insert: %s", sqlite3_errmsg(db));
+    sqlite3_reset(st);
+  }
+  sqlite3_finalize(st);
+  snprintf(sql, sizeof(sql), "SELECT sum(length(caterva_slice('%s', a, b))) FROM bx", path);
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+    bench_die("%s: %s", sql, sqlite3_errmsg(db));
+  for (int r = 0; r < 5; r++) {
+    double t = bench_now_ms();
+    if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_int64(st, 0) != want * NBOX)
+      bench_die("%s: %s", sql, sqlite3_errmsg(db));
+    sqlite3_reset(st);
+    t = bench_now_ms() - t;
+    if (t < best) best = t;
+  }
+  sqlite3_finalize(st);
+  return best;
+}
+
+/* caterva_slice() of a slice on each axis and of a 10^3 box, against the library's; then
+** NBOX boxes in one statement. */
 static void slice_table(sqlite3 *db, caterva_ctx *ctx, const Dataset *d) {
   int64_t start[3], stop[3], cap = 1, n;
   int k, j, is = caterva_array_itemsize(d->arr);
@@ -444,6 +510,17 @@ static void slice_table(sqlite3 *db, caterva_ctx *ctx, const Dataset *d) {
     tl = lib_slice_ms(ctx, d->arr, start, stop, buf, n);
     ts = sql_slice_ms(db, d->path, start, stop, n);
     printf("| %s | %.3f | %.3f | %.2fx |\n", lbl, tl, ts, ts / tl);
+  }
+  {
+    int64_t (*lo)[3] = malloc(NBOX * sizeof *lo);
+    double tl, ts;
+    if (lo == NULL) bench_die("out of memory");
+    box_origins(d, lo);
+    tl = lib_boxes_ms(ctx, d->arr, lo, buf, cap * is);
+    ts = sql_boxes_ms(db, d->path, lo, 1000 * (int64_t)is);
+    printf("| %d boxes 10x10x10, one statement | %.3f | %.3f | %.2fx |\n", NBOX, tl, ts,
+           ts / tl);
+    free(lo);
   }
   printf("\n");
   free(buf);

@@ -5,7 +5,8 @@ caterva_slice() and caterva_info() keep recently used arrays open per connection
 array must never answer for a file that changed. Each check below would fail if the cache
 answered from the old state: writes through another connection (contiguous and sparse),
 a file replaced by another of the same size, bytes changed in place, more paths than the
-cache holds, a deleted file.
+cache holds, a deleted file. Within one statement's run the calls read the state the first
+call opened (the file replaced in the middle of a statement is read anew by the next).
 
 Environment: top_builddir, CATERVA_PRELOAD.
 """
@@ -116,6 +117,27 @@ def run(tmp):
         report(np.array_equal(before, base + 1) and path in str(e),
                "a file overwritten in place (same size) is not read from the kept state (%s)" % e)
 
+    # One statement reads one state of a file: calls after the first in the same run use the
+    # array the first opened (SQLite's auxiliary data; no stat() each); the next statement
+    # sees the file that replaced it.
+    path = others[3]
+    flipped = make(a, tmp, "f.b2nd", (base + 3)[::-1].copy(), "chunks=10,10")
+
+    def swap(n):
+        if n == 0:
+            os.replace(flipped, path)
+        return n
+
+    a.create_function("swap", 1, swap)
+    rows = a.execute("SELECT caterva_slice(?), swap(column1) FROM (VALUES (0), (1), (2))",
+                     (path,)).fetchall()
+    got = [np.frombuffer(r[0], "<i4").reshape(base.shape) for r in rows]
+    after = slice_of(a, path, "<i4", base.shape)
+    report(all(np.array_equal(g, base + 3) for g in got) and
+           np.array_equal(after, (base + 3)[::-1]),
+           "a statement reads one state of a file replaced while it runs; the next one the "
+           "new file")
+
     # More paths than the cache holds, twice round: every answer right.
     grown = np.zeros((26, 30), "<i4")  # the sparse array after the writes above
     grown[:20] = base
@@ -124,7 +146,8 @@ def run(tmp):
     ok = True
     for _ in range(2):
         for i, p in enumerate(others[2:] + [sparse]):
-            want = grown if p == sparse else base + 2 + i
+            want = (grown if p == sparse else (base + 3)[::-1] if p == others[3]
+                    else base + 2 + i)
             got = slice_of(a, p, "<i4", want.shape)
             if got.shape != want.shape or not np.array_equal(got, want):
                 ok = False

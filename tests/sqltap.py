@@ -47,6 +47,20 @@ def reexec_with_preload():
         os.execve(sys.executable, [sys.executable] + sys.argv, env)
 
 
+def array_bytes(path):
+    """{name: bytes} of an array: a file ({"": bytes}) or every file of a sparse directory,
+    without the .b2lock sidecar."""
+    if not os.path.isdir(path):
+        with open(path, "rb") as f:
+            return {"": f.read()}
+    out = {}
+    for name in sorted(os.listdir(path)):
+        if name != ".b2lock":
+            with open(os.path.join(path, name), "rb") as f:
+                out[name] = f.read()
+    return out
+
+
 def cells(shape):
     """Every cell of an array of this shape, as index tuples, in C order."""
     if not shape:
@@ -93,3 +107,25 @@ def while_interrupting(db, fn):
     finally:
         done.set()
         th.join()
+
+
+def run_in_tmp(ext, prefix, body, ram=False):
+    """The main of a test script: with the ASan runtime preloaded where needed, skip when the
+    extension cannot be loaded, else body(tmp) in a new temporary directory (in /dev/shm with
+    ram=True, where there is one), removed afterwards, then the plan. Returns the exit code."""
+    import shutil
+    import tempfile
+    reexec_with_preload()
+    probe = connect_ext(ext)
+    if probe is None:
+        return 0
+    probe.close()
+    shm = "/dev/shm" if ram and os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) \
+        else None
+    tmp = tempfile.mkdtemp(prefix=prefix, dir=shm)
+    try:
+        body(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    plan()
+    return 0

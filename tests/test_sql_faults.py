@@ -50,7 +50,7 @@ import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 
-from sqltap import plan, report, reexec_with_preload
+from sqltap import array_bytes, plan, report, reexec_with_preload
 
 
 reexec_with_preload()
@@ -90,20 +90,6 @@ def connect():
     db.enable_load_extension(True)
     db.load_extension(EXT)
     return db
-
-
-def snapshot(path):
-    """{relative name: bytes} of an array (a file, or a sparse directory), without the
-    .b2lock sidecar."""
-    if os.path.isdir(path):
-        out = {}
-        for name in sorted(os.listdir(path)):
-            if name != ".b2lock":
-                with open(os.path.join(path, name), "rb") as f:
-                    out[name] = f.read()
-        return out
-    with open(path, "rb") as f:
-        return {"": f.read()}
 
 
 def copy_array(src, dst):
@@ -269,7 +255,7 @@ class Sweep:
         db.close()
         if os.path.exists(self.before + ".b2lock"):
             os.remove(self.before + ".b2lock")
-        self.old_bytes = snapshot(self.before)
+        self.old_bytes = array_bytes(self.before)
         self.old = read_content(self.before)
 
     def run(self, fail):
@@ -326,7 +312,7 @@ class Sweep:
                 got = read_content(copy)
             except sqlite3.Error as e:
                 got = "unreadable: %r" % e
-            now = snapshot(copy)
+            now = array_bytes(copy)
             # A sticky failure of the fsync that follows the commit point also refuses the
             # write that would put the old header back (core/frame_file.c: "the file holds
             # either"): then COMMIT reports the error and the file holds exactly the new
@@ -377,7 +363,7 @@ class Sweep:
         self.undo_refused += res["undo_refused"]
 
     def diff(self, copy):
-        now = snapshot(copy)
+        now = array_bytes(copy)
         out = []
         for k in sorted(set(now) | set(self.old_bytes)):
             a, b = self.old_bytes.get(k), now.get(k)

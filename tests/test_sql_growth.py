@@ -17,13 +17,11 @@ Environment: top_builddir (the build directory).
 import json
 import math
 import os
-import shutil
 import sqlite3
 import sys
-import tempfile
 import time
 
-from sqltap import connect_ext, plan, report, reexec_with_preload
+from sqltap import array_bytes, connect_ext, report, run_in_tmp
 
 BUILD = os.environ.get("top_builddir", ".")
 EXT = os.path.abspath(os.path.join(BUILD, ".libs", "caterva"))
@@ -32,19 +30,6 @@ BOUND_S = 60.0  # a million chunks: about 1 s here; the quadratic path copies ~4
 
 def connect():
     return connect_ext(EXT, isolation_level=None)
-
-
-def snap(path):
-    """The array's bytes (every file of a sparse directory but .b2lock)."""
-    if os.path.isdir(path):
-        out = {}
-        for n in sorted(os.listdir(path)):
-            if n != ".b2lock":
-                with open(os.path.join(path, n), "rb") as f:
-                    out[n] = f.read()
-        return out
-    with open(path, "rb") as f:
-        return f.read()
 
 
 def make(path, sparse, fill):
@@ -57,12 +42,12 @@ def make(path, sparse, fill):
 
 def undo_leaves_bytes(db, path, far, label):
     """The growth rolled back, and failing later in its statement, changes no byte."""
-    before = snap(path)
+    before = array_bytes(path)
     db.execute("BEGIN")
     db.execute("INSERT INTO t VALUES(?, 7)", (far,))
     n = db.execute("SELECT count(*) FROM t").fetchone()[0]
     db.execute("ROLLBACK")
-    same = snap(path) == before
+    same = array_bytes(path) == before
     report(n == far + 1 and same, "%s: a growth to %d rows rolled back leaves the array "
            "byte-identical" % (label, far + 1), "rows inside the transaction %d, same %s"
            % (n, same))
@@ -71,7 +56,7 @@ def undo_leaves_bytes(db, path, far, label):
         db.execute("INSERT INTO t VALUES(?, 7), (1, 'not a number')", (far,))
     except sqlite3.Error as e:
         err = str(e)
-    same = snap(path) == before
+    same = array_bytes(path) == before
     report(err is not None and "float64" in err and same,
            "%s: a statement that grows to %d rows and then fails leaves the array "
            "byte-identical" % (label, far + 1), "error %r, same %s" % (err, same))
@@ -115,22 +100,12 @@ def grow(tmp, sparse, fill, far, timed):
 
 
 def main():
-    reexec_with_preload()
-    probe = connect_ext(EXT)
-    if probe is None:
-        return 0
-    probe.close()
-    shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-    tmp = tempfile.mkdtemp(prefix="caterva-growth-", dir=shm)
-    try:
+    def body(tmp):
         grow(tmp, 0, "nan", 1000000, True)
         grow(tmp, 1, "nan", 1000000, True)
         grow(tmp, 0, "2.5", 100000, False)
         grow(tmp, 1, "2.5", 3000, False)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    plan()
-    return 0
+    return run_in_tmp(EXT, "caterva-growth-", body, ram=True)
 
 
 if __name__ == "__main__":

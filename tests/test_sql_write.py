@@ -37,7 +37,7 @@ import tempfile
 import threading
 import time
 
-from sqltap import plan, report, reexec_with_preload
+from sqltap import array_bytes, plan, report, reexec_with_preload
 
 
 reexec_with_preload()
@@ -67,19 +67,11 @@ def errname(e):
 
 
 def snap(path):
-    """The array's bytes: the file, or every file of a sparse directory but .b2lock; plus the
+    """The array's bytes (the file, or every file of a sparse directory but .b2lock) and the
     names beside it (no temporary file may be left)."""
     d = os.path.dirname(path)
     beside = sorted(n for n in os.listdir(d) if not n.endswith(".b2lock"))
-    if os.path.isdir(path):
-        out = {}
-        for n in sorted(os.listdir(path)):
-            if n != ".b2lock":
-                with open(os.path.join(path, n), "rb") as f:
-                    out[n] = f.read()
-        return beside, out
-    with open(path, "rb") as f:
-        return beside, f.read()
+    return beside, array_bytes(path)
 
 
 # ---- dtypes and the model of a cell write -------------------------------------------------

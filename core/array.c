@@ -648,8 +648,19 @@ leave:
 
 /* ---- implicit transactions ------------------------------------------------------------- */
 
+int cat_array_check_writable(caterva_ctx *ctx, const caterva_array *a) {
+  int k = a->g.nodata_axis, rc = CATERVA_OK;
+  CAT_CHECK(leave, k < 0, CATERVA_E_READONLY,
+            "dimension %d has a %s extent of 0: the array can hold no data and cannot be "
+            "written or grown (copy it with positive chunk and block shapes)",
+            k, a->g.chunkshape[k] == 0 ? "chunk" : "block");
+leave:
+  return rc;
+}
+
 int cat_array_txn_enter(caterva_ctx *ctx, caterva_array *a) {
-  int rc;
+  int rc = cat_array_check_writable(ctx, a);
+  if (rc < 0) return rc;
   if (caterva_schunk_store(a->sc) == CATERVA_STORE_MEMORY || caterva_schunk_in_txn(a->sc))
     return 0;
   rc = caterva_schunk_begin(ctx, a->sc);

@@ -87,6 +87,9 @@ typedef struct cat_geom {
   int32_t blockitems;                     /* prod(blockshape) */
   int32_t blocksize;                      /* blockitems * itemsize */
   int32_t chunksize;                      /* prod(extchunkshape) * itemsize */
+  int nodata_axis;                        /* first axis whose chunk or block extent is 0, or
+                                             -1; such an array holds no item and can never
+                                             hold one (see cat_array_check_writable) */
 } cat_geom;
 
 /* Compute the geometry of a validated metalayer for itemsize. */
@@ -163,6 +166,13 @@ void cat_wcache_reshaped(caterva_array *a);
 void cat_array_coords_reset(caterva_array *a);
 /* May the array take new_shape? Not beyond the labels of an explicit coordinate. */
 int cat_array_coords_allow_shape(caterva_ctx *ctx, caterva_array *a, const int64_t *new_shape);
+
+/* The one check of every write (caterva_array_begin and cat_array_txn_enter call it): an
+ * array whose chunk or block shape has a zero extent holds no item (cat_meta_validate allows
+ * it only on an axis of length 0) and cannot take one, since every position would need a
+ * chunk or block of no items; writing or growing it is CATERVA_E_READONLY, so that no write
+ * path ever divides by that extent. Reading it gives the empty array. */
+int cat_array_check_writable(caterva_ctx *ctx, const caterva_array *a);
 
 /* Run a write of the array in a transaction of its own when none is open (file stores),
  * so that its chunks and their statistics land in one commit: enter returns 1 when it

@@ -28,6 +28,7 @@ int cat_geom_init(caterva_ctx *ctx, cat_geom *g, const cat_array_meta *m, int it
             "item size %d not in 1..255", itemsize);
   g->ndim = m->ndim;
   g->itemsize = itemsize;
+  g->nodata_axis = -1;
   for (int k = 0; k < m->ndim; k++) {
     int64_t s = m->shape[k], c = m->chunkshape[k], b = m->blockshape[k];
     int64_t ext = b > 0 ? cat_ceil_div64(c, b) * b : 0;
@@ -35,6 +36,7 @@ int cat_geom_init(caterva_ctx *ctx, cat_geom *g, const cat_array_meta *m, int it
     g->chunkshape[k] = (int32_t)c;
     g->blockshape[k] = (int32_t)b;
     g->extchunkshape[k] = (int32_t)ext; /* bounded by cat_meta_validate */
+    if ((c == 0 || b == 0) && g->nodata_axis < 0) g->nodata_axis = k;
     g->gridshape[k] = c > 0 ? cat_ceil_div64(s, c) : 0;
     g->blockgrid[k] = b > 0 ? (int32_t)(ext / b) : 0;
     nitems *= s;        /* checked by cat_meta_validate */

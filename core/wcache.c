@@ -361,7 +361,9 @@ leave:
 }
 
 int caterva_array_begin(caterva_ctx *ctx, caterva_array *a) {
-  int rc = caterva_array_flush(ctx, a); /* what came before is not part of it */
+  int rc = cat_array_check_writable(ctx, a);
+  if (rc < 0) return rc;
+  rc = caterva_array_flush(ctx, a); /* what came before is not part of it */
   if (rc < 0) return rc;
   rc = caterva_schunk_begin(ctx, a->sc);
   if (rc < 0) return rc;

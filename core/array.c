@@ -20,17 +20,6 @@ void caterva_array_params_init(caterva_array_params *p) {
   p->store = CATERVA_STORE_MEMORY;
 }
 
-/* ---- small helpers --------------------------------------------------------------------- */
-
-static char *dup_n(const char *s, size_t n) {
-  char *d = malloc(n + 1);
-  if (d) {
-    if (n > 0) memcpy(d, s, n); /* an empty msgpack string may have a NULL pointer */
-    d[n] = '\0';
-  }
-  return d;
-}
-
 /* ---- fill value ----------------------------------------------------------------------- */
 
 #define CAT_FILL_ATTR "_FillValue"
@@ -170,15 +159,6 @@ leave:
   return rc;
 }
 
-/* Compression parameters for this array's chunks: the frame's, with the array's item size
- * and block size (blocks must be the array's blocks). */
-caterva_cparams cat_array_chunk_cparams(const caterva_array *a) {
-  caterva_cparams cp = *caterva_schunk_cparams(a->sc);
-  cp.typesize = a->g.itemsize;
-  cp.blocksize = a->g.blocksize;
-  return cp;
-}
-
 /* Copy between a chunk image (blocks in C order) and a C-order buffer covering the box
  * [bstart, bstart + bshape): the part [lo, hi) of chunk cc. to_chunk selects the direction;
  * buf == NULL with to_chunk zeroes [lo, hi) in the chunk. */
@@ -232,40 +212,6 @@ void caterva_array_free(caterva_array *a) {
   cat_bs_free(a->bs);
   free(a->dtype);
   free(a);
-}
-
-int cat_array_load_meta(caterva_ctx *ctx, caterva_array *a) {
-  int rc = CATERVA_OK;
-  const uint8_t *content = NULL;
-  int32_t len = 0;
-  cat_array_meta m;
-  cat_array_coords_reset(a);
-  a->has_b2nd = caterva_schunk_meta_get(a->sc, CAT_META_B2ND, &content, &len) >= 0;
-  a->has_caterva = caterva_schunk_meta_get(a->sc, CAT_META_CATERVA, &content, &len) >= 0;
-  CAT_CHECK(leave, a->has_b2nd || a->has_caterva, CATERVA_E_NOTFOUND,
-            "the frame has neither a b2nd nor a caterva metalayer: not an N-d array");
-  if (a->has_b2nd) CAT_TRY(leave, caterva_schunk_meta_get(a->sc, CAT_META_B2ND, &content, &len));
-  CAT_TRY(leave, cat_meta_decode(ctx, content, (size_t)len, a->has_b2nd, &m));
-  CAT_TRY(leave, cat_geom_init(ctx, &a->g, &m, caterva_schunk_typesize(a->sc)));
-  free(a->dtype);
-  a->dtype = NULL;
-  if (m.dtype != NULL) {
-    caterva_dtype_info info;
-    a->dtype = dup_n(m.dtype, m.dtype_len);
-    CAT_CHECK(leave, a->dtype != NULL, CATERVA_E_NOMEM, "out of memory");
-    if (caterva_dtype_parse(a->dtype, &info) == CATERVA_OK && info.itemsize > 0)
-      CAT_CHECK(leave, info.itemsize == a->g.itemsize, CATERVA_E_CORRUPT,
-                "dtype %s has %d-byte items but the frame's typesize is %d", a->dtype,
-                info.itemsize, a->g.itemsize);
-  }
-  CAT_CHECK(leave, caterva_schunk_nchunks(a->sc) == a->g.nchunks, CATERVA_E_CORRUPT,
-            "the frame has %lld chunks, the array's shape needs %lld",
-            (long long)caterva_schunk_nchunks(a->sc), (long long)a->g.nchunks);
-  CAT_CHECK(leave, a->g.nchunks == 0 || caterva_schunk_chunksize(a->sc) == a->g.chunksize,
-            CATERVA_E_CORRUPT, "the frame's chunks hold %d bytes, the array's need %d",
-            (int)caterva_schunk_chunksize(a->sc), (int)a->g.chunksize);
-leave:
-  return rc;
 }
 
 int caterva_array_from_schunk(caterva_ctx *ctx, caterva_schunk *sc, caterva_array **out) {
@@ -383,7 +329,7 @@ static int new_array(caterva_ctx *ctx, const cat_array_meta *m, int itemsize,
   buf = malloc(cap);
   CAT_CHECK(leave, a != NULL && buf != NULL, CATERVA_E_NOMEM, "out of memory");
   CAT_TRY(leave, cat_geom_init(ctx, &a->g, m, itemsize));
-  a->dtype = dup_n(m->dtype, m->dtype_len);
+  a->dtype = cat_strndup(m->dtype, m->dtype_len);
   CAT_CHECK(leave, a->dtype != NULL, CATERVA_E_NOMEM, "out of memory");
   cp.typesize = itemsize;
   cp.blocksize = a->g.blocksize;
@@ -553,23 +499,6 @@ leave:
 
 /* ---- writing ------------------------------------------------------------------------- */
 
-/* Fill a chunk image with chunk n's current content. */
-int cat_array_read_chunk(caterva_ctx *ctx, caterva_array *a, int64_t n, uint8_t *chunkbuf) {
-  int rc = CATERVA_OK;
-  int special = caterva_schunk_chunk_special(a->sc, n);
-  CAT_TRY(leave, special);
-  if (special == CATERVA_SPECIAL_ZERO || special == CATERVA_SPECIAL_UNINIT) {
-    memset(chunkbuf, 0, (size_t)a->g.chunksize);
-  } else if (special == CATERVA_SPECIAL_NAN) {
-    cat_fill_items(chunkbuf, a->g.chunksize / a->g.itemsize, a->g.itemsize, special, NULL);
-  } else {
-    CAT_TRY(leave, caterva_schunk_decompress_chunk(ctx, a->sc, n, chunkbuf, a->g.chunksize));
-  }
-  rc = CATERVA_OK;
-leave:
-  return rc;
-}
-
 /* Write the box [start, stop) from buf (C order over the box), or zeros when buf is NULL.
  * Chunks wholly covered are not read; zeroing skips chunks that are already zero. */
 static int write_box(caterva_ctx *ctx, caterva_array *a, const int64_t *start,
@@ -643,54 +572,6 @@ int caterva_array_set_slice(caterva_ctx *ctx, caterva_array *a, const int64_t *s
   CAT_TRY(leave, own = cat_array_txn_enter(ctx, a));
   rc = cat_array_txn_leave(ctx, a, own, write_box(ctx, a, start, stop, buf));
 leave:
-  return rc;
-}
-
-/* ---- implicit transactions ------------------------------------------------------------- */
-
-int cat_array_check_writable(caterva_ctx *ctx, const caterva_array *a) {
-  int k = a->g.nodata_axis, rc = CATERVA_OK;
-  CAT_CHECK(leave, k < 0, CATERVA_E_READONLY,
-            "dimension %d has a %s extent of 0: the array can hold no data and cannot be "
-            "written or grown (copy it with positive chunk and block shapes)",
-            k, a->g.chunkshape[k] == 0 ? "chunk" : "block");
-leave:
-  return rc;
-}
-
-int cat_array_txn_enter(caterva_ctx *ctx, caterva_array *a) {
-  int rc = cat_array_check_writable(ctx, a);
-  if (rc < 0) return rc;
-  if (caterva_schunk_store(a->sc) == CATERVA_STORE_MEMORY || caterva_schunk_in_txn(a->sc))
-    return 0;
-  rc = caterva_schunk_begin(ctx, a->sc);
-  if (rc < 0) return rc;
-  rc = cat_bs_begin(ctx, a);
-  if (rc < 0) {
-    caterva_schunk_rollback(ctx, a->sc);
-    return rc;
-  }
-  return 1;
-}
-
-int cat_array_txn_leave(caterva_ctx *ctx, caterva_array *a, int own, int rc) {
-  char keep[CAT_ERRMSG_SIZE];
-  if (!own) {
-    if (rc >= 0 && caterva_schunk_store(a->sc) == CATERVA_STORE_MEMORY)
-      rc = cat_bs_store(ctx, a);
-    return rc;
-  }
-  if (rc >= 0) rc = cat_bs_store(ctx, a);
-  if (rc >= 0) rc = caterva_schunk_commit(ctx, a->sc, 1);
-  if (rc >= 0) {
-    cat_bs_end(a);
-    return rc;
-  }
-  snprintf(keep, sizeof keep, "%s", ctx != NULL ? ctx->errmsg : "");
-  (void)caterva_schunk_rollback(ctx, a->sc);
-  cat_bs_rollback(a);
-  (void)cat_array_load_meta(ctx, a);
-  if (ctx != NULL) snprintf(ctx->errmsg, sizeof ctx->errmsg, "%s", keep);
   return rc;
 }
 
@@ -993,6 +874,23 @@ leave:
   return rc;
 }
 
+/* ---- block statistics ----------------------------------------------------------------- */
+
+int caterva_array_build_stats(caterva_ctx *ctx, caterva_array *a,
+                              int (*progress)(void *arg, int64_t done, int64_t total),
+                              void *arg) {
+  int rc = CATERVA_OK, own = 0;
+  CAT_CHECK(leave, a != NULL, CATERVA_E_INVALID, "no array");
+  CAT_CHECK(leave, caterva_array_stats_type(a) != CATERVA_STATS_NONE, CATERVA_E_UNSUPPORTED,
+            "no statistics for dtype %s", a->dtype ? a->dtype : "(none)");
+  CAT_TRY(leave, caterva_array_flush(ctx, a));
+  CAT_TRY(leave, own = cat_array_txn_enter(ctx, a));
+  rc = cat_bs_build(ctx, a, progress, arg);
+leave:
+  if (a != NULL) rc = cat_array_txn_leave(ctx, a, own, rc);
+  return rc;
+}
+
 /* ---- attributes and dimension names ----------------------------------------------------- */
 
 int caterva_array_attr_get(caterva_ctx *ctx, caterva_array *a, const char *name,
@@ -1049,7 +947,7 @@ int caterva_array_get_dim_names(caterva_ctx *ctx, caterva_array *a, char ***name
     CAT_CHECK(leave, o->via.str.size == 0 || memchr(o->via.str.ptr, 0, o->via.str.size) == NULL,
               CATERVA_E_CORRUPT,
               "%s[%d] contains a NUL byte", CAT_DIMS_ATTR, k);
-    res[k] = dup_n(o->via.str.ptr, o->via.str.size);
+    res[k] = cat_strndup(o->via.str.ptr, o->via.str.size);
     CAT_CHECK(leave, res[k] != NULL, CATERVA_E_NOMEM, "out of memory");
   }
   rc = CATERVA_OK;

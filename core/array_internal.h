@@ -153,19 +153,21 @@ struct caterva_array {
   int coords_ndim;
 };
 
-/* Shared by array.c and wcache.c. */
+/* array_coords.c: forget the coordinates read (they are read again when asked for). */
+void cat_array_coords_reset(caterva_array *a);
+/* May the array take new_shape? Not beyond the labels of an explicit coordinate. */
+int cat_array_coords_allow_shape(caterva_ctx *ctx, caterva_array *a, const int64_t *new_shape);
+
+/* ---- array_txn.c: what wcache.c and array.c build on ------------------------------------ */
+
+/* A NUL-terminated malloc'ed copy of n bytes of s (s may be NULL when n is 0), or NULL. */
+char *cat_strndup(const char *s, size_t n);
+/* Compression parameters for this array's chunks. */
 caterva_cparams cat_array_chunk_cparams(const caterva_array *a);
 /* Fill a chunk image with chunk n's current content. */
 int cat_array_read_chunk(caterva_ctx *ctx, caterva_array *a, int64_t n, uint8_t *chunkbuf);
 /* (Re)derive the geometry and dtype from the frame's metalayers (after a rollback). */
 int cat_array_load_meta(caterva_ctx *ctx, caterva_array *a);
-void cat_wcache_free(cat_wcache *wc);
-/* Keep the cache consistent after a resize along the first axis. */
-void cat_wcache_reshaped(caterva_array *a);
-/* array_coords.c: forget the coordinates read (they are read again when asked for). */
-void cat_array_coords_reset(caterva_array *a);
-/* May the array take new_shape? Not beyond the labels of an explicit coordinate. */
-int cat_array_coords_allow_shape(caterva_ctx *ctx, caterva_array *a, const int64_t *new_shape);
 
 /* The one check of every write (caterva_array_begin and cat_array_txn_enter call it): an
  * array whose chunk or block shape has a zero extent holds no item (cat_meta_validate allows
@@ -181,6 +183,12 @@ int cat_array_check_writable(caterva_ctx *ctx, const caterva_array *a);
  * stores get their statistics stored at leave. */
 int cat_array_txn_enter(caterva_ctx *ctx, caterva_array *a);
 int cat_array_txn_leave(caterva_ctx *ctx, caterva_array *a, int own, int rc);
+
+/* ---- wcache.c: the write-back cache (above array_txn.c) -------------------------------- */
+
+void cat_wcache_free(cat_wcache *wc);
+/* Keep the cache consistent after a resize along the first axis. */
+void cat_wcache_reshaped(caterva_array *a);
 
 /* ---- block statistics (blockstats.c) ---------------------------------------------------- */
 
@@ -216,5 +224,10 @@ void cat_bs_release(caterva_array *a, int level);
 void cat_bs_rollback_to(caterva_array *a, int level);
 void cat_bs_rollback(caterva_array *a);
 void cat_bs_end(caterva_array *a);
+/* Compute the statistics of every chunk that has none (or none that still matches it), for
+ * an array whose dtype has statistics (caterva_array_stats_type), inside the caller's
+ * transaction (caterva_array_build_stats in array.c opens it). */
+int cat_bs_build(caterva_ctx *ctx, caterva_array *a,
+                 int (*progress)(void *arg, int64_t done, int64_t total), void *arg);
 
 #endif /* CAT_ARRAY_INTERNAL_H */

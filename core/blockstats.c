@@ -886,16 +886,9 @@ leave:
   return rc;
 }
 
-int caterva_array_build_stats(caterva_ctx *ctx, caterva_array *a,
-                              int (*progress)(void *arg, int64_t done, int64_t total),
-                              void *arg) {
-  int rc = CATERVA_OK, kind, stype, own = 0;
-  CAT_CHECK(leave, a != NULL, CATERVA_E_INVALID, "no array");
-  stype = stats_type_of(a->dtype, a->g.itemsize, &kind);
-  CAT_CHECK(leave, stype != CATERVA_STATS_NONE, CATERVA_E_UNSUPPORTED,
-            "no statistics for dtype %s", a->dtype ? a->dtype : "(none)");
-  CAT_TRY(leave, caterva_array_flush(ctx, a));
-  CAT_TRY(leave, own = cat_array_txn_enter(ctx, a));
+int cat_bs_build(caterva_ctx *ctx, caterva_array *a,
+                 int (*progress)(void *arg, int64_t done, int64_t total), void *arg) {
+  int rc = CATERVA_OK, kind, stype = stats_type_of(a->dtype, a->g.itemsize, &kind);
   if (a->bs != NULL && (a->bs->broken || a->bs->n != a->g.nchunks)) {
     cat_bs_free(a->bs);
     a->bs = NULL;
@@ -916,7 +909,6 @@ int caterva_array_build_stats(caterva_ctx *ctx, caterva_array *a,
   }
   a->bs->dirty = true;
 leave:
-  if (a != NULL) rc = cat_array_txn_leave(ctx, a, own, rc);
   return rc;
 }
 

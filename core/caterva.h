@@ -8,7 +8,9 @@
  *   chunks                caterva_chunk_*      one Blosc2 chunk: a compressed buffer of blocks
  *   super-chunks, frames  caterva_schunk_*     (caterva_frame.h) ordered chunks in a frame
  *   arrays                caterva_array_*      (caterva_array.h) N-d arrays over a super-chunk
- *   bcolz directories     caterva_bcolz_*      (caterva_bcolz.h) reading and converting them
+ *
+ * The converters (NumPy .npy, NetCDF, PNG, bcolz directories) are a layer above, in
+ * libcaterva-io (caterva_io.h), so that a program using arrays links none of their libraries.
  *
  * Conventions, for every function of the library:
  *  - Functions that can fail return an int (or int32_t/int64_t) that is negative on failure,
@@ -184,6 +186,10 @@ typedef struct caterva_chunk_info {
  * @return CATERVA_OK, CATERVA_E_CORRUPT (with no context to hold a message, see the code) or
  *         CATERVA_E_UNSUPPORTED. */
 int caterva_chunk_info_get(const void *chunk, size_t len, caterva_chunk_info *info);
+/** The same, with the reason of a failure (which field is malformed, which codec this build
+ * lacks) left in ctx. */
+int caterva_chunk_info_ctx(caterva_ctx *ctx, const void *chunk, size_t len,
+                           caterva_chunk_info *info);
 
 /** Compress nbytes bytes of src into a chunk at dst.
  * @param[in]  ctx     context (threads, scratch, error message)
@@ -244,10 +250,6 @@ typedef int (*caterva_progress_fn)(void *arg, int64_t done, int64_t total);
 
 #include "caterva_frame.h"
 #include "caterva_array.h"
-#include "caterva_npy.h"
-#include "caterva_png.h"
-#include "caterva_bcolz.h"
-#include "caterva_netcdf.h"
 
 #ifdef __cplusplus
 }

@@ -287,7 +287,8 @@ static int cat_parse_ctx(caterva_ctx *ctx, const void *chunk, size_t len, cat_ch
   return rc;
 }
 
-int cat_chunk_info_ctx(caterva_ctx *ctx, const void *chunk, size_t len, caterva_chunk_info *info) {
+int caterva_chunk_info_ctx(caterva_ctx *ctx, const void *chunk, size_t len,
+                           caterva_chunk_info *info) {
   cat_chunk ck;
   int rc = cat_parse_ctx(ctx, chunk, len, &ck);
   if (rc < 0) return rc;

@@ -611,6 +611,26 @@ leave:
   return rc;
 }
 
+/* A chunk file written inside a transaction is listed, so that a rollback removes it. */
+static int note_written(caterva_ctx *ctx, caterva_schunk *sc, int64_t num) {
+  if (sc->nwritten == sc->capwritten) {
+    int64_t cap = sc->capwritten ? 2 * sc->capwritten : 64;
+    int64_t *p = realloc(sc->written, (size_t)cap * sizeof *p);
+    if (p == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+    sc->written = p;
+    sc->capwritten = cap;
+  }
+  sc->written[sc->nwritten++] = num;
+  return CATERVA_OK;
+}
+
+void cat_file_unlink_written(caterva_schunk *sc, int64_t keep) {
+  for (int64_t k = keep; k < sc->nwritten; k++) cat_file_unlink_chunk(sc, sc->written[k]);
+  if (sc->nwritten > keep) sc->nwritten = keep;
+}
+
+void cat_file_forget_written(caterva_schunk *sc) { sc->nwritten = 0; }
+
 /* A stored chunk goes to a new file number, never over a referenced file. */
 static int sparse_put(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *chunk,
                       int32_t cbytes, int64_t *entry) {
@@ -618,7 +638,7 @@ static int sparse_put(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *chunk
   int rc = CATERVA_OK;
   CAT_CHECK(leave, num <= 0xffffffffLL, CATERVA_E_OVERFLOW, "sparse frame: out of file numbers");
   CAT_TRY(leave, write_chunk_file(ctx, sc->path, num, chunk, cbytes));
-  if (sc->txn != NULL && (rc = cat_txn_note_file(ctx, sc, num)) < 0) {
+  if (sc->txn != NULL && (rc = note_written(ctx, sc, num)) < 0) {
     cat_file_unlink_chunk(sc, num);
     goto leave;
   }
@@ -928,6 +948,9 @@ void cat_file_close(caterva_schunk *sc) {
   sc->fd = -1;
   if (sc->rfd >= 0) close(sc->rfd);
   sc->rfd = -1;
+  free(sc->written);
+  sc->written = NULL;
+  sc->nwritten = sc->capwritten = 0;
 }
 
 int cat_file_stale(caterva_ctx *ctx, caterva_schunk *sc) {

@@ -110,6 +110,9 @@ struct caterva_schunk {
   int64_t frame_len;         /* file stores: frame bytes on disk; memory: cached, -1 stale */
   int64_t dead;              /* contiguous file: unreferenced bytes inside the chunk section */
   int64_t next_file;         /* sparse: number for the next chunk file */
+  int64_t *written;          /* sparse: chunk files written while a transaction is open
+                              * (frame_file.c keeps the list, txn.c drops or keeps them) */
+  int64_t nwritten, capwritten;
   uint8_t special[3][2][CATERVA_CHUNK_HEADER_SIZE]; /* synthesised chunks: kind x (full, last) */
   bool special_ok[3][2];
   caterva_ctx *ictx;         /* private context, created on demand (frame_len of memory) */
@@ -223,6 +226,11 @@ int cat_file_stale(caterva_ctx *ctx, caterva_schunk *sc);
 void cat_file_retire_bytes(caterva_schunk *sc, void *p);
 /* Remove a sparse chunk file that the index no longer references (best effort). */
 void cat_file_unlink_chunk(const caterva_schunk *sc, int64_t num);
+/* Sparse chunk files written while sc->txn is open, in order: sc->written[0..nwritten).
+ * Remove those after the first keep (a rollback), or forget them all (the end of the
+ * transaction; the list's memory is kept for the next one). */
+void cat_file_unlink_written(caterva_schunk *sc, int64_t keep);
+void cat_file_forget_written(caterva_schunk *sc);
 /* Save sc as a new frame at path. */
 int cat_file_save(caterva_ctx *ctx, caterva_schunk *sc, const char *path, int store);
 /* Serialise sc as a packed contiguous frame into a new malloc'ed buffer. */
@@ -237,7 +245,5 @@ void cat_file_close(caterva_schunk *sc);
 
 /* A header (meta_changed) or trailer change inside a transaction: made durable at commit. */
 int cat_txn_note_change(caterva_schunk *sc, bool meta_changed);
-/* A sparse chunk file written inside the transaction (removed if it rolls back). */
-int cat_txn_note_file(caterva_ctx *ctx, caterva_schunk *sc, int64_t num);
 
 #endif /* CAT_FRAME_INTERNAL_H */

@@ -40,8 +40,6 @@ struct cat_txn {
   cat_mark begin;               /* the committed state */
   cat_mark *marks;              /* savepoints, oldest first, levels increasing */
   int nmarks, capmarks;
-  int64_t *newfiles;            /* sparse: chunk files written by the transaction */
-  int64_t nnew, capnew;
   bool meta_dirty;              /* the header's metalayers must be rewritten at commit */
   bool failed;                  /* a commit failed before its commit point: roll back only */
 };
@@ -97,7 +95,7 @@ static int mark_take(caterva_ctx *ctx, const caterva_schunk *sc, int level, cat_
   m->dead = sc->dead;
   m->wend = sc->wend;
   m->next_file = sc->next_file;
-  m->nnew = sc->txn != NULL ? sc->txn->nnew : 0;
+  m->nnew = sc->nwritten;
   m->chunksize = sc->chunksize;
   m->blocksize = sc->blocksize;
   m->meta_dirty = sc->txn != NULL && sc->txn->meta_dirty;
@@ -116,13 +114,6 @@ nomem:
   return rc;
 }
 
-/* Remove the sparse chunk files the transaction wrote after the first `keep`. */
-static void drop_new_files(caterva_schunk *sc, int64_t keep) {
-  cat_txn *t = sc->txn;
-  for (int64_t k = keep; k < t->nnew; k++) cat_file_unlink_chunk(sc, t->newfiles[k]);
-  if (t->nnew > keep) t->nnew = keep;
-}
-
 /* Put the state of m back: the file first (so a failure leaves memory as it was), then the
  * in-memory index, metalayers and vlmetalayers (ownership of m's copies moves to sc, so m
  * is emptied; callers that keep the mark take it again). */
@@ -130,7 +121,7 @@ static int mark_restore(caterva_ctx *ctx, caterva_schunk *sc, cat_mark *m) {
   int rc = CATERVA_OK;
   if (sc->store == CATERVA_STORE_CONTIGUOUS && sc->wend > m->wend)
     CAT_TRY(leave, cat_file_truncate_to(ctx, sc, m->wend));
-  if (sc->store == CATERVA_STORE_SPARSE) drop_new_files(sc, m->nnew);
+  if (sc->store == CATERVA_STORE_SPARSE) cat_file_unlink_written(sc, m->nnew);
   if (sc->data != NULL)
     for (int64_t i = 0; i < sc->nchunks; i++) cat_file_retire_bytes(sc, sc->data[i]);
   free(sc->data);
@@ -170,25 +161,11 @@ static void txn_free(cat_txn *t) {
   mark_free(&t->begin);
   for (int k = 0; k < t->nmarks; k++) mark_free(&t->marks[k]);
   free(t->marks);
-  free(t->newfiles);
   free(t);
 }
 
 int cat_txn_note_change(caterva_schunk *sc, bool meta_changed) {
   if (meta_changed) sc->txn->meta_dirty = true;
-  return CATERVA_OK;
-}
-
-int cat_txn_note_file(caterva_ctx *ctx, caterva_schunk *sc, int64_t num) {
-  cat_txn *t = sc->txn;
-  if (t->nnew == t->capnew) {
-    int64_t cap = t->capnew ? 2 * t->capnew : 64;
-    int64_t *p = realloc(t->newfiles, (size_t)cap * sizeof *p);
-    if (p == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
-    t->newfiles = p;
-    t->capnew = cap;
-  }
-  t->newfiles[t->nnew++] = num;
   return CATERVA_OK;
 }
 
@@ -302,6 +279,7 @@ int caterva_schunk_rollback(caterva_ctx *ctx, caterva_schunk *sc) {
      * cut by the next writer; this object no longer matches it. */
     sc->broken = true;
   }
+  cat_file_forget_written(sc);
   sc->txn = NULL;
   txn_free(t);
   return rc;
@@ -327,8 +305,8 @@ static void remove_unreferenced(caterva_schunk *sc, const cat_txn *t) {
     int64_t num = t->begin.entries[i];
     if (num >= 0 && !referenced(live, n, num)) cat_file_unlink_chunk(sc, num);
   }
-  for (int64_t k = 0; k < t->nnew; k++)
-    if (!referenced(live, n, t->newfiles[k])) cat_file_unlink_chunk(sc, t->newfiles[k]);
+  for (int64_t k = 0; k < sc->nwritten; k++)
+    if (!referenced(live, n, sc->written[k])) cat_file_unlink_chunk(sc, sc->written[k]);
   free(live);
 }
 
@@ -355,6 +333,7 @@ int caterva_schunk_commit(caterva_ctx *ctx, caterva_schunk *sc, int sync) {
     goto leave;
   }
   if (sc->store == CATERVA_STORE_SPARSE) remove_unreferenced(sc, t);
+  cat_file_forget_written(sc);
   sc->txn = NULL;
   txn_free(t);
 leave:

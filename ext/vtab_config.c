@@ -1,11 +1,11 @@
 /*
  * vtab_config.c -- configuring a `caterva` table when it is created or connected: the
- * options of CREATE VIRTUAL TABLE (vtab.c lists them), the column names, the CREATE TABLE
+ * options of CREATE VIRTUAL TABLE (vtab_main.c lists them), the column names, the CREATE TABLE
  * statement given to sqlite3_declare_vtab, the item type and the array's geometry.
  */
 #include "config.h"
 
-#include "cvext.h"
+#include "ext_internal.h"
 SQLITE_EXTENSION_INIT3
 
 #include "vtab_internal.h"

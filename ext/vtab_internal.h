@@ -1,18 +1,27 @@
 /*
  * vtab_internal.h -- what the files of the `caterva` virtual table share.
  *
- *   vtab.c         module table, create/connect/disconnect, error helpers
- *   vtab_config.c  options, column names, declare_vtab, geometry
- *   plan.c         xBestIndex, and the bounds xBestIndex and xFilter both apply
- *   cursor.c       xOpen ... xRowid, the scans
+ *   vtab_main.c     the module table (every sqlite3_module slot), create/connect/disconnect,
+ *                   error helpers
+ *   vtab_config.c   options, column names, declare_vtab, geometry
+ *   vtab_create.c   creating a new array from CREATE VIRTUAL TABLE options
+ *   vtab_coord.c    labels of the dimension columns: SQL values to index ranges and back
+ *   vtab_vars.c     tables of several variables (arrays of one shape side by side)
+ *   vtab_plan.c     xBestIndex, and the bounds xBestIndex and xFilter both apply
+ *   vtab_valpred.c  constraints on the value column, checked against block statistics
+ *   vtab_cache.c    the LRU cache of decompressed blocks shared by the table's cursors
+ *   vtab_cursor.c   xOpen ... xRowid, the scans
+ *   vtab_write.c    xUpdate: INSERT, UPDATE, DELETE as cell writes
+ *   vtab_txn.c      transactions, savepoints, and what a statement sees
+ *   vtab_bcolz.c    bcolz carray and ctable directories as tables of the module
  *
- * Table-lifetime state lives in CvVtab, per-scan state in CvCursor. Include after cvext.h
+ * Table-lifetime state lives in CvVtab, per-scan state in CvCursor. Include after ext_internal.h
  * and SQLITE_EXTENSION_INIT3.
  */
 #ifndef VTAB_INTERNAL_H
 #define VTAB_INTERNAL_H
 
-#include "cvext.h"
+#include "ext_internal.h"
 
 #define CV_MAX_DIM CATERVA_MAX_DIM
 
@@ -46,7 +55,7 @@ typedef struct CvVarPos CvVarPos;
 
 #define CV_MAX_VARS 64   /* arrays of one table */
 
-/* An array of a several-variable table after the first (vars.c): its own partitioning, item
+/* An array of a several-variable table after the first (vtab_vars.c): its own partitioning, item
 ** type and block cache. */
 struct CvVar {
   char *zPath;                        /* Its file or directory */
@@ -72,14 +81,14 @@ struct CvVarPos {
   int32_t iPrivBlock;
 };
 
-/* A dimension's labels (coord.c). */
+/* A dimension's labels (vtab_coord.c). */
 struct CvLabel {
   int bOn;                            /* The array has a coordinate for the dimension */
   int bBad;                           /* ... which cannot be read (cvLabelsCheck says why) */
   caterva_labels lab;                 /* Lookups; borrows the array's label vector */
 };
 
-/* Constraints on the value column that xFilter received (valpred.c). */
+/* Constraints on the value column that xFilter received (vtab_valpred.c). */
 #define CV_MAX_VALPRED 8
 typedef struct CvValPred CvValPred;
 struct CvValPred {
@@ -124,22 +133,22 @@ struct CvVtab {
   int64_t aChunkStride[CV_MAX_DIM];   /* Chunk number stride of each chunk grid coordinate */
   int64_t aBlockStride[CV_MAX_DIM];   /* Block number stride inside a chunk */
   int64_t nBlockItem;                 /* Items per block */
-  CvLabel aLab[CV_MAX_DIM];           /* Labels of each dimension (coord.c) */
+  CvLabel aLab[CV_MAX_DIM];           /* Labels of each dimension (vtab_coord.c) */
   int nVar;                           /* Arrays after the first (value columns nDim+1...) */
-  CvVar *aVar;                        /* Those arrays (vars.c), or NULL */
+  CvVar *aVar;                        /* Those arrays (vtab_vars.c), or NULL */
   CvItemType item;                    /* How items become SQL values */
   int eFast;                          /* CV_FAST_*: items read inline by xColumn */
   int64_t szCache;                    /* Bytes the block cache may use */
   CvCache cache;                      /* Decompressed blocks shared by the cursors */
-  CvBcolzTab *pBcolz;                 /* A bcolz directory (bcolz_vtab.c), else NULL; then
+  CvBcolzTab *pBcolz;                 /* A bcolz directory (vtab_bcolz.c), else NULL; then
                                       ** only base, pConn, db and zPath above are used */
 };
 
 
 /*
-** The members both kinds of cursor begin with: CvCursor (cursor.c) scanning an array, and
-** CvBzCursor (bcolz_vtab.c) scanning a bcolz directory. The module's xNext, xEof and xColumn
-** (cursor.c) read them before they know the kind, so that a row inside a run of cells costs
+** The members both kinds of cursor begin with: CvCursor (vtab_cursor.c) scanning an array, and
+** CvBzCursor (vtab_bcolz.c) scanning a bcolz directory. The module's xNext, xEof and xColumn
+** (vtab_cursor.c) read them before they know the kind, so that a row inside a run of cells costs
 ** no dispatch: nFast counts the further cells xNext reaches by stepping along the last
 ** dimension alone (in the same block, the same box and the row budget), and is always 0 in
 ** a bcolz cursor, whose iValueCol is -1.
@@ -200,7 +209,7 @@ struct CvCursor {
   CvValPred val;                      /* Value constraints: blocks they rule out are skipped */
 };
 
-/* ---- vtab.c ------------------------------------------------------------------------- */
+/* ---- vtab_main.c ------------------------------------------------------------------------- */
 
 /* Leave a printf-style error message in the table (replacing any earlier one). */
 void cvSetError(CvVtab *pTab, const char *zFmt, ...);
@@ -217,7 +226,7 @@ struct CvOptions {
   char *zDtype;      /* dtype=, or NULL */
   int64_t nCacheMb;  /* cache_mb= (a default when not given) */
   int bCacheMb;      /* cache_mb= was given */
-  char *zShape;      /* creation options (create.c), or NULL */
+  char *zShape;      /* creation options (vtab_create.c), or NULL */
   char *zChunks;
   char *zBlocks;
   char *zCodec;
@@ -225,12 +234,12 @@ struct CvOptions {
   char *zFilters;
   char *zFill;
   char *zSparse;
-  char *zCoords;     /* coords= (creation, coord.c) */
-  int nMore;         /* Further unnamed arguments: the paths of more arrays (vars.c) */
+  char *zCoords;     /* coords= (creation, vtab_coord.c) */
+  int nMore;         /* Further unnamed arguments: the paths of more arrays (vtab_vars.c) */
   char *azMore[CV_MAX_VARS];
   char *zSync;       /* synchronous= full | normal | off */
   char *zLockReads;  /* lock_reads= 0 | 1 */
-  char **azValName;  /* Value column names of a converted ctable (1 + nMore; bcolz_vtab.c
+  char **azValName;  /* Value column names of a converted ctable (1 + nMore; vtab_bcolz.c
                      ** cvBzExpandConverted), or NULL: used when value= is not given */
 };
 
@@ -241,11 +250,11 @@ int cvOptionsParse(CvOptions *pOpt, int argc, const char *const *argv, char **pz
 ** with ', " or ` to hold blanks) with the names and meanings of CREATE VIRTUAL TABLE's
 ** options into *pOpt (zeroed first; zOpt may be NULL). Same ownership as cvOptionsParse. */
 int cvOptionsParseString(CvOptions *pOpt, const char *zOpt, char **pzErr);
-/* io.c: the first option an import does not take (those of a table's file: path, shape,
+/* fn_io.c: the first option an import does not take (those of a table's file: path, shape,
 ** dtype, value, fill, synchronous, lock_reads, cache_mb), or NULL. */
 const char *cvImportBadOption(const CvOptions *p);
 
-/* io.c: progress and interrupts of an import. cvImportProgressBegin prepares what reports use
+/* fn_io.c: progress and interrupts of an import. cvImportProgressBegin prepares what reports use
 ** (zProgress: the progress= option, NULL, "stderr" or an SQL function's name, called as
 ** NAME(items_done, items_total)); cvImportProgressStep is the library's caterva_progress_fn:
 ** it reports and stops the import when sqlite3_interrupt() was called or the function raised
@@ -296,7 +305,7 @@ int cvSplitDims(const char *zDims, int nDim, char **azName, char **pzErr);
 /* Declare the table's columns (azName[0..nDim]) to SQLite. */
 int cvDeclare(sqlite3 *db, CvVtab *pTab, char **azName, char **pzErr);
 
-/* ---- coord.c ------------------------------------------------------------------------ */
+/* ---- vtab_coord.c ------------------------------------------------------------------------ */
 
 /* Columns: 0..nDim-1 the dimensions (label or index), nDim..nDim+nVar the values (one per
 ** array), then nDim+nVar+1+k the hidden index column of dimension k. */
@@ -335,7 +344,7 @@ void cvLabelsResult(sqlite3_context *pCtx, const caterva_labels *pLab, int64_t i
 int cvStoreCoords(caterva_ctx *pCtx, caterva_array *pArr, const char *zCoords, char **azName,
                   int nDim, char **pzErr);
 
-/* ---- vars.c ------------------------------------------------------------------------- */
+/* ---- vtab_vars.c ------------------------------------------------------------------------- */
 
 /* Open the arrays after the first (pOpt->azMore) and check them against the table's. */
 int cvVarsOpen(CvVtab *pTab, const CvOptions *pOpt, char **pzErr);
@@ -351,7 +360,7 @@ void cvVarPosRelease(CvVar *p, CvVarPos *pPos);
 ** (sqlite3_malloc'ed; NULL when out of memory). */
 char *cvVarName(CvConn *pConn, caterva_array *pArr, const char *zPath);
 
-/* ---- plan.c ------------------------------------------------------------------------- */
+/* ---- vtab_plan.c ------------------------------------------------------------------------- */
 
 /* Operators of a plan (idxStr), R*Tree style; the encoding is described above cvBestIndex. */
 #define CV_OP_EQ     'A'   /* dim = v  (also dim IS v) */
@@ -373,7 +382,7 @@ char *cvVarName(CvConn *pConn, caterva_array *pArr, const char *zPath);
 #define CV_PLAN_NOTNULL 0x08  /* value IS NOT NULL (all-NaN blocks are skipped) */
 
 /* Value constraints in idxStr: the operator (CV_OP_EQ ... CV_OP_GT) and this column
-** character; IS NULL / IS NOT NULL are the idxNum flags above (valpred.c). */
+** character; IS NULL / IS NOT NULL are the idxNum flags above (vtab_valpred.c). */
 #define CV_VALUE_COL     '~'
 #define CV_OP_VALNULL    'N'  /* plan-time only: value IS NULL */
 #define CV_OP_VALNOTNULL 'M'  /* plan-time only: value IS NOT NULL */
@@ -385,7 +394,7 @@ void cvRangeApply(CvRange *p, int op, sqlite3_value *pVal);
 /* Number of blocks the range [iLo, iHi] of one dimension touches (chunk nC, block nB). */
 int64_t cvBlocksAlong(int64_t iLo, int64_t iHi, int64_t nC, int64_t nB);
 
-/* ---- valpred.c ---------------------------------------------------------------------- */
+/* ---- vtab_valpred.c ---------------------------------------------------------------------- */
 
 /* Value constraints are passed to xFilter: the dtype has block statistics. */
 int cvValUsable(const CvVtab *pTab);
@@ -400,7 +409,7 @@ int cvValActive(const CvValPred *p);
 /* Let the iterator skip the blocks the constraints rule out. */
 void cvValAttach(CvValPred *p, CvVtab *pTab, caterva_block_iter *pIter);
 
-/* ---- cursor.c ----------------------------------------------------------------------- */
+/* ---- vtab_cursor.c ----------------------------------------------------------------------- */
 
 /* xOpen, xClose, xFilter, xNext, xEof, xColumn and xRowid. */
 int cvCursorOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor);
@@ -412,7 +421,7 @@ int cvCursorEof(sqlite3_vtab_cursor *pCursor);
 int cvCursorColumn(sqlite3_vtab_cursor *pCursor, sqlite3_context *pCtx, int iCol);
 int cvCursorRowid(sqlite3_vtab_cursor *pCursor, sqlite3_int64 *pRowid);
 
-/* ---- create.c ------------------------------------------------------------------------ */
+/* ---- vtab_create.c ------------------------------------------------------------------------ */
 
 /* Whether any creation option (shape=, chunks=, ...) was given. */
 int cvHasCreateOptions(const CvOptions *p);
@@ -459,12 +468,12 @@ void cvFreeRetired(CvVtab *pTab);
 ** zero otherwise; given to the array (in memory) and kept in pTab->aFill. */
 void cvFillInit(CvVtab *pTab, caterva_array *pArr);
 
-/* ---- write.c ------------------------------------------------------------------------- */
+/* ---- vtab_write.c ------------------------------------------------------------------------- */
 
 /* xUpdate. */
 int cvUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 *pRowid);
 
-/* ---- bcolz_vtab.c: bcolz directories as tables of the module ----------------------- */
+/* ---- vtab_bcolz.c: bcolz directories as tables of the module ----------------------- */
 
 /* xConnect for a path caterva_bcolz_kind() recognises (options already parsed). */
 int cvBzConnect(sqlite3 *db, CvConn *pConn, const char *const *argv, const CvOptions *pOpt,
@@ -475,7 +484,7 @@ void cvBzFree(CvVtab *pTab);
 ** the options of a several-variable table over its arrays in the ctable's column order
 ** (zPath the first, azMore the others, azValName the column names). */
 int cvBzExpandConverted(CvConn *pConn, CvOptions *pOpt, char **pzErr);
-/* The module slots of a bcolz table (vtab.c sends its calls here). */
+/* The module slots of a bcolz table (vtab_main.c sends its calls here). */
 int cvBzBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo);
 int cvBzOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor);
 int cvBzClose(sqlite3_vtab_cursor *pCursor);

@@ -13,7 +13,7 @@
  *                LOCK_EX, generation counter + 1), waiting up to the connection's busy
  *                timeout, else SQLITE_BUSY; make sure the handle is current and writable;
  *                caterva_array_begin. Nothing on disk changes.
- *   xUpdate      (write.c) cells go to the write-back cache; full chunks and evicted ones
+ *   xUpdate      (vtab_write.c) cells go to the write-back cache; full chunks and evicted ones
  *                are written past the committed end of the file (never over a committed
  *                byte).
  *   xSavepoint   flush the cache, remember the state (a mark).
@@ -41,7 +41,7 @@
  */
 #include "config.h"
 
-#include "cvext.h"
+#include "ext_internal.h"
 SQLITE_EXTENSION_INIT3
 
 #include "vtab_internal.h"

@@ -15,7 +15,7 @@
  * of uncompressed values (MiB = 2^20 bytes). One time step of each array is compared with
  * libnetcdf's values.
  */
-#include "caterva.h"
+#include "caterva_io.h"
 #include "fsutil.h"
 
 #include <math.h>

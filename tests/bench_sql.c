@@ -490,7 +490,7 @@ static void slice_table(sqlite3 *db, caterva_ctx *ctx, const Dataset *d) {
   if (buf == NULL) bench_die("out of memory");
   {
     /* The functions keep arrays open only for files whose last change is over 2 s old
-    ** (ext/arrcache.c): a file written moments ago is measured once it has settled. */
+    ** (ext/fn_arrcache.c): a file written moments ago is measured once it has settled. */
     struct stat st;
     if (stat(d->path, &st) == 0 && st.st_ctime + 3 > time(NULL)) sleep(3);
   }

@@ -10,7 +10,7 @@
  * claims many rows reads them all). The files go to a directory of this process under /dev/shm
  * (or $FUZZ_BCOLZ_DIR, else $TMPDIR).
  */
-#include "caterva.h"
+#include "caterva_io.h"
 #include "json_internal.h"
 
 #include <stdio.h>

@@ -11,7 +11,7 @@
  *
  * Environment: NCGEN (the ncgen program), top_srcdir (for tests/netcdf).
  */
-#include "caterva.h"
+#include "caterva_io.h"
 #include "fsutil.h"
 #include "tap.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_png.c -- pictures of slices (core/io_png.c), decoded with libpng here and checked
+ * test_png.c -- pictures of slices (io/io_png.c), decoded with libpng here and checked
  * pixel by pixel at known cells: the minimum gets the first colour of the map, the maximum
  * the last, NaN its own colour; orientation (origin, axes), scale, a given range, every
  * numeric dtype in both byte orders, the colour bar, errors; and the colour map itself is
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "caterva.h"
+#include "caterva_io.h"
 #include "tap.h"
 
 #ifdef HAVE_LIBPNG

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Arrays the SQL functions keep open between calls (ext/arrcache.c), TAP output.
+"""Arrays the SQL functions keep open between calls (ext/fn_arrcache.c), TAP output.
 
 caterva_slice() and caterva_info() keep recently used arrays open per connection; a kept
 array must never answer for a file that changed. Each check below would fail if the cache

@@ -520,7 +520,7 @@ def import_progress(d, tmp):
 
 
 def array_rule(v, dtype):
-    """A bcolz table's value of a column of this dtype as the array rules (item.c) give it:
+    """A bcolz table's value of a column of this dtype as the array rules (ext_item.c) give it:
     datetime64 as ISO text -> INTEGER count, |S as TEXT or BLOB -> BLOB of the padded bytes."""
     dt = np.dtype(dtype)
     if v is None or dt.kind not in "MS":

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How the functions taking '<table or path>' resolve their first argument (ext/conn.c).
+"""How the functions taking '<table or path>' resolve their first argument (ext/ext_conn.c).
 
 A name is looked up as SQLite looks up a table in a statement: a qualified "schema.name" in
 that schema, an unqualified name in temp, then main, then the attached schemas; tables of the

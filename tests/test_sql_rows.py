@@ -2,7 +2,7 @@
 """Row iteration of the caterva table against a plain SQLite table holding the same cells.
 
 xNext steps through a run of cells along the last dimension without leaving the current
-block by incrementing one coordinate (cursor.c, nFast), and xColumn reads float64 and float32
+block by incrementing one coordinate (vtab_cursor.c, nFast), and xColumn reads float64 and float32
 values of the block at hand inline; everything else takes the general path. These checks
 cross every kind of boundary of that fast path: runs ending with the block, with the chunk,
 with the box (bounds and IN lists on the last dimension), with the row budget (LIMIT and

@@ -1,0 +1,405 @@
+/*
+ * vtab_write.c -- xUpdate of the `caterva` table: INSERT, UPDATE and DELETE as cell writes.
+ *
+ *   INSERT INTO t(d0, ..., value) VALUES (...)   sets the cell (every cell of an array
+ *                                                exists: INSERT is an upsert); a first
+ *                                                coordinate at or past the extent grows the
+ *                                                array along it (NetCDF's unlimited
+ *                                                dimension), new cells taking the fill value
+ *   UPDATE t SET value = ... WHERE ...           sets the cells selected; the WHERE clause is
+ *                                                planned like a SELECT's (vtab_plan.c), so only
+ *                                                the chunks it touches are read
+ *   DELETE FROM t WHERE ...                      resets the cells to the fill value (NULL
+ *                                                for float arrays)
+ *
+ * Changing a dimension column or the rowid, a coordinate that is NULL, not an integer, or
+ * out of range (other than growth along the first dimension), and a value the dtype cannot
+ * hold are errors; the statement then fails and SQLite rolls it back (vtab_txn.c). Cells
+ * go through the array's write-back cache (core/wcache.c).
+ */
+#include "config.h"
+
+#include "ext_internal.h"
+SQLITE_EXTENSION_INIT3
+
+#include "vtab_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Growth of one statement is limited so that a typo cannot create millions of chunks. */
+#define CV_MAX_GROW_CHUNKS (1 << 20)
+
+/* ---- SQL values to items ------------------------------------------------------------------
+**
+**   column of dtype      accepted                                   refused (error)
+**   float16/32/64        INTEGER exactly representable, REAL        TEXT, BLOB; a finite value
+**                        (rounded to the float's precision), NULL   beyond the float's range
+**                        (stored as NaN)
+**   int / uint / bool    INTEGER in range, REAL with an integral    TEXT, BLOB, NULL, 1.5,
+**                        value in range                             300 into uint8, 2 into bool
+**   datetime64           INTEGER; NULL is NaT                       TEXT, BLOB, REAL
+**   others (BLOB kind)   BLOB of exactly the item size              anything else
+** Never a silent conversion: what does not fit is an error naming the value and the dtype.
+*/
+
+/* Write the n low bytes of v in the item's byte order. */
+static void cvPutInt(const CvItemType *pType, uint64_t v, uint8_t *aOut) {
+  int n = pType->szItem;
+  if (!pType->bSwap && !pType->bBigEndian) { /* little-endian host, little-endian item */
+    if (n == 4) {
+      uint32_t w = (uint32_t)v;
+      memcpy(aOut, &w, 4);
+      return;
+    }
+    if (n == 8) {
+      memcpy(aOut, &v, 8);
+      return;
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    uint8_t b = (uint8_t)(v >> (8 * i));
+    aOut[pType->bBigEndian ? n - 1 - i : i] = b;
+  }
+}
+
+/* The value as an int64 when it is an INTEGER, or a REAL holding an integral value that an
+** int64 can represent. Returns 0 on success. */
+static int cvExactInt(sqlite3_value *pVal, int64_t *piOut) {
+  double r;
+  int eType = sqlite3_value_type(pVal);
+  if (eType == SQLITE_INTEGER) {
+    *piOut = sqlite3_value_int64(pVal);
+    return 0;
+  }
+  if (eType != SQLITE_FLOAT) return 1;
+  r = sqlite3_value_double(pVal);
+  if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0) || r != floor(r)) return 1;
+  *piOut = (int64_t)r;
+  return 0;
+}
+
+static const char *cvTypeName(sqlite3_value *pVal) {
+  switch (sqlite3_value_type(pVal)) {
+    case SQLITE_INTEGER: return "integer";
+    case SQLITE_FLOAT: return "real";
+    case SQLITE_TEXT: return "text";
+    case SQLITE_BLOB: return "blob";
+    default: return "NULL";
+  }
+}
+
+/* Store v as an integer, bool or datetime item; non-zero when it does not fit. */
+static int cvPutChecked(const CvItemType *pType, int64_t v, uint8_t *aOut) {
+  int nBit = pType->szItem * 8;
+  if (pType->eKind == CV_ITEM_BOOL && (v < 0 || v > 1)) return 1;
+  if (pType->eKind == CV_ITEM_UINT && (v < 0 || (nBit < 64 && (v >> nBit) != 0))) return 1;
+  if (pType->eKind == CV_ITEM_INT && nBit < 64 &&
+      (v < -((int64_t)1 << (nBit - 1)) || v >= ((int64_t)1 << (nBit - 1))))
+    return 1;
+  cvPutInt(pType, (uint64_t)v, aOut);
+  return 0;
+}
+
+static int cvIntToItem(const CvItemType *pType, sqlite3_value *pVal, uint8_t *aOut) {
+  int64_t v;
+  return cvExactInt(pVal, &v) || cvPutChecked(pType, v, aOut);
+}
+
+/* double to IEEE 754 binary16, round to nearest even; non-zero when a finite value
+** overflows. */
+static int cvDoubleToHalf(double d, uint16_t *pH) {
+  float f = (float)d;
+  uint32_t x, sign, mant;
+  int e;
+  memcpy(&x, &f, 4);
+  sign = (x >> 16) & 0x8000;
+  e = (int)((x >> 23) & 0xff) - 127 + 15;
+  mant = x & 0x7fffff;
+  if (((x >> 23) & 0xff) == 0xff) { /* inf or NaN */
+    *pH = (uint16_t)(sign | 0x7c00 | (mant ? 0x200 : 0));
+    return 0;
+  }
+  if (e >= 31) return 1;
+  if (e <= 0) { /* subnormal or zero */
+    if (e < -10) { *pH = (uint16_t)sign; return 0; }
+    mant |= 0x800000;
+    {
+      int shift = 14 - e;
+      uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+      if (rem > half || (rem == half && (h & 1))) h++;
+      *pH = (uint16_t)(sign | h);
+    }
+    return 0;
+  }
+  {
+    uint32_t h = ((uint32_t)e << 10) | (mant >> 13), rem = mant & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
+    if (h >= 0x7c00) return 1;
+    *pH = (uint16_t)(sign | h);
+  }
+  return 0;
+}
+
+int cvNumberToItem(const CvItemType *pType, double d, uint8_t *aOut) {
+  if (pType->eKind == CV_ITEM_FLOAT) {
+    if (pType->szItem == 8) {
+      uint64_t u;
+      memcpy(&u, &d, 8);
+      cvPutInt(pType, u, aOut);
+    } else if (pType->szItem == 4) {
+      float f = (float)d;
+      uint32_t u;
+      if (isinf(f) && !isinf(d)) return 1;
+      memcpy(&u, &f, 4);
+      cvPutInt(pType, u, aOut);
+    } else {
+      uint16_t h;
+      if (cvDoubleToHalf(d, &h)) return 1;
+      cvPutInt(pType, h, aOut);
+    }
+    return 0;
+  }
+  if (pType->eKind == CV_ITEM_INT || pType->eKind == CV_ITEM_UINT ||
+      pType->eKind == CV_ITEM_BOOL || pType->eKind == CV_ITEM_TIME) {
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != floor(d)) return 1;
+    return cvPutChecked(pType, (int64_t)d, aOut);
+  }
+  return 1;
+}
+
+/* A float item from NULL (NaN), an INTEGER the float holds exactly, or a REAL. */
+static int cvFloatToItem(const CvItemType *pType, sqlite3_value *pVal, uint8_t *aOut) {
+  int eType = sqlite3_value_type(pVal);
+  int64_t i = eType == SQLITE_INTEGER ? sqlite3_value_int64(pVal) : 0;
+  double d = eType == SQLITE_NULL ? NAN : sqlite3_value_double(pVal);
+  if (eType == SQLITE_TEXT || eType == SQLITE_BLOB) return 1;
+  /* 2^63 rounds up out of int64: compare in double first, then exactly */
+  if (eType == SQLITE_INTEGER && (d >= 9223372036854775808.0 || (int64_t)d != i)) return 1;
+  if (cvNumberToItem(pType, d, aOut)) return 1;
+  if (eType == SQLITE_INTEGER && pType->szItem == 4 && (int64_t)(float)d != i) return 1;
+  if (eType == SQLITE_INTEGER && pType->szItem == 2) {
+    uint16_t h = (uint16_t)(pType->bBigEndian ? aOut[0] << 8 | aOut[1] : aOut[1] << 8 | aOut[0]);
+    if (cvHalfToDouble(h) != d) return 1;
+  }
+  return 0;
+}
+
+int cvValueToItem(const CvItemType *pType, sqlite3_value *pVal, uint8_t *aOut, char **pzErr) {
+  int bBad = 1;
+  int eType = sqlite3_value_type(pVal);
+  switch (pType->eKind) {
+    case CV_ITEM_FLOAT:
+      bBad = cvFloatToItem(pType, pVal, aOut);
+      break;
+    case CV_ITEM_INT:
+    case CV_ITEM_UINT:
+    case CV_ITEM_BOOL:
+      bBad = cvIntToItem(pType, pVal, aOut);
+      break;
+    case CV_ITEM_TIME:
+      if (eType == SQLITE_NULL) {
+        cvPutInt(pType, (uint64_t)INT64_MIN, aOut); /* NaT */
+        bBad = 0;
+      } else if (eType == SQLITE_INTEGER) {
+        cvPutInt(pType, (uint64_t)sqlite3_value_int64(pVal), aOut);
+        bBad = 0;
+      }
+      break;
+    case CV_ITEM_BLOB:
+      if (eType == SQLITE_BLOB && sqlite3_value_bytes(pVal) == pType->szItem) {
+        memcpy(aOut, sqlite3_value_blob(pVal), (size_t)pType->szItem);
+        bBad = 0;
+      }
+      break;
+    default:
+      break;
+  }
+  if (bBad) {
+    const char *zT = cvTypeName(pVal);
+    char *zV = eType == SQLITE_BLOB ? sqlite3_mprintf("of %d bytes", sqlite3_value_bytes(pVal))
+             : eType == SQLITE_NULL ? sqlite3_mprintf("")
+                                    : sqlite3_mprintf("%s", sqlite3_value_text(pVal));
+    *pzErr = eType == SQLITE_NULL || eType == SQLITE_BLOB
+                 ? sqlite3_mprintf("%s value%s%s does not fit the column's dtype %s", zT,
+                                   eType == SQLITE_BLOB ? " " : "", zV ? zV : "", pType->zName)
+                 : sqlite3_mprintf("%s value '%s' does not fit the column's dtype %s", zT,
+                                   zV ? zV : "", pType->zName);
+    sqlite3_free(zV);
+  }
+  return bBad;
+}
+
+/* ---- coordinates ---------------------------------------------------------------------- */
+
+/* Coordinates of the cell with C-order linear index iRow. */
+static int cvRowidCoords(CvVtab *pTab, sqlite3_int64 iRow, int64_t *aCoord) {
+  int k;
+  int64_t n = 1;
+  for (k = 0; k < pTab->nDim; k++) n *= pTab->aShape[k];
+  if (iRow < 0 || iRow >= n) {
+    cvSetError(pTab, "caterva: no cell with rowid %lld", (long long)iRow);
+    return SQLITE_ERROR;
+  }
+  for (k = 0; k < pTab->nDim; k++) {
+    aCoord[k] = pTab->aArrStride[k] ? iRow / pTab->aArrStride[k] : 0;
+    iRow -= aCoord[k] * pTab->aArrStride[k];
+  }
+  return SQLITE_OK;
+}
+
+/* Read coordinate k from pVal: a non-negative integer (an integral REAL is accepted). */
+static int cvCoordValue(CvVtab *pTab, int k, sqlite3_value *pVal, int64_t *piOut) {
+  if (sqlite3_value_type(pVal) == SQLITE_NULL) {
+    cvSetError(pTab, "caterva: NULL coordinate for %s", pTab->azCol[k]);
+    return SQLITE_CONSTRAINT;
+  }
+  if (cvExactInt(pVal, piOut) || *piOut < 0) {
+    cvSetError(pTab, "caterva: coordinate %s = '%s' is not a non-negative integer",
+               pTab->azCol[k], sqlite3_value_text(pVal));
+    return SQLITE_MISMATCH;
+  }
+  return SQLITE_OK;
+}
+
+/* Grow the first dimension to hold coordinate iNew. */
+static int cvGrow(CvVtab *pTab, int64_t iNew) {
+  caterva_ctx *pCtx = pTab->pConn->pCtx;
+  int64_t aShape[CV_MAX_DIM], nOld = 1, nNew = 1;
+  int k, r;
+  for (k = 0; k < pTab->nDim; k++) aShape[k] = pTab->aShape[k];
+  aShape[0] = iNew + 1;
+  for (k = 0; k < pTab->nDim; k++) {
+    int64_t g0 = (pTab->aShape[k] + pTab->aChunk[k] - 1) / pTab->aChunk[k];
+    int64_t g1 = (aShape[k] + pTab->aChunk[k] - 1) / pTab->aChunk[k];
+    nOld *= g0;
+    nNew = nNew > INT64_MAX / (g1 ? g1 : 1) ? INT64_MAX : nNew * g1;
+  }
+  if (nNew - nOld > CV_MAX_GROW_CHUNKS) {
+    cvSetError(pTab, "caterva: coordinate %s = %lld would add %lld chunks to the array "
+                     "(at most %d at a time)", pTab->azCol[0], (long long)iNew,
+               (long long)(nNew - nOld), CV_MAX_GROW_CHUNKS);
+    return SQLITE_CONSTRAINT;
+  }
+  r = caterva_array_resize(pCtx, pTab->pArr, aShape);
+  if (r < 0) return cvLibError(pTab, r);
+  cvInitGeometry(pTab);
+  return SQLITE_OK;
+}
+
+/* Index k of an INSERT: from the dimension column (a label, or an index when the dimension
+** has no labels) or from the hidden <dim>_index column; both given must agree. */
+static int cvInsertCoord(CvVtab *pTab, int k, sqlite3_value *pCol, sqlite3_value *pIdx,
+                         int64_t *piOut) {
+  int64_t iIdx;
+  int rc;
+  if (sqlite3_value_type(pCol) == SQLITE_NULL && sqlite3_value_type(pIdx) != SQLITE_NULL)
+    return cvCoordValue(pTab, k, pIdx, piOut);
+  rc = pTab->aLab[k].bOn ? cvLabelIndexOf(pTab, k, pCol, piOut)
+                         : cvCoordValue(pTab, k, pCol, piOut);
+  if (rc != SQLITE_OK || sqlite3_value_type(pIdx) == SQLITE_NULL) return rc;
+  rc = cvCoordValue(pTab, k, pIdx, &iIdx);
+  if (rc == SQLITE_OK && iIdx != *piOut) {
+    cvSetError(pTab, "caterva: %s and %s_index name different cells", pTab->azCol[k],
+               pTab->azCol[k]);
+    rc = SQLITE_CONSTRAINT;
+  }
+  return rc;
+}
+
+/* Coordinates of an INSERT (argv[2..2+nDim), the hidden index columns after the value),
+** growing the first dimension if needed. */
+static int cvInsertCoords(CvVtab *pTab, sqlite3_value **argv, int64_t *aCoord) {
+  int k, rc;
+  for (k = 0; k < pTab->nDim; k++) {
+    rc = cvInsertCoord(pTab, k, argv[2 + k], argv[3 + pTab->nDim + pTab->nVar + k], &aCoord[k]);
+    if (rc != SQLITE_OK) return rc;
+  }
+  for (k = 1; k < pTab->nDim; k++) {
+    if (aCoord[k] >= pTab->aShape[k]) {
+      cvSetError(pTab, "caterva: coordinate %s = %lld out of range 0..%lld (only %s grows)",
+                 pTab->azCol[k], (long long)aCoord[k], (long long)pTab->aShape[k] - 1,
+                 pTab->azCol[0]);
+      return SQLITE_CONSTRAINT;
+    }
+  }
+  if (pTab->nDim > 0 && aCoord[0] >= pTab->aShape[0]) return cvGrow(pTab, aCoord[0]);
+  return SQLITE_OK;
+}
+
+/* An UPDATE must leave the rowid and the dimension columns as they are. */
+static int cvUpdateCoords(CvVtab *pTab, sqlite3_value **argv, int64_t *aCoord) {
+  int k, rc;
+  if (sqlite3_value_type(argv[1]) != SQLITE_INTEGER ||
+      sqlite3_value_int64(argv[1]) != sqlite3_value_int64(argv[0])) {
+    cvSetError(pTab, "caterva: the rowid of a cell cannot change");
+    return SQLITE_CONSTRAINT;
+  }
+  rc = cvRowidCoords(pTab, sqlite3_value_int64(argv[0]), aCoord);
+  for (k = 0; k < pTab->nDim && rc == SQLITE_OK; k++) {
+    sqlite3_value *pCol = argv[2 + k], *pIdx = argv[3 + pTab->nDim + pTab->nVar + k];
+    int64_t v;
+    int bMoved = 0;
+    if (!sqlite3_value_nochange(pIdx)) bMoved = cvExactInt(pIdx, &v) || v != aCoord[k];
+    if (!sqlite3_value_nochange(pCol)) {
+      if (pTab->aLab[k].bOn) {
+        double key;
+        char *zErr = 0;
+        bMoved |= cvLabelKey(pTab, k, pCol, &key, &zErr) != 0 ||
+                  key != caterva_labels_key(&pTab->aLab[k].lab, aCoord[k]);
+        sqlite3_free(zErr);
+      } else {
+        bMoved |= cvExactInt(pCol, &v) || v != aCoord[k];
+      }
+    }
+    if (bMoved) {
+      cvSetError(pTab, "caterva: dimension column %s cannot change (cells do not move)",
+                 pTab->azCol[k]);
+      rc = SQLITE_CONSTRAINT;
+    }
+  }
+  return rc;
+}
+
+int cvUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 *pRowid) {
+  CvVtab *pTab = (CvVtab *)pVtab;
+  int64_t aCoord[CV_MAX_DIM];
+  uint8_t aItem[256];
+  const uint8_t *pItem = aItem;
+  char *zErr = 0;
+  int rc = SQLITE_OK, r, k;
+  if (pTab->nVar > 0) {
+    /* several files cannot be committed atomically: see vtab_vars.c */
+    cvSetError(pTab, "caterva: a table over several arrays is read-only; write through a "
+                     "table over one of them (CREATE VIRTUAL TABLE x USING caterva('%s'))",
+               pTab->zPath);
+    return SQLITE_READONLY;
+  }
+  if (!pTab->bInTxn) rc = cvTxnBegin(pVtab);
+  if (rc != SQLITE_OK) return rc;
+  if (argc == 1) {                                     /* DELETE */
+    rc = cvRowidCoords(pTab, sqlite3_value_int64(argv[0]), aCoord);
+    pItem = pTab->aFill;
+  } else {
+    if (cvValueToItem(&pTab->item, argv[2 + pTab->nDim], aItem, &zErr)) {
+      cvSetError(pTab, "caterva: %s (column %s)", zErr ? zErr : "out of memory",
+                 pTab->azCol[pTab->nDim]);
+      sqlite3_free(zErr);
+      return SQLITE_MISMATCH;
+    }
+    if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {  /* INSERT */
+      rc = cvInsertCoords(pTab, argv, aCoord);
+      if (rc == SQLITE_OK) {
+        *pRowid = 0;
+        for (k = 0; k < pTab->nDim; k++) *pRowid += aCoord[k] * pTab->aArrStride[k];
+      }
+    } else {                                           /* UPDATE */
+      rc = cvUpdateCoords(pTab, argv, aCoord);
+    }
+  }
+  if (rc != SQLITE_OK) return rc;
+  r = caterva_array_set_item(pTab->pConn->pCtx, pTab->pArr, aCoord, pItem);
+  if (r < 0) return cvLibError(pTab, r);
+  pTab->bDirty = pTab->bWrote = 1;
+  return SQLITE_OK;
+}

@@ -435,7 +435,10 @@ void cat_bs_edit_hook(void *arg, caterva_ctx *ctx, int op, int64_t pos, const ui
   bs_rec *r = NULL;
   if (bs == NULL || bs->broken) return;
   bs->dirty = true;
+  /* an edit outside the array's chunk grid (a caller editing the super-chunk directly) has
+   * no position to describe: the statistics are dropped, never computed for it */
   if (pos < 0 || pos > bs->n || (op != CAT_EDIT_INSERT && pos == bs->n) ||
+      (op != CAT_EDIT_DELETE && pos >= (bs->geom != NULL ? bs->geom : &a->g)->nchunks) ||
       !positions_shift(bs, op, pos)) {
     bs->broken = true;
     return;

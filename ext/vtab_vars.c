@@ -139,25 +139,26 @@ int cvVarsRefresh(CvVtab *pTab) {
     CvVar *p = &pTab->aVar[i];
     caterva_array *pNew = 0;
     char *zErr = 0;
-    int r;
+    int r, bSame = 0;
     if (caterva_schunk_stale(pCtx, caterva_array_schunk(p->pArr)) == 0) {
       if (caterva_array_ndim(p->pArr) == pTab->nDim &&
           memcmp(caterva_array_shape(p->pArr), pTab->aShape, sizeof(int64_t) * (size_t)pTab->nDim) == 0)
         continue;
-      /* the first array changed shape: report it below */
+      /* the first array changed shape: report it below (p keeps its array) */
       pNew = p->pArr;
-      p->pArr = 0;
+      bSame = 1;
     } else {
       r = caterva_array_open(pCtx, p->zPath, CATERVA_OPEN_READ, &pNew);
       if (r < 0) return cvLibError(pTab, r);
     }
     if (cvVarMatches(pTab, p->zPath, pNew, &zErr) != SQLITE_OK ||
         caterva_array_itemsize(pNew) != p->item.szItem) {
-      caterva_array_free(pNew);
+      if (!bSame) caterva_array_free(pNew);
       cvSetError(pTab, "%s", zErr ? zErr : "caterva: an array of the table changed its dtype");
       sqlite3_free(zErr);
       return SQLITE_ERROR;
     }
+    if (bSame) continue;
     caterva_array_free(p->pArr);
     p->pArr = pNew;
     cvVarGeometry(p);
@@ -246,7 +247,19 @@ static int cvVarFetch(CvVtab *pTab, CvVar *p, CvVarPos *pPos, const int64_t *aCo
 int cvVarItem(CvVtab *pTab, int iVar, CvVarPos *pPos, const int64_t *aCoord,
               const uint8_t **ppItem) {
   CvVar *p = &pTab->aVar[iVar];
+  const int64_t *aShape = caterva_array_shape(p->pArr);
   int64_t iChunk = 0, iBlock = 0, iOff = 0;
+  /* The arrays had one shape when the statement started, but xBegin may have reopened the
+  ** first one grown since; a cell outside this array's own shape is refused here (inside
+  ** it, its chunk and block extents are positive: cat_meta_validate). */
+  for (int k = 0; k < pTab->nDim; k++) {
+    if (aCoord[k] < 0 || aCoord[k] >= aShape[k]) {
+      cvSetError(pTab, "caterva: '%s' no longer has the shape of the table's first array "
+                       "(it changed during the statement); run the statement again",
+                 p->zPath);
+      return SQLITE_ERROR;
+    }
+  }
   for (int k = 0; k < pTab->nDim; k++) {
     int64_t x = aCoord[k], inChunk = x % p->aChunk[k];
     iChunk += (x / p->aChunk[k]) * p->aChunkStride[k];

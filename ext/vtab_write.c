@@ -270,8 +270,13 @@ static int cvGrow(CvVtab *pTab, int64_t iNew) {
   for (k = 0; k < pTab->nDim; k++) aShape[k] = pTab->aShape[k];
   aShape[0] = iNew + 1;
   for (k = 0; k < pTab->nDim; k++) {
-    int64_t g0 = (pTab->aShape[k] + pTab->aChunk[k] - 1) / pTab->aChunk[k];
-    int64_t g1 = (aShape[k] + pTab->aChunk[k] - 1) / pTab->aChunk[k];
+    int64_t g0, g1;
+    if (pTab->aChunk[k] <= 0) { /* refused by xBegin already (cat_array_check_writable) */
+      cvSetError(pTab, "caterva: dimension %s has a chunk extent of 0", pTab->azCol[k]);
+      return SQLITE_READONLY;
+    }
+    g0 = (pTab->aShape[k] + pTab->aChunk[k] - 1) / pTab->aChunk[k];
+    g1 = (aShape[k] + pTab->aChunk[k] - 1) / pTab->aChunk[k];
     nOld *= g0;
     nNew = nNew > INT64_MAX / (g1 ? g1 : 1) ? INT64_MAX : nNew * g1;
   }

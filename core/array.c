@@ -238,10 +238,15 @@ leave:
 }
 
 int caterva_array_open(caterva_ctx *ctx, const char *path, int mode, caterva_array **out) {
+  return caterva_array_open_ex(ctx, path, mode, NULL, out);
+}
+
+int caterva_array_open_ex(caterva_ctx *ctx, const char *path, int mode,
+                          const caterva_remote_opts *o, caterva_array **out) {
   int rc = CATERVA_OK;
   caterva_schunk *sc = NULL;
   *out = NULL;
-  CAT_TRY(leave, caterva_schunk_open(ctx, path, mode, &sc));
+  CAT_TRY(leave, caterva_schunk_open_ex(ctx, path, mode, o, &sc));
   rc = caterva_array_from_schunk(ctx, sc, out);
 leave:
   return rc;

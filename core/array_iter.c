@@ -293,13 +293,26 @@ struct caterva_block_iter {
   void *keep_arg;
   cat_readahead *ra;                 /* CATERVA_ITER_READAHEAD with threads, else NULL */
   caterva_block blk;                 /* handed out by next */
+  /* remote super-chunks: chunks are fetched ahead, a portion of the box at a time */
+  int64_t pinned;                    /* chunk whose bytes it->chunk borrows (pinned), or -1 */
+  int64_t nvisit, nplanned;          /* chunks of the box entered / fetched ahead, C order */
 };
+
+/* The bytes (decompressed) of selected blocks fetched ahead at once from a remote array. */
+#define ITER_REMOTE_PORTION ((int64_t)48 << 20)
+#define ITER_REMOTE_MAX_CHUNKS 4096
 
 static void ra_free(cat_readahead *ra);
 static void ra_discard(caterva_block_iter *it);
 
+static void unpin(caterva_block_iter *it) {
+  if (it->pinned >= 0) cat_sc_unpin(it->sc, it->pinned);
+  it->pinned = -1;
+}
+
 void caterva_block_iter_free(caterva_block_iter *it) {
   if (it == NULL) return;
+  unpin(it);
   ra_discard(it);
   ra_free(it->ra);
   free(it->sel);
@@ -313,6 +326,8 @@ int caterva_block_iter_reset(caterva_block_iter *it, const int64_t *start,
                              const int64_t *stop) {
   const cat_geom *g = it->g;
   ra_discard(it);
+  unpin(it);
+  it->nvisit = it->nplanned = 0;
   it->have_chunk = 0;
   it->nsel = it->pos = 0;
   it->batch_lo = it->batch_hi = 0;
@@ -339,6 +354,7 @@ int caterva_block_iter_new(caterva_ctx *ctx, caterva_array *a, const int64_t *st
   it->g = g;
   it->flags = flags;
   it->fill_kind = -1;
+  it->pinned = -1;
   it->blk.blockshape = g->blockshape;
   caterva_block_iter_reset(it, start, stop);
   {
@@ -429,7 +445,10 @@ static int open_chunk_data(caterva_block_iter *it, int64_t nchunk) {
     rc = prepare_fill(it, special, NULL, 0);
     goto leave;
   }
-  CAT_TRY(leave, caterva_schunk_get_chunk(ctx, it->sc, nchunk, &it->chunk, &it->cbytes));
+  unpin(it);
+  CAT_TRY(leave, cat_sc_get_chunk_blocks(ctx, it->sc, nchunk, it->sel, it->nsel, &it->chunk,
+                                         &it->cbytes));
+  if (cat_sc_is_remote(it->sc)) it->pinned = nchunk;
   rc = caterva_chunk_info_get(it->chunk, (size_t)it->cbytes, &info);
   CAT_CHECK(leave, rc >= 0, rc, "chunk %lld: malformed header", (long long)nchunk);
   CAT_CHECK(leave, info.nbytes == g->chunksize, CATERVA_E_CORRUPT,
@@ -448,6 +467,8 @@ static int open_chunk_data(caterva_block_iter *it, int64_t nchunk) {
       it->whole = malloc((size_t)g->chunksize);
       CAT_CHECK(leave, it->whole != NULL, CATERVA_E_NOMEM, "out of memory");
     }
+    if (cat_sc_is_remote(it->sc)) /* all of its bytes, then */
+      CAT_TRY(leave, caterva_schunk_get_chunk(ctx, it->sc, nchunk, &it->chunk, &it->cbytes));
     CAT_TRY(leave, caterva_chunk_decompress(ctx, it->chunk, (size_t)it->cbytes, it->whole,
                                             g->chunksize));
     it->serve = SERVE_WHOLE;
@@ -506,6 +527,58 @@ leave:
   return rc;
 }
 
+static int next_chunk(const caterva_block_iter *it, int64_t *cc);
+
+/* A remote array: fetch what the next portion of the box needs (from the current chunk on,
+** up to ITER_REMOTE_PORTION of selected blocks), in a few waves for all its chunks at once. */
+static int plan_remote(caterva_block_iter *it) {
+  caterva_ctx *ctx = it->ctx;
+  const cat_geom *g = it->g;
+  cat_want *w = NULL;
+  int32_t **sels = NULL, *caps = NULL;
+  int64_t cc[CATERVA_MAX_DIM], bytes = 0, nchunks = 0;
+  int n = 0, rc = CATERVA_OK, more = 1;
+  w = calloc(ITER_REMOTE_MAX_CHUNKS, sizeof *w);
+  sels = calloc(ITER_REMOTE_MAX_CHUNKS, sizeof *sels);
+  caps = calloc(ITER_REMOTE_MAX_CHUNKS, sizeof *caps);
+  CAT_CHECK(leave, w != NULL && sels != NULL && caps != NULL, CATERVA_E_NOMEM, "out of memory");
+  memcpy(cc, it->cc, sizeof cc);
+  while (more && n < ITER_REMOTE_MAX_CHUNKS && (bytes < ITER_REMOTE_PORTION || n == 0)) {
+    int32_t nsel = 0;
+    if (n == 0) { /* the current chunk: its selection is it->sel */
+      nsel = it->nsel;
+      if (nsel > 0) {
+        sels[n] = malloc((size_t)nsel * sizeof **sels);
+        CAT_CHECK(leave, sels[n] != NULL, CATERVA_E_NOMEM, "out of memory");
+        memcpy(sels[n], it->sel, (size_t)nsel * sizeof **sels);
+      }
+    } else {
+      CAT_TRY(leave, chunk_sel(it, cc, &sels[n], &caps[n], &nsel));
+    }
+    nchunks++;
+    if (nsel > 0) {
+      w[n].nchunk = cat_geom_chunk_number(g, cc);
+      w[n].blocks = sels[n];
+      w[n].nblocks = nsel;
+      bytes += (int64_t)nsel * g->blocksize;
+      n++;
+    } else {
+      free(sels[n]);
+      sels[n] = NULL;
+      caps[n] = 0;
+    }
+    more = next_chunk(it, cc);
+  }
+  it->nplanned = it->nvisit - 1 + nchunks;
+  rc = cat_sc_prefetch(ctx, it->sc, w, n);
+leave:
+  for (int k = 0; sels != NULL && k <= n && k < ITER_REMOTE_MAX_CHUNKS; k++) free(sels[k]);
+  free(sels);
+  free(caps);
+  free(w);
+  return rc;
+}
+
 /* Enter the chunk at it->cc: its valid items and the blocks to visit (planned ahead by the
 ** read-ahead, or computed now). */
 static int enter_chunk(caterva_block_iter *it) {
@@ -532,6 +605,9 @@ static int enter_chunk(caterva_block_iter *it) {
     CAT_TRY(leave, chunk_sel(it, it->cc, &it->sel, &it->selcap, &it->nsel));
   }
   it->pos = 0;
+  if (cat_sc_is_remote(it->sc) && it->nvisit++ >= it->nplanned &&
+      !(it->flags & CATERVA_ITER_NODATA))
+    CAT_TRY(leave, plan_remote(it));
   if (it->nsel > 0) rc = open_chunk_data(it, it->nchunk);
 leave:
   return rc;
@@ -715,7 +791,7 @@ static void ra_plan_next(caterva_block_iter *it) {
 static int want_readahead(const caterva_block_iter *it) {
   int64_t cc[CATERVA_MAX_DIM];
   if (!(it->flags & CATERVA_ITER_READAHEAD) || (it->flags & CATERVA_ITER_NODATA) ||
-      it->ctx == NULL || it->ctx->nthreads < 2)
+      it->ctx == NULL || it->ctx->nthreads < 2 || cat_sc_is_remote(it->sc))
     return 0;
   if (it->batch_hi < it->nsel) return 1;
   memcpy(cc, it->cc, sizeof cc);

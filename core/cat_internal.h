@@ -61,6 +61,43 @@ typedef struct cat_chunk_req {
 int64_t cat_chunks_decode_each(caterva_ctx *ctx, const cat_chunk_req *req, int32_t nreq,
                                cat_block_fn fn);
 
+/* ---- what a reader of some blocks of a chunk needs (chunk.c; remote frames) ------------ */
+
+typedef struct cat_chunk_span {
+  int32_t cbytes, nbytes, blocksize, nblocks;
+  int32_t prefix;    /* bytes [0, prefix) every block needs: header, block starts, dictionary */
+  int32_t table;     /* offset of the block-start table (0: none) */
+  bool plain;        /* memcpyed: block j is bytes [prefix + j * blocksize, ...) */
+  bool delta_ref;    /* DELTA: every block needs block 0 too */
+  bool whole_only;   /* special or Blosc 1.x: read it whole */
+} cat_chunk_span;
+/* The layout of a chunk of cbytes bytes whose first `have` are present. CATERVA_E_NOSPACE
+ * with *need set when the header part to parse is longer than have. */
+int cat_chunk_span_init(const uint8_t *chunk, int32_t have, int32_t cbytes, cat_chunk_span *sp,
+                        int32_t *need);
+/* With block j's bytes present in [its start, hi): the offset where its streams end, read
+ * with the decoder's framing, or -1 when they run past hi (the chunk is then read whole). */
+int32_t cat_chunk_span_reach(const uint8_t *chunk, int32_t cbytes, int32_t j, int32_t hi);
+
+/* ---- remote reads (schunk.c, frame_remote.c) --------------------------------------------- */
+
+/* Blocks a reader is about to decode from chunk nchunk (nblocks < 0: the whole chunk). */
+typedef struct cat_want {
+  int64_t nchunk;
+  const int32_t *blocks;
+  int32_t nblocks;
+} cat_want;
+/* A super-chunk read from a server: 1, else 0. */
+int cat_sc_is_remote(const caterva_schunk *sc);
+/* Fetch what the wants need, in few waves (remote super-chunks; nothing to do otherwise). */
+int cat_sc_prefetch(caterva_ctx *ctx, caterva_schunk *sc, const cat_want *w, int n);
+/* caterva_schunk_get_chunk for a reader that decodes only blocks[0..nblocks) (remote: only
+ * those are fetched), pinned until cat_sc_unpin (remote: the bytes stay while pinned). */
+int cat_sc_get_chunk_blocks(caterva_ctx *ctx, caterva_schunk *sc, int64_t i,
+                            const int32_t *blocks, int32_t nblocks, const uint8_t **chunk,
+                            int32_t *cbytes);
+void cat_sc_unpin(caterva_schunk *sc, int64_t i);
+
 /* ---- chunk edit notifications (schunk.c -> blockstats.c) ------------------------------ */
 
 /* After every successful chunk edit of a super-chunk, its hook (if any) learns what changed:
@@ -106,7 +143,14 @@ struct caterva_ctx {
   cat_scratch *scratch;       /* nthreads slots */
   int64_t blocks_decompressed;/* running count, updated atomically */
   char errmsg[CAT_ERRMSG_SIZE];
+  int (*interrupt)(void *arg);/* caterva_ctx_set_interrupt, or NULL */
+  void *interrupt_arg;
 };
+
+/* Did the context's interrupt function ask to stop? */
+static inline bool cat_interrupted(caterva_ctx *ctx) {
+  return ctx != NULL && ctx->interrupt != NULL && ctx->interrupt(ctx->interrupt_arg) != 0;
+}
 
 /* Returns scratch buffer `which` (0..3) of worker w with at least n bytes, or NULL. */
 uint8_t *cat_scratch_get(caterva_ctx *ctx, int w, int which, size_t n);

@@ -53,7 +53,9 @@ extern "C" {
 #define CATERVA_E_THREAD     (-12)  /**< a thread could not be started */
 #define CATERVA_E_READONLY   (-13)  /**< the object was opened read-only */
 #define CATERVA_E_BUSY       (-14)  /**< another writer holds the array's lock */
-#define CATERVA_E_LAST_      (-15)
+#define CATERVA_E_INTERRUPT  (-15)  /**< the caller's interrupt function asked to stop */
+#define CATERVA_E_REMOTE     (-16)  /**< a server refused or failed a request (after retries) */
+#define CATERVA_E_LAST_      (-17)
 
 /** Static English text for an error code; never NULL. */
 const char *caterva_strerror(int rc);
@@ -84,6 +86,10 @@ const char *caterva_ctx_errmsg(const caterva_ctx *ctx);
 
 /** Number of blocks decompressed through this context so far (for measuring pushdown). */
 int64_t caterva_ctx_blocks_decompressed(const caterva_ctx *ctx);
+/** Set the function long operations (remote transfers) call now and then: a non-zero return
+ * stops them with CATERVA_E_INTERRUPT. fn may be NULL (never interrupted); arg is borrowed
+ * and must stay valid while the context is used. */
+void caterva_ctx_set_interrupt(caterva_ctx *ctx, int (*fn)(void *arg), void *arg);
 /** @} */
 
 /** @defgroup testhooks Fault injection (tests only)
@@ -248,6 +254,7 @@ int32_t caterva_chunk_getitems(caterva_ctx *ctx, const void *chunk, size_t len, 
  * with CATERVA_E_INVALID. */
 typedef int (*caterva_progress_fn)(void *arg, int64_t done, int64_t total);
 
+#include "caterva_storage.h"
 #include "caterva_frame.h"
 #include "caterva_array.h"
 

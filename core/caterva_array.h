@@ -61,6 +61,10 @@ int caterva_array_from_buffer(caterva_ctx *ctx, const caterva_array_params *p, c
  * chunk size and number of chunks must agree with the metalayer (else CATERVA_E_CORRUPT).
  * A frame with neither metalayer gives CATERVA_E_NOTFOUND. */
 int caterva_array_open(caterva_ctx *ctx, const char *path, int mode, caterva_array **out);
+/** The same for a path that may be a URL (http://, https://, s3://; see caterva_storage.h):
+ * o gives the options of remote access (NULL: defaults). Remote arrays are read-only. */
+int caterva_array_open_ex(caterva_ctx *ctx, const char *path, int mode,
+                          const caterva_remote_opts *o, caterva_array **out);
 /** Wrap an open super-chunk (ownership passes to the array, also on failure). */
 int caterva_array_from_schunk(caterva_ctx *ctx, caterva_schunk *sc, caterva_array **out);
 /** Save an array to a new file or directory (metalayers and attributes included). */

@@ -58,6 +58,12 @@ int caterva_schunk_new(caterva_ctx *ctx, const caterva_cparams *cp, int32_t chun
 /** Open an existing frame: a contiguous frame file or a sparse frame directory (detected).
  * @param[in]  mode  CATERVA_OPEN_READ or CATERVA_OPEN_WRITE */
 int caterva_schunk_open(caterva_ctx *ctx, const char *path, int mode, caterva_schunk **out);
+/** The same, for a path that may be a URL (caterva_storage.h): o gives the options of remote
+ * access (NULL: the defaults); remote frames open only with CATERVA_OPEN_READ. */
+int caterva_schunk_open_ex(caterva_ctx *ctx, const char *path, int mode,
+                           const caterva_remote_opts *o, caterva_schunk **out);
+/** What a remote super-chunk has fetched so far (zeros for a local one). */
+void caterva_schunk_remote_stats(const caterva_schunk *sc, caterva_remote_stats *st);
 
 /** Open a contiguous frame held in memory. The bytes are copied; the result is a memory store. */
 int caterva_schunk_open_buffer(caterva_ctx *ctx, const void *frame, size_t len,

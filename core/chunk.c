@@ -318,6 +318,80 @@ static bool cat_has_filter(const uint8_t *filters, uint8_t f) {
   return false;
 }
 
+/* ---- what a reader of some blocks needs (remote frames) -------------------------------- */
+
+int cat_chunk_span_init(const uint8_t *chunk, int32_t have, int32_t cbytes, cat_chunk_span *sp,
+                        int32_t *need) {
+  cat_chunk ck;
+  int32_t hlen;
+  int rc;
+  memset(sp, 0, sizeof *sp);
+  *need = 0;
+  if (have < CAT_HDR) {
+    *need = CAT_HDR;
+    return CATERVA_E_NOSPACE;
+  }
+  if ((chunk[2] & (CAT_F_SHUFFLE_EXT | CAT_F_BITSHUFFLE_EXT)) !=
+      (CAT_F_SHUFFLE_EXT | CAT_F_BITSHUFFLE_EXT)) {
+    sp->whole_only = true; /* a Blosc 1.x chunk: no block-level reads */
+    sp->cbytes = cbytes;
+    return CATERVA_OK;
+  }
+  /* the block-start table and a dictionary's length must be there before parsing */
+  if (cat_le32s(chunk + 12) != cbytes) return CATERVA_E_CORRUPT;
+  rc = cat_parse_fixed(chunk, (size_t)cbytes, &ck.info);
+  if (rc < 0) return rc;
+  hlen = CAT_HDR;
+  if (ck.info.special == CATERVA_SPECIAL_NONE && !ck.info.memcpyed) {
+    int64_t h = CAT_HDR + 4 * (int64_t)ck.info.nblocks + 4;
+    hlen = h < cbytes ? (int32_t)h : cbytes;
+  }
+  if (have < hlen) {
+    *need = hlen;
+    return CATERVA_E_NOSPACE;
+  }
+  rc = cat_chunk_parse(chunk, (size_t)cbytes, &ck);
+  if (rc < 0) return rc;
+  sp->cbytes = cbytes;
+  sp->nblocks = ck.info.nblocks;
+  sp->blocksize = ck.info.blocksize;
+  sp->nbytes = ck.info.nbytes;
+  if (ck.info.special != CATERVA_SPECIAL_NONE) {
+    sp->whole_only = true; /* a header and at most a value */
+  } else if (ck.info.memcpyed) {
+    sp->plain = true;
+    sp->prefix = CAT_HDR;
+  } else {
+    sp->prefix = ck.data_start;
+    sp->delta_ref = cat_has_filter(ck.info.filters, CATERVA_DELTA);
+    sp->table = CAT_HDR;
+  }
+  return CATERVA_OK;
+}
+
+int32_t cat_chunk_span_reach(const uint8_t *chunk, int32_t cbytes, int32_t j, int32_t hi) {
+  cat_chunk ck;
+  int32_t bsize, nstreams, bstart;
+  cat_rdr r;
+  if (cat_chunk_parse(chunk, (size_t)cbytes, &ck) < 0 || ck.info.special != CATERVA_SPECIAL_NONE ||
+      ck.info.memcpyed || j < 0 || j >= ck.info.nblocks)
+    return -1;
+  bsize = cat_block_size(&ck.info, j);
+  nstreams = cat_block_nstreams(&ck, bsize);
+  bstart = cat_le32s(chunk + CAT_HDR + 4 * (size_t)j);
+  if (bstart < ck.data_start || bstart >= hi || hi > cbytes) return -1;
+  cat_rdr_init(&r, chunk + bstart, (size_t)(hi - bstart));
+  for (int32_t k = 0; k < nstreams; k++) { /* the framing cat_decode_stream reads */
+    int32_t csize;
+    uint8_t token;
+    const uint8_t *payload;
+    if (!cat_rdr_le32(&r, &csize)) return -1;
+    if (csize < 0 && !cat_rdr_u8(&r, &token)) return -1;
+    if (csize > 0 && !cat_rdr_bytes(&r, (size_t)csize, &payload)) return -1;
+  }
+  return (int32_t)(hi - (int32_t)cat_rdr_left(&r));
+}
+
 /* ---- special and memcpyed content ------------------------------------------------------ */
 
 /* Fill n bytes at dst (which starts at byte offset off of the chunk) with the chunk's

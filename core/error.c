@@ -23,6 +23,8 @@ static const char *const cat_errtext[] = {
     "cannot start thread",                      /* -12 */
     "read-only",                                /* -13 */
     "locked by another writer",                 /* -14 */
+    "interrupted",                              /* -15 */
+    "remote request failed",                    /* -16 */
 };
 
 const char *caterva_strerror(int rc) {
@@ -97,6 +99,11 @@ void caterva_ctx_free(caterva_ctx *ctx) {
 int caterva_ctx_nthreads(const caterva_ctx *ctx) { return ctx->nthreads; }
 
 const char *caterva_ctx_errmsg(const caterva_ctx *ctx) { return ctx->errmsg; }
+
+void caterva_ctx_set_interrupt(caterva_ctx *ctx, int (*fn)(void *arg), void *arg) {
+  ctx->interrupt = fn;
+  ctx->interrupt_arg = arg;
+}
 
 int64_t caterva_ctx_blocks_decompressed(const caterva_ctx *ctx) {
   return __atomic_load_n(&ctx->blocks_decompressed, __ATOMIC_RELAXED);

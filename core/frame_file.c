@@ -700,6 +700,8 @@ int cat_file_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool 
   uint8_t *buf = NULL;
   int rc;
   *tmp = NULL;
+  (void)cache;
+  if (sc->remote != NULL) return cat_remote_chunk(ctx, sc, i, NULL, -1, p, cbytes);
   if (sc->data != NULL && sc->data[i] != NULL) {
     *p = sc->data[i];
     *cbytes = cat_le32s(sc->data[i] + 12); /* validated when stored */
@@ -926,6 +928,7 @@ int cat_file_save(caterva_ctx *ctx, caterva_schunk *sc, const char *path, int st
 }
 
 void cat_file_close(caterva_schunk *sc) {
+  cat_remote_close(sc);
   bool compact = sc->store == CATERVA_STORE_CONTIGUOUS && sc->writable && !sc->broken &&
                  !sc->no_autocompact && sc->txn == NULL &&
                  sc->fd >= 0 && sc->dead > 0 &&
@@ -957,6 +960,7 @@ int cat_file_stale(caterva_ctx *ctx, caterva_schunk *sc) {
   uint8_t disk[CAT_FH_SIZE], mine[CAT_FH_SIZE];
   struct stat st;
   int fd, rc;
+  if (sc->remote != NULL) return cat_remote_stale(ctx, sc);
   if (sc->store == CATERVA_STORE_SPARSE) {
     char *path = join(sc->path, CAT_SPARSE_INDEX);
     if (path == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");

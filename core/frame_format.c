@@ -178,20 +178,26 @@ static int parse_metalayers(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t 
   return CATERVA_OK;
 }
 
-int cat_frame_parse_header(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
-                           size_t len, int frame_type) {
+int cat_frame_parse_header_part(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
+                                size_t have, size_t total, int frame_type) {
   int rc;
-  if (len < CAT_FH_SIZE)
-    return cat_error(ctx, CATERVA_E_CORRUPT, "frame too short (%zu bytes)", len);
+  if (have < CAT_FH_SIZE)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "frame too short (%zu bytes)", have);
   rc = check_fixed_markers(ctx, frame);
   if (rc < 0) return rc;
   rc = check_flags(ctx, frame, frame_type);
   if (rc < 0) return rc;
   memcpy(sc->fixed, frame, CAT_FH_SIZE);
-  rc = parse_sizes(ctx, sc, len);
+  rc = parse_sizes(ctx, sc, total);
   if (rc < 0) return rc;
+  if (sc->header_len > (int64_t)have) return CATERVA_E_NOSPACE; /* the caller fetches more */
   cparams_from_fixed(sc);
   return parse_metalayers(ctx, sc, frame);
+}
+
+int cat_frame_parse_header(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
+                           size_t len, int frame_type) {
+  return cat_frame_parse_header_part(ctx, sc, frame, len, len, frame_type);
 }
 
 /* ---- trailer ------------------------------------------------------------------------- */
@@ -207,7 +213,7 @@ int cat_frame_parse_header(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *
  *   D8 00 + 16 bytes       fingerprint (none)
  */
 static int parse_one_vlmeta(caterva_ctx *ctx, caterva_schunk *sc, cat_rdr *r,
-                            const uint8_t *frame, int64_t start, int64_t tail) {
+                            const uint8_t *t, int64_t tlen) {
   cat_vlmeta *v = &sc->vlmeta[sc->nvlmeta];
   const uint8_t *name, *content;
   uint32_t nlen;
@@ -216,10 +222,10 @@ static int parse_one_vlmeta(caterva_ctx *ctx, caterva_schunk *sc, cat_rdr *r,
   /* a NUL byte in the name (found by tests/fuzz_frame): written back as a shorter or empty
    * name, which then did not read */
   if (!cat_mp_str(r, &name, &nlen) || nlen == 0 || nlen > 255 || memchr(name, 0, nlen) != NULL ||
-      !cat_mp_int(r, &off) || off > INT64_MAX - start)
+      !cat_mp_int(r, &off))
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: bad vlmetalayer entry %d",
                      sc->nvlmeta);
-  if (!mp_bin32_at(frame, start + off, start, tail, &content, &clen) ||
+  if (!mp_bin32_at(t, off, 0, tlen, &content, &clen) ||
       clen < CATERVA_CHUNK_HEADER_SIZE)
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: vlmetalayer %d out of bounds",
                      sc->nvlmeta);
@@ -237,7 +243,7 @@ static int parse_one_vlmeta(caterva_ctx *ctx, caterva_schunk *sc, cat_rdr *r,
 }
 
 static int parse_vlmeta_section(caterva_ctx *ctx, caterva_schunk *sc, cat_rdr *r,
-                                const uint8_t *frame, int64_t start, int64_t tail) {
+                                const uint8_t *t, int64_t tlen) {
   uint32_t n3, n, narr;
   int64_t isize;
   if (!cat_mp_array(r, &n3) || n3 != 3 || !cat_mp_int(r, &isize) || !cat_mp_map(r, &n))
@@ -249,7 +255,7 @@ static int parse_vlmeta_section(caterva_ctx *ctx, caterva_schunk *sc, cat_rdr *r
     if (sc->vlmeta == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
   }
   for (uint32_t k = 0; k < n; k++) {
-    int rc = parse_one_vlmeta(ctx, sc, r, frame, start, tail);
+    int rc = parse_one_vlmeta(ctx, sc, r, t, tlen);
     if (rc < 0) return rc;
   }
   if (!cat_mp_array(r, &narr) || narr != n)
@@ -257,21 +263,26 @@ static int parse_vlmeta_section(caterva_ctx *ctx, caterva_schunk *sc, cat_rdr *r
   return CATERVA_OK;
 }
 
-int cat_frame_parse_trailer(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
-                            int64_t min_start, int64_t *start) {
+int cat_frame_parse_trailer_at(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *win,
+                               int64_t wstart, int64_t min_start, int64_t *start) {
   int64_t tail = sc->frame_len - CAT_TRAILER_TAIL, tlen, version;
   uint32_t n4;
   cat_rdr r;
-  if (tail < min_start || frame[tail] != 0xce)
+  if (min_start < wstart || tail < min_start || win[tail - wstart] != 0xce)
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: missing length marker");
-  tlen = cat_be32(frame + tail + 1);
+  tlen = cat_be32(win + (tail - wstart) + 1);
   if (tlen < CAT_TRAILER_MIN || tlen > sc->frame_len - min_start)
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: bad length %lld", (long long)tlen);
   *start = sc->frame_len - tlen;
-  cat_rdr_init(&r, frame + *start, (size_t)(tail - *start));
+  cat_rdr_init(&r, win + (*start - wstart), (size_t)(tail - *start));
   if (!cat_mp_array(&r, &n4) || n4 != 4 || !cat_mp_int(&r, &version) || version < 0)
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: malformed");
-  return parse_vlmeta_section(ctx, sc, &r, frame, *start, tail);
+  return parse_vlmeta_section(ctx, sc, &r, win + (*start - wstart), tail - *start);
+}
+
+int cat_frame_parse_trailer(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
+                            int64_t min_start, int64_t *start) {
+  return cat_frame_parse_trailer_at(ctx, sc, frame, 0, min_start, start);
 }
 
 /* ---- offsets index ------------------------------------------------------------------- */

@@ -76,6 +76,7 @@ typedef struct cat_map {
 } cat_map;
 
 typedef struct cat_txn cat_txn;
+typedef struct cat_rstore cat_rstore;
 
 struct caterva_schunk {
   int store;                 /* CATERVA_STORE_* */
@@ -127,6 +128,8 @@ struct caterva_schunk {
   cat_edit_hook edit_hook;   /* told about every chunk edit (block statistics), or NULL */
   cat_remap_hook remap_hook; /* told about every cat_sc_remap, or NULL */
   void *edit_arg;
+  cat_rstore *remote;        /* a frame on an HTTP(S) server or in S3 (frame_remote.c), read
+                              * only; NULL for local and memory stores */
 };
 
 /* ---- frame_format.c: bytes <-> schunk fields ---------------------------------------- */
@@ -136,10 +139,18 @@ struct caterva_schunk {
  * frame_len, meta). frame_type: CAT_FRAME_CONTIGUOUS or CAT_FRAME_SPARSE. */
 int cat_frame_parse_header(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
                            size_t len, int frame_type);
+/* The same when only the first `have` of the frame's `total` bytes are at frame (a remote
+ * frame): CATERVA_E_NOSPACE, with header_len set, when the header is longer than have. */
+int cat_frame_parse_header_part(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
+                                size_t have, size_t total, int frame_type);
 /* Parse the trailer (vlmetalayers) of the frame; it must start at or after min_start.
  * Stores the trailer start in *start. */
 int cat_frame_parse_trailer(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
                             int64_t min_start, int64_t *start);
+/* The same over a window: win holds the frame's bytes from offset wstart (<= min_start) to
+ * frame_len (a remote frame's tail, fetched alone). */
+int cat_frame_parse_trailer_at(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *win,
+                               int64_t wstart, int64_t min_start, int64_t *start);
 /* Decode the offsets index chunk at frame + pos (avail bytes up to the trailer) into
  * sc->entries and validate every entry. Returns the index chunk's size (0 without chunks). */
 int cat_frame_parse_index(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
@@ -240,6 +251,25 @@ int cat_frame_packed_len(caterva_ctx *ctx, caterva_schunk *sc, int64_t *len);
 /* Release the file resources of sc (map, descriptor); compacts a contiguous file with
  * much dead space first. */
 void cat_file_close(caterva_schunk *sc);
+
+/* ---- frame_remote.c: frames on HTTP(S) servers and in S3 ---------------------------------- */
+
+/* Open the remote frame at path (a URL) read-only into sc (store: its kind of frame). */
+int cat_remote_open(caterva_ctx *ctx, caterva_schunk *sc, const char *path,
+                    const caterva_remote_opts *o);
+void cat_remote_close(caterva_schunk *sc);
+/* 1 when the object changed since it was opened (one HEAD request), 0 when not. */
+int cat_remote_stale(caterva_ctx *ctx, caterva_schunk *sc);
+void cat_remote_stats_of(const caterva_schunk *sc, caterva_remote_stats *st);
+/* Fetch, in as few waves as it takes, the bytes of the wanted blocks of the wanted chunks
+ * (cat_want in cat_internal.h). */
+int cat_remote_prefetch(caterva_ctx *ctx, caterva_schunk *sc, const cat_want *w, int n);
+/* Chunk i's bytes with at least the given blocks present (all of them when nblocks < 0):
+ * only those may be decoded. *p stays valid until the chunk is dropped from the cache, which
+ * never happens while it is pinned. */
+int cat_remote_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, const int32_t *blocks,
+                     int32_t nblocks, const uint8_t **p, int32_t *cbytes);
+void cat_remote_pin(caterva_schunk *sc, int64_t i, int delta);
 
 /* ---- txn.c: the open transaction -------------------------------------------------------- */
 

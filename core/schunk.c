@@ -110,6 +110,11 @@ fail:
 }
 
 int caterva_schunk_open(caterva_ctx *ctx, const char *path, int mode, caterva_schunk **out) {
+  return caterva_schunk_open_ex(ctx, path, mode, NULL, out);
+}
+
+int caterva_schunk_open_ex(caterva_ctx *ctx, const char *path, int mode,
+                           const caterva_remote_opts *o, caterva_schunk **out) {
   caterva_schunk *sc = NULL;
   int rc;
   if (out == NULL) return cat_error(ctx, CATERVA_E_INVALID, "schunk_open: out is NULL");
@@ -119,6 +124,15 @@ int caterva_schunk_open(caterva_ctx *ctx, const char *path, int mode, caterva_sc
             "schunk_open: unknown mode %d", mode);
   sc = cat_sc_alloc(CATERVA_STORE_CONTIGUOUS);
   CAT_CHECK(fail, sc != NULL, CATERVA_E_NOMEM, "out of memory");
+  if (caterva_path_is_remote(path)) {
+    CAT_CHECK(fail, mode == CATERVA_OPEN_READ, CATERVA_E_READONLY,
+              "'%s': remote arrays are read-only", path);
+    sc->path = strdup(path);
+    CAT_CHECK(fail, sc->path != NULL, CATERVA_E_NOMEM, "out of memory");
+    CAT_TRY(fail, cat_remote_open(ctx, sc, path, o));
+    *out = sc;
+    return CATERVA_OK;
+  }
   CAT_TRY(fail, cat_file_open(ctx, sc, path, mode));
   *out = sc;
   return CATERVA_OK;
@@ -235,6 +249,38 @@ int caterva_schunk_chunk_special(const caterva_schunk *sc, int64_t i) {
   if (rc < 0) return rc;
   if (sc->entries[i] >= 0) return CATERVA_SPECIAL_NONE;
   return (int)(((uint64_t)sc->entries[i] >> 56) & 0x7f);
+}
+
+/* ---- remote reads ------------------------------------------------------------------------ */
+
+int cat_sc_is_remote(const caterva_schunk *sc) { return sc != NULL && sc->remote != NULL; }
+
+int cat_sc_prefetch(caterva_ctx *ctx, caterva_schunk *sc, const cat_want *w, int n) {
+  return sc->remote != NULL ? cat_remote_prefetch(ctx, sc, w, n) : CATERVA_OK;
+}
+
+int cat_sc_get_chunk_blocks(caterva_ctx *ctx, caterva_schunk *sc, int64_t i,
+                            const int32_t *blocks, int32_t nblocks, const uint8_t **chunk,
+                            int32_t *cbytes) {
+  int rc;
+  if (sc->remote == NULL || i < 0 || i >= sc->nchunks || sc->entries[i] < 0)
+    return caterva_schunk_get_chunk(ctx, sc, i, chunk, cbytes);
+  rc = cat_remote_chunk(ctx, sc, i, blocks, nblocks, chunk, cbytes);
+  if (rc < 0) return rc;
+  if (cat_le32s(*chunk + 4) != chunk_nbytes(sc, i))
+    return cat_error(ctx, CATERVA_E_CORRUPT, "chunk %lld holds %d bytes, the frame says %lld",
+                     (long long)i, (int)cat_le32s(*chunk + 4), (long long)chunk_nbytes(sc, i));
+  cat_remote_pin(sc, i, 1);
+  return CATERVA_OK;
+}
+
+void cat_sc_unpin(caterva_schunk *sc, int64_t i) {
+  if (sc != NULL && sc->remote != NULL && i >= 0 && i < sc->nchunks && sc->entries[i] >= 0)
+    cat_remote_pin(sc, i, -1);
+}
+
+void caterva_schunk_remote_stats(const caterva_schunk *sc, caterva_remote_stats *st) {
+  cat_remote_stats_of(sc, st);
 }
 
 int caterva_schunk_get_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i,

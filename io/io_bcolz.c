@@ -1,5 +1,5 @@
 /*
- * bcolz.c -- bcolz 1.x carray and ctable directories: meta files, chunk files, a reader that
+ * io_bcolz.c -- bcolz 1.x carray and ctable directories: meta files, chunk files, a reader that
  * decompresses only the blocks it serves, and conversion to Blosc2 arrays.
  * (API: caterva_bcolz.h; facts: shared/spec/bcolz-format.md.)
  *

@@ -1,0 +1,651 @@
+/*
+ * frame_remote.c -- frames on HTTP(S) servers and in S3: the remote store of a super-chunk.
+ *
+ * Opening costs one wave when the frame (or a sparse frame's chunks.b2frame) is small, else
+ * two: the first asks for the first CAT_RPROBE bytes of both `<url>` and
+ * `<url>/chunks.b2frame` (whichever exists says which kind of frame it is; a contiguous
+ * frame's header says where its index and trailer are), the second for the index and the
+ * trailer (or the rest of chunks.b2frame).
+ *
+ * Chunks are fetched in waves too (cat_remote_prefetch): first the header and block-start
+ * table of every chunk a read needs that is not known yet, then the bytes of the blocks it
+ * needs -- a block's bytes run from its start to the next block's start, and are checked
+ * with the decoder's framing once they are there (cat_chunk_span_reach): a chunk whose
+ * streams would run further is fetched whole -- plus the prefix every block needs (the
+ * dictionary) and block 0 under DELTA. A chunk is fetched whole instead when it is small or
+ * when most of it is needed; ranges of one object closer than CAT_RMERGE bytes are asked as
+ * one. A chunk's bytes live in a buffer of its size, of which only the fetched parts are
+ * ever read: each block is marked present when its bytes have arrived and checked.
+ *
+ * Fetched chunks stay while their bytes fit in the session's cache budget; the least recently
+ * used ones (never one pinned by a reader) are dropped first. A reader pins the chunk it reads
+ * from (cat_remote_pin): its bytes stay until it unpins them.
+ *
+ * The frame's version (ETag, else Last-Modified) read at open is compared with every answer:
+ * an object that changed underneath gives an error for that read, and cat_remote_stale (one
+ * HEAD request) tells the next statement to open it again. Remote frames are read-only.
+ */
+#include "frame_internal.h"
+#include "remote.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define CAT_RPROBE (256 * 1024)        /* first bytes asked for at open */
+#define CAT_RMERGE (4 * 1024)          /* ranges of one object closer than this: one request */
+#define CAT_RSMALL_CHUNK (32 * 1024)   /* chunks this small are fetched whole */
+#define CAT_RSPARSE_INDEX "chunks.b2frame"
+
+typedef struct cat_rchunk {
+  uint8_t *buf;          /* cbytes bytes once the header is known, else NULL */
+  int32_t cbytes;
+  int32_t have;          /* bytes [0, have) are present (the header part) */
+  uint8_t *blk;          /* per block: 1 when its bytes are present and checked */
+  cat_chunk_span sp;
+  bool whole;            /* every byte is present */
+  int pins;
+  uint64_t used;         /* tick of the last use */
+} cat_rchunk;
+
+struct cat_rstore {
+  cat_remote *rm;
+  char *url;             /* contiguous: the frame; sparse: the directory */
+  char version[96];      /* of the frame, or of chunks.b2frame */
+  cat_rchunk *ch;        /* nchunks */
+  int64_t nch;
+  int64_t cached, budget;
+  uint64_t tick;
+};
+
+/* A piece of a wave: bytes [off, off + len) of chunk i (or of the frame when i < 0) go to
+ * dst. */
+typedef struct rpiece {
+  int64_t i;
+  const char *url;
+  int64_t off, len;      /* object offsets */
+  uint8_t *dst;
+} rpiece;
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static char *chunk_url(const cat_rstore *rs, int64_t num) {
+  char leaf[32];
+  snprintf(leaf, sizeof leaf, "%08llX.chunk", (unsigned long long)num);
+  return cat_remote_sibling(rs->url, leaf);
+}
+
+/* Where chunk i's bytes start in its object (contiguous: inside the frame). */
+static int64_t chunk_off(const caterva_schunk *sc, int64_t i) {
+  return sc->store == CATERVA_STORE_SPARSE ? 0 : sc->header_len + sc->entries[i];
+}
+
+/* Upper bound of chunk i's size from the index (contiguous frames: the distance to the next
+ * chunk or to the end of the section), or -1 (sparse). */
+static int64_t chunk_room(const caterva_schunk *sc, int64_t i) {
+  int64_t e = sc->entries[i], next = sc->section;
+  if (sc->store == CATERVA_STORE_SPARSE) return -1;
+  for (int64_t k = 0; k < sc->nchunks; k++)
+    if (sc->entries[k] > e && sc->entries[k] < next) next = sc->entries[k];
+  return next - e;
+}
+
+static void rchunk_drop(cat_rstore *rs, cat_rchunk *c) {
+  if (c->buf != NULL) rs->cached -= c->cbytes;
+  free(c->buf);
+  free(c->blk);
+  memset(c, 0, sizeof *c);
+}
+
+/* Drop least recently used chunks (not pinned, not in `keep` tick) until add more bytes
+ * fit the budget (or nothing more can go). */
+static void make_room(cat_rstore *rs, int64_t add, uint64_t keep) {
+  while (rs->cached + add > rs->budget) {
+    cat_rchunk *lru = NULL;
+    for (int64_t i = 0; i < rs->nch; i++) {
+      cat_rchunk *c = &rs->ch[i];
+      if (c->buf != NULL && c->pins == 0 && c->used < keep && (lru == NULL || c->used < lru->used))
+        lru = c;
+    }
+    if (lru == NULL) return;
+    rchunk_drop(rs, lru);
+  }
+}
+
+/* Ask for pieces in as few requests as the merge rule allows: one wave. Pieces of the same
+ * object closer than CAT_RMERGE are one request into a temporary buffer. */
+static int cmp_piece(const void *a, const void *b) {
+  const rpiece *x = a, *y = b;
+  int c = strcmp(x->url, y->url);
+  if (c != 0) return c;
+  return (x->off > y->off) - (x->off < y->off);
+}
+
+static int run_pieces(caterva_ctx *ctx, cat_rstore *rs, rpiece *p, int64_t n) {
+  cat_get *g = NULL;
+  int64_t *first = NULL, ng = 0;
+  int rc = CATERVA_OK;
+  if (n == 0) return CATERVA_OK;
+  CAT_CHECK(leave, n <= INT32_MAX / 2, CATERVA_E_OVERFLOW, "too many ranges");
+  qsort(p, (size_t)n, sizeof *p, cmp_piece);
+  g = calloc((size_t)n, sizeof *g);
+  first = calloc((size_t)n + 1, sizeof *first);
+  CAT_CHECK(leave, g != NULL && first != NULL, CATERVA_E_NOMEM, "out of memory");
+  for (int64_t k = 0; k < n;) {
+    int64_t end = p[k].off + p[k].len, m = k + 1;
+    while (m < n && strcmp(p[m].url, p[k].url) == 0 && p[m].off <= end + CAT_RMERGE) {
+      if (p[m].off + p[m].len > end) end = p[m].off + p[m].len;
+      m++;
+    }
+    first[ng] = k;
+    g[ng].url = p[k].url;
+    g[ng].off = p[k].off;
+    g[ng].len = end - p[k].off;
+    if (m == k + 1) {
+      g[ng].dst = p[k].dst;
+    } else {
+      g[ng].dst = malloc((size_t)g[ng].len);
+      CAT_CHECK(leave, g[ng].dst != NULL, CATERVA_E_NOMEM, "out of memory");
+    }
+    ng++;
+    k = m;
+  }
+  first[ng] = n;
+  CAT_TRY(leave, cat_remote_get(ctx, rs->rm, g, (int)ng));
+  for (int64_t q = 0; q < ng; q++) {
+    CAT_CHECK(leave, rs->version[0] == '\0' || g[q].version[0] == '\0' ||
+                         strcmp(g[q].version, rs->version) == 0 ||
+                         strcmp(g[q].url, rs->url) != 0,
+              CATERVA_E_IO, "'%s' changed while it was being read (version %s, now %s): run "
+              "the statement again", rs->url, rs->version, g[q].version);
+    if (first[q + 1] - first[q] > 1)
+      for (int64_t k = first[q]; k < first[q + 1]; k++)
+        memcpy(p[k].dst, g[q].dst + (p[k].off - g[q].off), (size_t)p[k].len);
+  }
+leave:
+  for (int64_t q = 0; g != NULL && q < ng; q++)
+    if (first[q + 1] - first[q] > 1) free(g[q].dst);
+  free(g);
+  free(first);
+  return rc;
+}
+
+/* ---- open ------------------------------------------------------------------------------- */
+
+static int open_sparse(caterva_ctx *ctx, caterva_schunk *sc, cat_rstore *rs, cat_get *probe) {
+  uint8_t *frame = probe->dst;
+  int64_t len = probe->got, tstart = 0;
+  int rc = CATERVA_OK;
+  char *iurl = (char *)probe->url;
+  sc->store = CATERVA_STORE_SPARSE;
+  snprintf(rs->version, sizeof rs->version, "%s", probe->version);
+  if (probe->size > len) { /* the rest of chunks.b2frame: a second wave */
+    cat_get more;
+    CAT_CHECK(leave, probe->size <= INT32_MAX, CATERVA_E_CORRUPT,
+              "'%s' is too large for an index", iurl);
+    frame = realloc(probe->dst, (size_t)probe->size);
+    CAT_CHECK(leave, frame != NULL, CATERVA_E_NOMEM, "out of memory");
+    probe->dst = frame;
+    memset(&more, 0, sizeof more);
+    more.url = iurl;
+    more.off = len;
+    more.len = probe->size - len;
+    more.dst = frame + len;
+    CAT_TRY(leave, cat_remote_get(ctx, rs->rm, &more, 1));
+    len = probe->size;
+  }
+  CAT_TRY(leave, cat_frame_parse_header(ctx, sc, frame, (size_t)len, CAT_FRAME_SPARSE));
+  CAT_TRY(leave, cat_frame_parse_trailer(ctx, sc, frame, sc->header_len, &tstart));
+  CAT_TRY(leave, cat_frame_parse_index(ctx, sc, frame, sc->header_len, tstart - sc->header_len));
+  rc = CATERVA_OK;
+leave:
+  return rc;
+}
+
+static int open_contiguous(caterva_ctx *ctx, caterva_schunk *sc, cat_rstore *rs,
+                           cat_get *probe) {
+  uint8_t *tail = NULL, *head = probe->dst;
+  int64_t have = probe->got, idx, tstart = 0, wstart;
+  int rc = CATERVA_OK;
+  sc->store = CATERVA_STORE_CONTIGUOUS;
+  snprintf(rs->version, sizeof rs->version, "%s", probe->version);
+  CAT_CHECK(leave, have >= CAT_FH_SIZE, CATERVA_E_CORRUPT, "'%s' is too short for a frame",
+            rs->url);
+  /* the header's fixed part says how long the whole header is */
+  CAT_CHECK(leave, probe->size >= have, CATERVA_E_REMOTE, "'%s': the server gave no size",
+            rs->url);
+  rc = cat_frame_parse_header_part(ctx, sc, head, (size_t)have, (size_t)probe->size,
+                                   CAT_FRAME_CONTIGUOUS);
+  if (rc == CATERVA_E_NOSPACE) { /* a header longer than the probe: fetch the rest */
+    cat_get g;
+    CAT_CHECK(leave, sc->header_len <= INT32_MAX, CATERVA_E_CORRUPT, "header too long");
+    head = realloc(probe->dst, (size_t)sc->header_len);
+    CAT_CHECK(leave, head != NULL, CATERVA_E_NOMEM, "out of memory");
+    probe->dst = head;
+    memset(&g, 0, sizeof g);
+    g.url = rs->url;
+    g.off = have;
+    g.len = sc->header_len - have;
+    g.dst = head + have;
+    CAT_TRY(leave, cat_remote_get(ctx, rs->rm, &g, 1));
+    have = sc->header_len;
+    rc = cat_frame_parse_header_part(ctx, sc, head, (size_t)have, (size_t)probe->size,
+                                     CAT_FRAME_CONTIGUOUS);
+  }
+  CAT_TRY(leave, rc);
+  CAT_CHECK(leave, probe->size < 0 || probe->size >= sc->frame_len, CATERVA_E_CORRUPT,
+            "'%s' holds %lld bytes, its header says %lld", rs->url, (long long)probe->size,
+            (long long)sc->frame_len);
+  CAT_CHECK(leave, sc->cbytes <= sc->frame_len - sc->header_len - CAT_TRAILER_MIN,
+            CATERVA_E_CORRUPT, "frame: chunk section of %lld bytes exceeds the frame",
+            (long long)sc->cbytes);
+  sc->section = sc->cbytes;
+  idx = sc->header_len + sc->cbytes;
+  if (have >= sc->frame_len) {
+    wstart = 0;
+    tail = head;
+  } else { /* the index and the trailer: a second wave */
+    cat_get g;
+    CAT_CHECK(leave, sc->frame_len - idx <= INT32_MAX, CATERVA_E_UNSUPPORTED,
+              "'%s': index and trailer of %lld bytes", rs->url, (long long)(sc->frame_len - idx));
+    wstart = idx;
+    tail = malloc((size_t)(sc->frame_len - idx));
+    CAT_CHECK(leave, tail != NULL, CATERVA_E_NOMEM, "out of memory");
+    memset(&g, 0, sizeof g);
+    g.url = rs->url;
+    g.off = idx;
+    g.len = sc->frame_len - idx;
+    g.dst = tail;
+    CAT_TRY(leave, cat_remote_get(ctx, rs->rm, &g, 1));
+    CAT_CHECK(leave, rs->version[0] == '\0' || strcmp(g.version, rs->version) == 0,
+              CATERVA_E_IO, "'%s' changed while it was being opened", rs->url);
+  }
+  CAT_TRY(leave, cat_frame_parse_trailer_at(ctx, sc, tail, wstart, idx, &tstart));
+  CAT_TRY(leave, cat_frame_parse_index(ctx, sc, tail + (idx - wstart), 0, tstart - idx));
+  rc = CATERVA_OK;
+leave:
+  if (tail != head) free(tail);
+  return rc;
+}
+
+int cat_remote_open(caterva_ctx *ctx, caterva_schunk *sc, const char *path,
+                    const caterva_remote_opts *o) {
+  cat_rstore *rs = NULL;
+  cat_get g[2];
+  char *iurl = NULL;
+  int rc = CATERVA_OK;
+  memset(g, 0, sizeof g);
+  rs = calloc(1, sizeof *rs);
+  CAT_CHECK(leave, rs != NULL, CATERVA_E_NOMEM, "out of memory");
+  sc->remote = rs;
+  CAT_TRY(leave, cat_remote_new(ctx, path, o, &rs->rm, &rs->url));
+  rs->budget = cat_remote_cache_budget(rs->rm);
+  iurl = cat_remote_sibling(rs->url, CAT_RSPARSE_INDEX);
+  CAT_CHECK(leave, iurl != NULL, CATERVA_E_NOMEM, "out of memory");
+  for (int k = 0; k < 2; k++) {
+    g[k].url = k == 0 ? rs->url : iurl;
+    g[k].len = CAT_RPROBE;
+    g[k].short_ok = true;
+    g[k].missing_ok = true;
+    g[k].dst = malloc(CAT_RPROBE);
+    CAT_CHECK(leave, g[k].dst != NULL, CATERVA_E_NOMEM, "out of memory");
+  }
+  CAT_TRY(leave, cat_remote_get(ctx, rs->rm, g, 2));
+  if (g[0].status == 200 || g[0].status == 206) {
+    rc = open_contiguous(ctx, sc, rs, &g[0]);
+  } else if (g[1].status == 200 || g[1].status == 206) {
+    rc = open_sparse(ctx, sc, rs, &g[1]);
+  } else { /* neither: ask again, for the error */
+    g[0].missing_ok = false;
+    rc = cat_remote_get(ctx, rs->rm, &g[0], 1);
+    if (rc >= 0) rc = cat_error(ctx, CATERVA_E_NOTFOUND, "'%s' was not found", path);
+  }
+  CAT_TRY(leave, rc);
+  rs->nch = sc->nchunks;
+  if (rs->nch > 0) {
+    rs->ch = calloc((size_t)rs->nch, sizeof *rs->ch);
+    CAT_CHECK(leave, rs->ch != NULL, CATERVA_E_NOMEM, "out of memory");
+  }
+  sc->wend = sc->frame_len;
+leave:
+  free(g[0].dst);
+  free(g[1].dst);
+  free(iurl);
+  return rc;
+}
+
+void cat_remote_close(caterva_schunk *sc) {
+  cat_rstore *rs = sc->remote;
+  if (rs == NULL) return;
+  for (int64_t i = 0; i < rs->nch; i++) rchunk_drop(rs, &rs->ch[i]);
+  free(rs->ch);
+  cat_remote_free(rs->rm);
+  free(rs->url);
+  free(rs);
+  sc->remote = NULL;
+}
+
+int cat_remote_stale(caterva_ctx *ctx, caterva_schunk *sc) {
+  cat_rstore *rs = sc->remote;
+  char version[96], *url = NULL;
+  int64_t size = -1;
+  int rc;
+  if (sc->store == CATERVA_STORE_SPARSE) {
+    url = cat_remote_sibling(rs->url, CAT_RSPARSE_INDEX);
+    if (url == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  }
+  rc = cat_remote_head(ctx, rs->rm, url != NULL ? url : rs->url, &size, version, sizeof version);
+  free(url);
+  if (rc < 0) return rc;
+  if (strcmp(version, rs->version) != 0) return 1;
+  return sc->store == CATERVA_STORE_CONTIGUOUS && size >= 0 && size != sc->frame_len ? 1 : 0;
+}
+
+void cat_remote_stats_of(const caterva_schunk *sc, caterva_remote_stats *st) {
+  if (sc->remote == NULL) memset(st, 0, sizeof *st);
+  else cat_remote_stats(sc->remote->rm, st);
+}
+
+/* ---- fetching chunks ------------------------------------------------------------------- */
+
+/* Piece for bytes [lo, hi) of chunk i. */
+static void piece(rpiece *p, int64_t *n, const caterva_schunk *sc, cat_rchunk *c, int64_t i,
+                  const char *url, int64_t lo, int64_t hi) {
+  p[*n].i = i;
+  p[*n].url = url;
+  p[*n].off = chunk_off(sc, i) + lo;
+  p[*n].len = hi - lo;
+  p[*n].dst = c->buf + lo;
+  (*n)++;
+}
+
+/* Where each block's bytes end: the next block's start, or cbytes (regular chunks). */
+typedef struct bstart { int32_t at, j; } bstart;
+static int cmp_bstart(const void *a, const void *b) {
+  const bstart *x = a, *y = b;
+  return (x->at > y->at) - (x->at < y->at);
+}
+
+/* Block ranges of a regular chunk: ends[j] from the block-start table (which is present).
+ * A start outside [prefix, cbytes) makes the chunk whole_only (the decoder then says why). */
+static int block_ends(cat_rchunk *c, int32_t **out) {
+  int32_t n = c->sp.nblocks, *ends;
+  bstart *v;
+  *out = NULL;
+  if (c->sp.plain || c->sp.whole_only || n == 0) return CATERVA_OK;
+  v = malloc((size_t)n * sizeof *v);
+  ends = malloc((size_t)n * sizeof *ends);
+  if (v == NULL || ends == NULL) {
+    free(v);
+    free(ends);
+    return CATERVA_E_NOMEM;
+  }
+  for (int32_t j = 0; j < n; j++) {
+    v[j].at = cat_le32s(c->buf + c->sp.table + 4 * (size_t)j);
+    v[j].j = j;
+    if (v[j].at < c->sp.prefix || v[j].at >= c->cbytes) c->sp.whole_only = true;
+  }
+  qsort(v, (size_t)n, sizeof *v, cmp_bstart);
+  for (int32_t k = n - 1, next = c->cbytes; k >= 0; k--) {
+    ends[v[k].j] = next;
+    if (k == 0 || v[k - 1].at != v[k].at) next = v[k].at;
+  }
+  free(v);
+  *out = ends;
+  return CATERVA_OK;
+}
+
+static void block_range(const cat_rchunk *c, const int32_t *ends, int32_t j, int32_t *lo,
+                        int32_t *hi) {
+  if (c->sp.plain) {
+    int64_t a = c->sp.prefix + (int64_t)j * c->sp.blocksize;
+    int64_t b = a + c->sp.blocksize;
+    if (b > c->sp.prefix + (int64_t)c->sp.nbytes) b = c->sp.prefix + (int64_t)c->sp.nbytes;
+    *lo = (int32_t)a;
+    *hi = (int32_t)b;
+  } else {
+    *lo = cat_le32s(c->buf + c->sp.table + 4 * (size_t)j);
+    *hi = ends[j];
+  }
+}
+
+/* Learn chunk i's size from its first `got` bytes at tmp: a buffer of cbytes bytes. */
+static int learn_header(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc, int64_t i,
+                        const uint8_t *tmp, int64_t got, uint64_t keep) {
+  cat_rchunk *c = &rs->ch[i];
+  int64_t room = chunk_room(sc, i);
+  int32_t cb;
+  if (got < CATERVA_CHUNK_HEADER_SIZE)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "chunk %lld is shorter than its header",
+                     (long long)i);
+  cb = cat_le32s(tmp + 12);
+  if (cb < CATERVA_CHUNK_HEADER_SIZE || (room >= 0 && cb > room))
+    return cat_error(ctx, CATERVA_E_CORRUPT, "chunk %lld: bad compressed size %d",
+                     (long long)i, (int)cb);
+  make_room(rs, cb, keep);
+  c->buf = malloc((size_t)cb);
+  if (c->buf == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  c->cbytes = cb;
+  rs->cached += cb;
+  c->have = (int32_t)(got < cb ? got : cb);
+  memcpy(c->buf, tmp, (size_t)c->have);
+  c->whole = c->have == cb;
+  return CATERVA_OK;
+}
+
+/* After new header bytes: parse the layout once enough of it is there. 1 when known. */
+static int learn_layout(caterva_ctx *ctx, cat_rchunk *c, int64_t i, int32_t *need) {
+  int rc;
+  if (c->sp.cbytes > 0) return 1;
+  rc = cat_chunk_span_init(c->buf, c->whole ? c->cbytes : c->have, c->cbytes, &c->sp, need);
+  if (rc == CATERVA_E_NOSPACE) return 0;
+  if (rc < 0) return cat_error(ctx, rc, "chunk %lld: malformed header", (long long)i);
+  if (c->sp.nblocks > 0 && !c->sp.whole_only) {
+    c->blk = calloc((size_t)c->sp.nblocks, 1);
+    if (c->blk == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  }
+  return 1;
+}
+
+/* Wave 1: the first bytes of every wanted stored chunk not seen yet (all of it when small,
+ * or when wanted whole and its size is known from the index). */
+static int wave_headers(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc,
+                        const cat_want *w, int n, char **urls, uint64_t keep) {
+  cat_get *g = calloc((size_t)n, sizeof *g);
+  int64_t guess, *who = calloc((size_t)n, sizeof *who);
+  int ng = 0, rc = CATERVA_OK;
+  CAT_CHECK(leave, g != NULL && who != NULL, CATERVA_E_NOMEM, "out of memory");
+  guess = CATERVA_CHUNK_HEADER_SIZE + 4 +
+          4 * (sc->blocksize > 0 ? cat_ceil_div64(sc->chunksize, sc->blocksize) : 1024);
+  for (int k = 0; k < n; k++) {
+    int64_t i = w[k].nchunk, room = chunk_room(sc, i), len = guess;
+    bool dup = false;
+    if (sc->entries[i] < 0 || rs->ch[i].buf != NULL) continue;
+    for (int q = 0; q < ng; q++) dup |= who[q] == i;
+    if (dup) continue;
+    if (room >= 0 && (room <= CAT_RSMALL_CHUNK || room <= 2 * guess || w[k].nblocks < 0))
+      len = room;
+    else if (room < 0 && w[k].nblocks < 0)
+      len = (int64_t)sc->chunksize + CATERVA_CHUNK_HEADER_SIZE + 4 * guess; /* at most */
+    g[ng].url = urls[k];
+    g[ng].off = chunk_off(sc, i);
+    g[ng].len = len;
+    g[ng].short_ok = room < 0; /* a chunk file may be shorter than asked */
+    g[ng].dst = malloc((size_t)len);
+    CAT_CHECK(leave, g[ng].dst != NULL, CATERVA_E_NOMEM, "out of memory");
+    who[ng++] = i;
+  }
+  if (ng == 0) goto leave;
+  CAT_TRY(leave, cat_remote_get(ctx, rs->rm, g, ng));
+  for (int q = 0; q < ng; q++) {
+    if (sc->store == CATERVA_STORE_CONTIGUOUS)
+      CAT_CHECK(leave, g[q].version[0] == '\0' || strcmp(g[q].version, rs->version) == 0,
+                CATERVA_E_IO, "'%s' changed while it was being read: run the statement again",
+                rs->url);
+    CAT_TRY(leave, learn_header(ctx, rs, sc, who[q], g[q].dst, g[q].got, keep));
+  }
+leave:
+  for (int q = 0; g != NULL && q < ng; q++) free(g[q].dst);
+  free(g);
+  free(who);
+  return rc;
+}
+
+/* The pieces chunk c still lacks for want wk: header part, prefix, blocks, or the whole. */
+static int add_pieces(caterva_schunk *sc, cat_rchunk *c, int64_t i, const cat_want *wk,
+                      const char *url, const int32_t *ends, rpiece *p, int64_t *np,
+                      bool *complex) {
+  int32_t need = 0, lo, hi;
+  int64_t total = 0;
+  *complex = false;
+  if (c->whole) return CATERVA_OK;
+  if (c->sp.cbytes == 0) { /* the layout is not known: the header part first */
+    cat_chunk_span tmp;
+    int r = cat_chunk_span_init(c->buf, c->have, c->cbytes, &tmp, &need);
+    if (r != CATERVA_E_NOSPACE || need <= c->have || need > c->cbytes) need = c->cbytes;
+    piece(p, np, sc, c, i, url, c->have, need);
+    return CATERVA_OK;
+  }
+  if (wk->nblocks < 0 || c->sp.whole_only || c->cbytes <= CAT_RSMALL_CHUNK) goto whole;
+  if (c->have < c->sp.prefix) total += c->sp.prefix - c->have;
+  for (int32_t k = -1; k < wk->nblocks; k++) {
+    int32_t j = k < 0 ? 0 : wk->blocks[k];
+    if (k < 0 && !c->sp.delta_ref) continue;
+    if (j < 0 || j >= c->sp.nblocks) goto whole; /* let the decoder say what is wrong */
+    if (c->blk[j]) continue;
+    block_range(c, ends, j, &lo, &hi);
+    total += hi - lo;
+  }
+  if (total * 2 > c->cbytes) goto whole;
+  if (c->have < c->sp.prefix) piece(p, np, sc, c, i, url, c->have, c->sp.prefix);
+  for (int32_t k = -1; k < wk->nblocks; k++) {
+    int32_t j = k < 0 ? 0 : wk->blocks[k];
+    if ((k < 0 && !c->sp.delta_ref) || c->blk[j]) continue;
+    block_range(c, ends, j, &lo, &hi);
+    if (c->blk[j] == 2) continue; /* asked already in this round */
+    c->blk[j] = 2;
+    piece(p, np, sc, c, i, url, lo, hi);
+  }
+  *complex = true;
+  return CATERVA_OK;
+whole:
+  piece(p, np, sc, c, i, url, c->have, c->cbytes);
+  return CATERVA_OK;
+}
+
+/* After a round: mark what arrived (blocks are checked with the decoder's framing). */
+static void mark_pieces(cat_rchunk *c, const int32_t *ends, const rpiece *p, int64_t np,
+                        int64_t i) {
+  for (int64_t q = 0; q < np; q++) {
+    int32_t lo = (int32_t)(p[q].dst - c->buf), hi = lo + (int32_t)p[q].len;
+    if (p[q].i != i) continue;
+    if (lo == c->have) c->have = hi;
+    if (hi == c->cbytes && lo <= c->have) c->whole = true;
+  }
+  if (c->whole) {
+    c->have = c->cbytes;
+    return;
+  }
+  for (int32_t j = 0; c->blk != NULL && j < c->sp.nblocks; j++) {
+    int32_t lo, hi;
+    if (c->blk[j] != 2) continue;
+    block_range(c, ends, j, &lo, &hi);
+    /* streams running past the next block's start: fetch the chunk whole next round */
+    c->blk[j] = c->sp.plain || cat_chunk_span_reach(c->buf, c->cbytes, j, hi) >= 0 ? 1 : 3;
+  }
+}
+
+int cat_remote_prefetch(caterva_ctx *ctx, caterva_schunk *sc, const cat_want *w, int n) {
+  cat_rstore *rs = sc->remote;
+  char **urls = NULL;
+  rpiece *p = NULL;
+  int64_t cap = 0, np;
+  int rc = CATERVA_OK;
+  uint64_t keep;
+  if (rs == NULL || n <= 0) return CATERVA_OK;
+  keep = ++rs->tick;
+  urls = calloc((size_t)n, sizeof *urls);
+  CAT_CHECK(leave, urls != NULL, CATERVA_E_NOMEM, "out of memory");
+  for (int k = 0; k < n; k++) {
+    int64_t i = w[k].nchunk;
+    CAT_CHECK(leave, i >= 0 && i < rs->nch, CATERVA_E_RANGE, "chunk %lld out of range",
+              (long long)i);
+    rs->ch[i].used = keep;
+    if (sc->entries[i] < 0) continue;
+    urls[k] = sc->store == CATERVA_STORE_SPARSE ? chunk_url(rs, sc->entries[i]) : rs->url;
+    CAT_CHECK(leave, urls[k] != NULL, CATERVA_E_NOMEM, "out of memory");
+    cap += 3 + (w[k].nblocks > 0 ? w[k].nblocks : 0);
+  }
+  CAT_TRY(leave, wave_headers(ctx, rs, sc, w, n, urls, keep));
+  p = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *p);
+  CAT_CHECK(leave, p != NULL, CATERVA_E_NOMEM, "out of memory");
+  for (int round = 0; round < 4; round++) {
+    int32_t **ends = calloc((size_t)n, sizeof *ends);
+    CAT_CHECK(leave, ends != NULL, CATERVA_E_NOMEM, "out of memory");
+    np = 0;
+    for (int k = 0; k < n && rc >= 0; k++) {
+      int64_t i = w[k].nchunk;
+      cat_rchunk *c = &rs->ch[i];
+      bool complex = false;
+      int32_t need;
+      cat_want wk = w[k];
+      if (sc->entries[i] < 0 || c->whole) continue;
+      if (learn_layout(ctx, c, i, &need) == 1 && c->blk != NULL) {
+        bool redo = false;
+        for (int32_t j = 0; j < c->sp.nblocks; j++) redo |= c->blk[j] == 3;
+        if (redo) wk.nblocks = -1;
+        if ((rc = block_ends(c, &ends[k])) < 0) break;
+      }
+      rc = add_pieces(sc, c, i, &wk, urls[k], ends[k], p, &np, &complex);
+    }
+    if (rc >= 0 && np > 0) rc = run_pieces(ctx, rs, p, np);
+    for (int k = 0; k < n && rc >= 0; k++) {
+      int64_t i = w[k].nchunk;
+      if (sc->entries[i] >= 0 && rs->ch[i].buf != NULL) mark_pieces(&rs->ch[i], ends[k], p, np, i);
+    }
+    for (int k = 0; k < n; k++) free(ends[k]);
+    free(ends);
+    CAT_TRY(leave, rc);
+    if (np == 0) break;
+  }
+leave:
+  for (int k = 0; urls != NULL && k < n; k++)
+    if (urls[k] != rs->url) free(urls[k]);
+  free(urls);
+  free(p);
+  return rc;
+}
+
+/* Are chunk i's wanted blocks (all when nblocks < 0) there? */
+static bool have_blocks(const cat_rchunk *c, const int32_t *blocks, int32_t nblocks) {
+  if (c->whole) return true;
+  if (c->buf == NULL || c->sp.cbytes == 0 || nblocks < 0 || c->blk == NULL ||
+      c->have < c->sp.prefix)
+    return false;
+  if (c->sp.delta_ref && c->blk[0] != 1) return false;
+  for (int32_t k = 0; k < nblocks; k++)
+    if (blocks[k] < 0 || blocks[k] >= c->sp.nblocks || c->blk[blocks[k]] != 1) return false;
+  return true;
+}
+
+int cat_remote_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, const int32_t *blocks,
+                     int32_t nblocks, const uint8_t **p, int32_t *cbytes) {
+  cat_rstore *rs = sc->remote;
+  cat_rchunk *c = &rs->ch[i];
+  int rc;
+  if (!have_blocks(c, blocks, nblocks)) {
+    cat_want w = {i, blocks, nblocks};
+    CAT_TRY(leave, cat_remote_prefetch(ctx, sc, &w, 1));
+    CAT_CHECK(leave, have_blocks(c, blocks, nblocks), CATERVA_E_CORRUPT,
+              "chunk %lld: its bytes could not all be fetched", (long long)i);
+  }
+  c->used = ++rs->tick;
+  *p = c->buf;
+  *cbytes = c->cbytes;
+  rc = CATERVA_OK;
+leave:
+  return rc;
+}
+
+void cat_remote_pin(caterva_schunk *sc, int64_t i, int delta) {
+  if (sc->remote != NULL && i >= 0 && i < sc->remote->nch) sc->remote->ch[i].pins += delta;
+}

@@ -1,0 +1,48 @@
+/*
+ * remote.h -- byte ranges of objects on HTTP(S) servers and in S3 (remote.c), for the remote
+ * frame store (frame_remote.c). Internal to libcaterva.
+ *
+ * A session (cat_remote) holds the options, the credentials read from the environment once,
+ * one curl multi handle (its connections are reused across waves) and counters. A wave
+ * (cat_remote_get) sends any number of single-range GETs concurrently and returns when all
+ * have their bytes or one has failed for good; transient failures are retried with
+ * exponential backoff and jitter inside the wave.
+ */
+#ifndef CAT_REMOTE_H
+#define CAT_REMOTE_H
+
+#include "cat_internal.h"
+
+typedef struct cat_remote cat_remote;
+
+/* One ranged GET of a wave. */
+typedef struct cat_get {
+  const char *url;     /* borrowed: a URL made by cat_remote_url */
+  int64_t off, len;    /* the bytes [off, off + len) */
+  uint8_t *dst;        /* len bytes */
+  bool short_ok;       /* the object may end inside the range (a probe of unknown size) */
+  bool missing_ok;     /* a 404 or 403 answer is an empty result (status says which) */
+  long status;         /* out: the HTTP status of the answer taken */
+  int64_t got;         /* out: bytes written to dst */
+  int64_t size;        /* out: the object's size (Content-Range, or a whole small body) */
+  char version[96];    /* out: the ETag, else Last-Modified, else "" */
+} cat_get;
+
+/* A session for the object at path (http://, https://, s3://). *url receives the URL to
+ * request for path (malloc'ed). */
+int cat_remote_new(caterva_ctx *ctx, const char *path, const caterva_remote_opts *o,
+                   cat_remote **out, char **url);
+/* URL of another object of the same session: base (a URL from this session) with its last
+ * path segment replaced by leaf (sparse frames: "chunks.b2frame", "0000002A.chunk"). */
+char *cat_remote_sibling(const char *base, const char *leaf);
+/* One wave: all of g[0..n) concurrently. */
+int cat_remote_get(caterva_ctx *ctx, cat_remote *rm, cat_get *g, int n);
+/* The object's size and version with one HEAD request. */
+int cat_remote_head(caterva_ctx *ctx, cat_remote *rm, const char *url, int64_t *size,
+                    char *version, size_t cap);
+void cat_remote_stats(const cat_remote *rm, caterva_remote_stats *st);
+/* Bytes of fetched ranges the session's store may keep (the cache_bytes option). */
+int64_t cat_remote_cache_budget(const cat_remote *rm);
+void cat_remote_free(cat_remote *rm);
+
+#endif /* CAT_REMOTE_H */

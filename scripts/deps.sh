@@ -3,7 +3,7 @@
 set -e
 pkgs="build-essential autoconf automake libtool pkg-config libsqlite3-dev sqlite3 libmsgpack-dev
       libzstd-dev liblz4-dev zlib1g-dev python3 python3-numpy libpng-dev
-      libsnappy-dev libblosc-dev libnetcdf-dev netcdf-bin"
+      libsnappy-dev libblosc-dev libnetcdf-dev netcdf-bin libcurl4-openssl-dev"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

@@ -31,9 +31,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CAT_RPROBE (256 * 1024)        /* first bytes asked for at open */
+#define CAT_RPROBE (64 * 1024)         /* first bytes asked for at open */
 #define CAT_RMERGE (4 * 1024)          /* ranges of one object closer than this: one request */
 #define CAT_RSMALL_CHUNK (32 * 1024)   /* chunks this small are fetched whole */
+#define CAT_RMAXREQ (2 * 1024 * 1024)  /* larger ranges are split: several connections */
 #define CAT_RSPARSE_INDEX "chunks.b2frame"
 
 typedef struct cat_rchunk {
@@ -120,11 +121,35 @@ static int cmp_piece(const void *a, const void *b) {
   return (x->off > y->off) - (x->off < y->off);
 }
 
-static int run_pieces(caterva_ctx *ctx, cat_rstore *rs, rpiece *p, int64_t n) {
+/* Pieces longer than CAT_RMAXREQ cut in parts (new array in *out, *nout). */
+static int split_pieces(const rpiece *p, int64_t n, rpiece **out, int64_t *nout) {
+  int64_t m = 0;
+  rpiece *q;
+  for (int64_t k = 0; k < n; k++) m += (p[k].len + CAT_RMAXREQ - 1) / CAT_RMAXREQ;
+  q = malloc((size_t)(m > 0 ? m : 1) * sizeof *q);
+  if (q == NULL) return CATERVA_E_NOMEM;
+  m = 0;
+  for (int64_t k = 0; k < n; k++)
+    for (int64_t at = 0; at < p[k].len; at += CAT_RMAXREQ) {
+      q[m] = p[k];
+      q[m].off += at;
+      q[m].dst += at;
+      q[m].len = p[k].len - at < CAT_RMAXREQ ? p[k].len - at : CAT_RMAXREQ;
+      m++;
+    }
+  *out = q;
+  *nout = m;
+  return CATERVA_OK;
+}
+
+static int run_pieces(caterva_ctx *ctx, cat_rstore *rs, const rpiece *orig, int64_t norig) {
   cat_get *g = NULL;
-  int64_t *first = NULL, ng = 0;
+  rpiece *p = NULL;
+  int64_t *first = NULL, ng = 0, n = 0;
   int rc = CATERVA_OK;
-  if (n == 0) return CATERVA_OK;
+  if (norig == 0) return CATERVA_OK;
+  CAT_TRY(leave, split_pieces(orig, norig, &p, &n) < 0
+                     ? cat_error(ctx, CATERVA_E_NOMEM, "out of memory") : 0);
   CAT_CHECK(leave, n <= INT32_MAX / 2, CATERVA_E_OVERFLOW, "too many ranges");
   qsort(p, (size_t)n, sizeof *p, cmp_piece);
   g = calloc((size_t)n, sizeof *g);
@@ -132,7 +157,8 @@ static int run_pieces(caterva_ctx *ctx, cat_rstore *rs, rpiece *p, int64_t n) {
   CAT_CHECK(leave, g != NULL && first != NULL, CATERVA_E_NOMEM, "out of memory");
   for (int64_t k = 0; k < n;) {
     int64_t end = p[k].off + p[k].len, m = k + 1;
-    while (m < n && strcmp(p[m].url, p[k].url) == 0 && p[m].off <= end + CAT_RMERGE) {
+    while (m < n && strcmp(p[m].url, p[k].url) == 0 && p[m].off <= end + CAT_RMERGE &&
+           p[m].off + p[m].len - p[k].off <= CAT_RMAXREQ) {
       if (p[m].off + p[m].len > end) end = p[m].off + p[m].len;
       m++;
     }
@@ -166,6 +192,7 @@ leave:
     if (first[q + 1] - first[q] > 1) free(g[q].dst);
   free(g);
   free(first);
+  free(p);
   return rc;
 }
 
@@ -451,18 +478,21 @@ static int learn_layout(caterva_ctx *ctx, cat_rchunk *c, int64_t i, int32_t *nee
 static int wave_headers(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc,
                         const cat_want *w, int n, char **urls, uint64_t keep) {
   cat_get *g = calloc((size_t)n, sizeof *g);
-  int64_t guess, *who = calloc((size_t)n, sizeof *who);
+  int64_t guess, nblk, *who = calloc((size_t)n, sizeof *who);
   int ng = 0, rc = CATERVA_OK;
   CAT_CHECK(leave, g != NULL && who != NULL, CATERVA_E_NOMEM, "out of memory");
-  guess = CATERVA_CHUNK_HEADER_SIZE + 4 +
-          4 * (sc->blocksize > 0 ? cat_ceil_div64(sc->chunksize, sc->blocksize) : 1024);
+  nblk = sc->blocksize > 0 ? cat_ceil_div64(sc->chunksize, sc->blocksize) : 1024;
+  guess = CATERVA_CHUNK_HEADER_SIZE + 4 + 4 * nblk;
   for (int k = 0; k < n; k++) {
     int64_t i = w[k].nchunk, room = chunk_room(sc, i), len = guess;
     bool dup = false;
     if (sc->entries[i] < 0 || rs->ch[i].buf != NULL) continue;
     for (int q = 0; q < ng; q++) dup |= who[q] == i;
     if (dup) continue;
-    if (room >= 0 && (room <= CAT_RSMALL_CHUNK || room <= 2 * guess || w[k].nblocks < 0))
+    /* small, or wanted whole or mostly: the whole chunk at once when the index says its
+     * size (contiguous frames) */
+    if (room >= 0 && (room <= CAT_RSMALL_CHUNK || room <= 2 * guess || w[k].nblocks < 0 ||
+                      2 * (int64_t)w[k].nblocks >= nblk))
       len = room;
     else if (room < 0 && w[k].nblocks < 0)
       len = (int64_t)sc->chunksize + CATERVA_CHUNK_HEADER_SIZE + 4 * guess; /* at most */

@@ -28,13 +28,31 @@ static int cvThreads(void) {
   return nCpu < 1 ? 1 : nCpu > CV_MAX_THREADS ? CV_MAX_THREADS : (int)nCpu;
 }
 
-int cvConnNew(CvConn **ppConn) {
+/* Was sqlite3_interrupt() called? SQLite 3.40 has no sqlite3_is_interrupted(); a statement
+** prepared or stepped on an interrupted connection fails with SQLITE_INTERRUPT. Called by
+** the library now and then during remote transfers (about every 20-50 ms). */
+static int cvConnInterrupted(void *pArg) {
+  CvConn *p = (CvConn *)pArg;
+  sqlite3_stmt *pStmt = 0;
+  int rc = sqlite3_prepare_v2(p->db, "SELECT 1", -1, &pStmt, 0);
+  if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
+  sqlite3_finalize(pStmt);
+  return rc == SQLITE_INTERRUPT;
+}
+
+int cvArrayOpen(CvConn *pConn, const char *zPath, int mode, const caterva_remote_opts *pRem,
+                caterva_array **ppArr) {
+  return caterva_array_open_ex(pConn->pCtx, zPath, mode, pRem, ppArr);
+}
+
+int cvConnNew(sqlite3 *db, CvConn **ppConn) {
   CvConn *p;
   int nThread = cvThreads();
   *ppConn = 0;
   p = sqlite3_malloc(sizeof(*p));
   if (p == 0) return SQLITE_NOMEM;
   p->nRef = 1;
+  p->db = db;
   p->pCtx = 0;
   p->pTables = 0;
   p->pArrCache = 0;
@@ -43,6 +61,7 @@ int cvConnNew(CvConn **ppConn) {
     sqlite3_free(p);
     return SQLITE_NOMEM;
   }
+  caterva_ctx_set_interrupt(p->pCtx, cvConnInterrupted, p);
   *ppConn = p;
   return SQLITE_OK;
 }

@@ -39,6 +39,7 @@ typedef struct CvTableRef CvTableRef;
 typedef struct CvArrCache CvArrCache;
 struct CvConn {
   caterva_ctx *pCtx;      /* Library context of this connection */
+  sqlite3 *db;            /* The connection (sqlite3_interrupt() stops remote transfers) */
   int nRef;               /* Registrations still holding this object */
   CvTableRef *pTables;    /* The caterva tables open in this connection */
   CvArrCache *pArrCache;  /* Arrays the SQL functions keep open (fn_arrcache.c), or NULL */
@@ -53,8 +54,13 @@ struct CvTableRef {
   CvTableRef *pNext;
 };
 
-/* A new connection state holding one reference (the caller's); SQLITE_NOMEM on failure. */
-int cvConnNew(CvConn **ppConn);
+/* A new connection state holding one reference (the caller's); SQLITE_NOMEM on failure. Its
+** library context stops remote transfers once sqlite3_interrupt(db) was called. */
+int cvConnNew(sqlite3 *db, CvConn **ppConn);
+/* Open the array at zPath, a file, a directory or a URL (http://, https://, s3://; pRem: the
+** options of remote access, NULL for the defaults), through the connection's context. */
+int cvArrayOpen(CvConn *pConn, const char *zPath, int mode, const caterva_remote_opts *pRem,
+                caterva_array **ppArr);
 /* Record the open table pTab named zSchema.zName, whose file is zPath (which must outlive the
 ** record: the table owns it). SQLITE_NOMEM on failure. */
 int cvConnAddTable(CvConn *p, const char *zSchema, const char *zName, const char *zPath,

@@ -24,7 +24,7 @@ int sqlite3_caterva_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routine
   CvConn *pConn = 0;
   int rc;
   SQLITE_EXTENSION_INIT2(pApi);
-  rc = cvConnNew(&pConn);
+  rc = cvConnNew(db, &pConn);
   if (rc == SQLITE_OK) rc = cvRegisterVtab(db, pConn);
   if (rc == SQLITE_OK) rc = cvRegisterFunctions(db, pConn);
   if (rc == SQLITE_OK) rc = cvRegisterIo(db, pConn);

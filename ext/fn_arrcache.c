@@ -101,6 +101,36 @@ static struct CvArrEntry *cvArrCacheVictim(CvArrCache *p) {
   return pBest;
 }
 
+/* A remote array: a cached handle is used when one HEAD request says the object did not
+** change (the functions ask once per statement: fn_array.c keeps the handle for the
+** statement's later calls), so its fetched bytes serve repeated queries; else it is opened
+** anew. Nothing failed is kept. */
+static int cvRemoteArrayGet(CvConn *pConn, CvArrCache *p, const char *zPath,
+                            caterva_array **ppArr) {
+  struct CvArrEntry *e;
+  int i, rc;
+  for (i = 0; p && i < CV_ARRCACHE_SIZE; i++) {
+    e = &p->a[i];
+    if (e->pArr == 0 || strcmp(e->zPath, zPath) != 0) continue;
+    if (caterva_schunk_stale(pConn->pCtx, caterva_array_schunk(e->pArr)) == 0) {
+      e->nUse++;
+      e->iTick = ++p->iTick;
+      *ppArr = e->pArr;
+      return CATERVA_OK;
+    }
+    if (e->nUse == 0) cvArrEntryClear(e);
+  }
+  rc = cvArrayOpen(pConn, zPath, CATERVA_OPEN_READ, 0, ppArr);
+  if (rc < 0 || p == 0 || (e = cvArrCacheVictim(p)) == 0) return rc;
+  if (e->pArr) cvArrEntryClear(e);
+  e->zPath = sqlite3_mprintf("%s", zPath);
+  if (e->zPath == 0) return CATERVA_OK;
+  e->pArr = *ppArr;
+  e->nUse = 1;
+  e->iTick = ++p->iTick;
+  return CATERVA_OK;
+}
+
 int cvConnArrayGet(CvConn *pConn, const char *zPath, caterva_array **ppArr) {
   CvArrCache *p = pConn->pArrCache;
   CvFileId aId[2];
@@ -111,6 +141,7 @@ int cvConnArrayGet(CvConn *pConn, const char *zPath, caterva_array **ppArr) {
     p = pConn->pArrCache = sqlite3_malloc(sizeof(*p));
     if (p) memset(p, 0, sizeof(*p));
   }
+  if (caterva_path_is_remote(zPath)) return cvRemoteArrayGet(pConn, p, zPath, ppArr);
   bId = cvFileIdGet(zPath, aId, &bSettled);
   for (i = 0; p && bId && i < CV_ARRCACHE_SIZE; i++) {
     e = &p->a[i];
@@ -123,7 +154,7 @@ int cvConnArrayGet(CvConn *pConn, const char *zPath, caterva_array **ppArr) {
     }
     if (e->nUse == 0) cvArrEntryClear(e); /* the file changed: drop the old state */
   }
-  rc = caterva_array_open(pConn->pCtx, zPath, CATERVA_OPEN_READ, ppArr);
+  rc = cvArrayOpen(pConn, zPath, CATERVA_OPEN_READ, 0, ppArr);
   if (rc < 0) return rc;
   /* Keep it only for a settled file whose identity was taken before the open (a change
   ** between stat and open then makes the entry miss next time, never hit wrongly). */

@@ -68,7 +68,7 @@ static caterva_array *cvOpenDim(sqlite3_context *pCtx, CvConn *pConn, sqlite3_va
   }
   *pzPath = cvConnResolve(pConn, sqlite3_context_db_handle(pCtx), zArg, &pTab);
   *ppTab = (CvVtab *)pTab;
-  r = caterva_array_open(pConn->pCtx, *pzPath, mode, &pArr);
+  r = cvArrayOpen(pConn, *pzPath, mode, 0, &pArr);
   if (r < 0) {
     cvResultErr(pCtx, "caterva: cannot open \"%s\": %s", *pzPath, caterva_ctx_errmsg(pConn->pCtx));
     return 0;

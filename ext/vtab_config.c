@@ -33,6 +33,13 @@ void cvOptionsFree(CvOptions *p) {
   for (int i = 0; i < p->nMore; i++) sqlite3_free(p->azMore[i]);
   sqlite3_free(p->zSync);
   sqlite3_free(p->zLockReads);
+  sqlite3_free(p->zEndpoint);
+  sqlite3_free(p->zRegion);
+  sqlite3_free(p->zPathStyle);
+  sqlite3_free(p->zHttpConns);
+  sqlite3_free(p->zRemoteCacheMb);
+  sqlite3_free(p->zHttpRetries);
+  sqlite3_free(p->zHttpTimeoutMs);
   if (p->azValName) {
     for (int i = 0; i < p->nMore + 1; i++) sqlite3_free(p->azValName[i]);
     sqlite3_free(p->azValName);
@@ -122,6 +129,13 @@ static int cvParseArg(CvOptions *p, const char *zArg, CvExtraOption xExtra, void
   else if (sqlite3_stricmp(zKey, "coords") == 0) pzSlot = &p->zCoords;
   else if (sqlite3_stricmp(zKey, "synchronous") == 0) pzSlot = &p->zSync;
   else if (sqlite3_stricmp(zKey, "lock_reads") == 0) pzSlot = &p->zLockReads;
+  else if (sqlite3_stricmp(zKey, "endpoint") == 0) pzSlot = &p->zEndpoint;
+  else if (sqlite3_stricmp(zKey, "region") == 0) pzSlot = &p->zRegion;
+  else if (sqlite3_stricmp(zKey, "path_style") == 0) pzSlot = &p->zPathStyle;
+  else if (sqlite3_stricmp(zKey, "http_connections") == 0) pzSlot = &p->zHttpConns;
+  else if (sqlite3_stricmp(zKey, "remote_cache_mb") == 0) pzSlot = &p->zRemoteCacheMb;
+  else if (sqlite3_stricmp(zKey, "http_retries") == 0) pzSlot = &p->zHttpRetries;
+  else if (sqlite3_stricmp(zKey, "http_timeout_ms") == 0) pzSlot = &p->zHttpTimeoutMs;
   else if (sqlite3_stricmp(zKey, "cache_mb") == 0) {
     p->bCacheMb = 1;
     if (!cvParseCount(zVal, &p->nCacheMb) || p->nCacheMb > 1048576) {
@@ -136,7 +150,9 @@ static int cvParseArg(CvOptions *p, const char *zArg, CvExtraOption xExtra, void
   } else {
     *pzErr = sqlite3_mprintf("caterva: unknown option \"%s\" (known: path, dims, value, dtype, "
                              "cache_mb, synchronous, lock_reads; to create: shape, chunks, blocks, codec, "
-                             "clevel, filters, fill, sparse, coords)", zKey);
+                             "clevel, filters, fill, sparse, coords; remote: endpoint, region, "
+                             "path_style, http_connections, remote_cache_mb, http_retries, "
+                             "http_timeout_ms)", zKey);
     rc = SQLITE_ERROR;
     goto parse_arg_out;
   }
@@ -151,6 +167,58 @@ parse_arg_out:
   sqlite3_free(zKey);
   sqlite3_free(zVal);
   return rc;
+}
+
+int cvHasRemoteOptions(const CvOptions *p) {
+  return p->zEndpoint || p->zRegion || p->zPathStyle || p->zHttpConns || p->zRemoteCacheMb ||
+         p->zHttpRetries || p->zHttpTimeoutMs;
+}
+
+/* An integer option within [lo, hi] into *pOut (unchanged when not given). */
+static int cvIntOption(const char *zName, const char *zVal, int64_t lo, int64_t hi,
+                       int64_t *pOut, char **pzErr) {
+  int64_t v;
+  if (zVal == 0) return SQLITE_OK;
+  if (!cvParseCount(zVal, &v) || v < lo || v > hi) {
+    *pzErr = sqlite3_mprintf("caterva: %s must be an integer from %lld to %lld, not \"%s\"",
+                             zName, (long long)lo, (long long)hi, zVal);
+    return SQLITE_ERROR;
+  }
+  *pOut = v;
+  return SQLITE_OK;
+}
+
+int cvRemoteOptions(const CvOptions *p, caterva_remote_opts *pOut, char **pzErr) {
+  int64_t nConns = 0, nCache = 0, nRetries = -1, nTimeout = 0, bPath = -1;
+  int rc = SQLITE_OK;
+  caterva_remote_opts_init(pOut);
+  if (p->zPathStyle) {
+    if (sqlite3_stricmp(p->zPathStyle, "1") == 0 || sqlite3_stricmp(p->zPathStyle, "on") == 0) bPath = 1;
+    else if (sqlite3_stricmp(p->zPathStyle, "0") == 0 || sqlite3_stricmp(p->zPathStyle, "off") == 0) bPath = 0;
+    else {
+      *pzErr = sqlite3_mprintf("caterva: path_style must be 0 or 1, not \"%s\"", p->zPathStyle);
+      return SQLITE_ERROR;
+    }
+  }
+  if (rc == SQLITE_OK) rc = cvIntOption("http_connections", p->zHttpConns, 1, 64, &nConns, pzErr);
+  if (rc == SQLITE_OK) rc = cvIntOption("remote_cache_mb", p->zRemoteCacheMb, 1, 1048576, &nCache, pzErr);
+  if (rc == SQLITE_OK) rc = cvIntOption("http_retries", p->zHttpRetries, 0, 20, &nRetries, pzErr);
+  if (rc == SQLITE_OK) rc = cvIntOption("http_timeout_ms", p->zHttpTimeoutMs, 100, 3600000, &nTimeout, pzErr);
+  if (rc != SQLITE_OK) return rc;
+  if (p->zEndpoint && sqlite3_strnicmp(p->zEndpoint, "http://", 7) != 0 &&
+      sqlite3_strnicmp(p->zEndpoint, "https://", 8) != 0) {
+    *pzErr = sqlite3_mprintf("caterva: endpoint must be an http:// or https:// URL, not \"%s\"",
+                             p->zEndpoint);
+    return SQLITE_ERROR;
+  }
+  pOut->endpoint = p->zEndpoint;
+  pOut->region = p->zRegion;
+  pOut->path_style = (int)bPath;
+  pOut->connections = (int)nConns;
+  pOut->cache_bytes = nCache * 1024 * 1024;
+  pOut->retries = nRetries < 0 ? 0 : nRetries == 0 ? -1 : (int)nRetries;
+  pOut->timeout_ms = (int)nTimeout;
+  return SQLITE_OK;
 }
 
 int cvOptionsParse(CvOptions *pOpt, int argc, const char *const *argv, char **pzErr) {

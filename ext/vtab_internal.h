@@ -112,6 +112,9 @@ struct CvVtab {
   caterva_array *pArr;                /* The array: read-only, or writable once written */
   CvRetired *pRetired;                /* Arrays replaced while cursors were open */
   caterva_lock *pLock;                /* The .b2lock sidecar, or NULL when it cannot exist */
+  int bRemote;                        /* zPath is a URL: read-only, no sidecar */
+  caterva_remote_opts remote;         /* Options of remote access (strings: zEndpoint...) */
+  char *zEndpoint, *zRegion;          /* Owned copies the options point at */
   uint64_t iGen;                      /* Generation counter the array reflects */
   uint64_t iGenLocked;                /* The counter after our last exclusive lock */
   int bWritable;                      /* pArr was opened for writing */
@@ -239,9 +242,21 @@ struct CvOptions {
   char *azMore[CV_MAX_VARS];
   char *zSync;       /* synchronous= full | normal | off */
   char *zLockReads;  /* lock_reads= 0 | 1 */
+  char *zEndpoint;   /* remote arrays: endpoint=, region=, path_style=, http_connections=, */
+  char *zRegion;     /* remote_cache_mb=, http_retries=, http_timeout_ms= (cvRemoteOptions) */
+  char *zPathStyle;
+  char *zHttpConns;
+  char *zRemoteCacheMb;
+  char *zHttpRetries;
+  char *zHttpTimeoutMs;
   char **azValName;  /* Value column names of a converted ctable (1 + nMore; vtab_bcolz.c
                      ** cvBzExpandConverted), or NULL: used when value= is not given */
 };
+
+/* The options of remote access among *p, checked, into *pOut (its strings borrow p's). */
+int cvRemoteOptions(const CvOptions *p, caterva_remote_opts *pOut, char **pzErr);
+/* Whether any of them was given. */
+int cvHasRemoteOptions(const CvOptions *p);
 
 /* Parse argv[3..argc) of xCreate/xConnect into *pOpt (zeroed first); writes *pzErr on error.
 ** The caller frees *pOpt with cvOptionsFree in every case. */

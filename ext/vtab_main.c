@@ -71,6 +71,8 @@ static void cvVtabFree(CvVtab *pTab) {
   }
   cvVarsFree(pTab);
   sqlite3_free(pTab->zPath);
+  sqlite3_free(pTab->zEndpoint);
+  sqlite3_free(pTab->zRegion);
   cvConnUnref(pTab->pConn);
   sqlite3_free(pTab->base.zErrMsg);
   sqlite3_free(pTab);
@@ -94,7 +96,21 @@ static int cvParseSync(const char *z) {
 ** read again) opens what is there. */
 static int cvCreateOrCheck(CvConn *pConn, const CvOptions *pOpt, int bCreate, char **pzErr) {
   struct stat st;
-  int bExists = stat(pOpt->zPath, &st) == 0;
+  int bExists;
+  if (caterva_path_is_remote(pOpt->zPath)) {
+    if (!cvHasCreateOptions(pOpt)) return SQLITE_OK;
+    *pzErr = sqlite3_mprintf("caterva: '%s' is a remote array: remote arrays are read-only "
+                             "(creation options need a local path)", pOpt->zPath);
+    return SQLITE_READONLY;
+  }
+  if (cvHasRemoteOptions(pOpt)) {
+    *pzErr = sqlite3_mprintf("caterva: endpoint=, region=, path_style=, http_connections=, "
+                             "remote_cache_mb=, http_retries= and http_timeout_ms= apply to "
+                             "remote arrays (http://, https://, s3://), not to '%s'",
+                             pOpt->zPath);
+    return SQLITE_ERROR;
+  }
+  bExists = stat(pOpt->zPath, &st) == 0;
   if (!bCreate) return SQLITE_OK;
   if (bExists && cvHasCreateOptions(pOpt)) return cvCreateConflict(pOpt, pzErr);
   if (!bExists && cvHasCreateOptions(pOpt)) return cvCreateArray(pConn, pOpt, pzErr);
@@ -111,6 +127,20 @@ static int cvKeepNames(CvVtab *pTab, char **azName) {
     pTab->azCol[i] = sqlite3_mprintf("%s", azName[i]);
     if (pTab->azCol[i] == 0) return SQLITE_NOMEM;
   }
+  return SQLITE_OK;
+}
+
+/* The options of remote access, kept by the table (its reopens and further arrays use them). */
+static int cvRemoteSetup(CvVtab *pTab, const CvOptions *pOpt, char **pzErr) {
+  int rc = cvRemoteOptions(pOpt, &pTab->remote, pzErr);
+  if (rc != SQLITE_OK) return rc;
+  pTab->bRemote = caterva_path_is_remote(pOpt->zPath);
+  if (pOpt->zEndpoint && (pTab->zEndpoint = sqlite3_mprintf("%s", pOpt->zEndpoint)) == 0)
+    return SQLITE_NOMEM;
+  if (pOpt->zRegion && (pTab->zRegion = sqlite3_mprintf("%s", pOpt->zRegion)) == 0)
+    return SQLITE_NOMEM;
+  pTab->remote.endpoint = pTab->zEndpoint;
+  pTab->remote.region = pTab->zRegion;
   return SQLITE_OK;
 }
 
@@ -149,7 +179,9 @@ static int cvConnectImpl(sqlite3 *db, void *pAux, int argc, const char *const *a
   }
   memset(pTab, 0, sizeof(*pTab));
   pTab->pConn = cvConnRef(pConn);
-  iErr = caterva_array_open(pConn->pCtx, opt.zPath, CATERVA_OPEN_READ, &pTab->pArr);
+  rc = cvRemoteSetup(pTab, &opt, pzErr);
+  if (rc != SQLITE_OK) goto connect_out;
+  iErr = cvArrayOpen(pConn, opt.zPath, CATERVA_OPEN_READ, &pTab->remote, &pTab->pArr);
   if (iErr < 0) {
     const char *zMsg = caterva_ctx_errmsg(pConn->pCtx);
     *pzErr = sqlite3_mprintf("caterva: cannot open \"%s\": %s%s%s", opt.zPath,
@@ -165,8 +197,9 @@ static int cvConnectImpl(sqlite3 *db, void *pAux, int argc, const char *const *a
     rc = SQLITE_NOMEM;
     goto connect_out;
   }
-  /* No sidecar (a read-only place): reading works, writing will say why not. */
-  if (caterva_lock_open(pConn->pCtx, opt.zPath, &pTab->pLock) < 0) pTab->pLock = 0;
+  /* No sidecar (a read-only place, a remote array): reading works, writing says why not. */
+  if (pTab->bRemote || caterva_lock_open(pConn->pCtx, opt.zPath, &pTab->pLock) < 0)
+    pTab->pLock = 0;
   if (pTab->pLock) (void)caterva_lock_generation(0, pTab->pLock, &pTab->iGen);
   cvInitGeometry(pTab);
   rc = cvLabelsCheck(pTab, pzErr);

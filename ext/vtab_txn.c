@@ -113,9 +113,8 @@ static void cvInstall(CvVtab *pTab, caterva_array *pArr) {
 
 /* Open the array again (mode CATERVA_OPEN_READ or _WRITE) and install it. */
 static int cvReopen(CvVtab *pTab, int mode) {
-  caterva_ctx *pCtx = pTab->pConn->pCtx;
   caterva_array *pNew = 0;
-  int rc = caterva_array_open(pCtx, pTab->zPath, mode, &pNew);
+  int rc = cvArrayOpen(pTab->pConn, pTab->zPath, mode, &pTab->remote, &pNew);
   if (rc < 0) return cvLibError(pTab, rc);
   if (caterva_array_ndim(pNew) != pTab->nDim ||
       caterva_array_itemsize(pNew) != pTab->item.szItem) {
@@ -225,6 +224,11 @@ int cvTxnBegin(sqlite3_vtab *pVtab) {
   caterva_ctx *pCtx = pTab->pConn->pCtx;
   int rc, r;
   if (pTab->bInTxn) return SQLITE_OK;
+  if (pTab->bRemote) {
+    cvSetError(pTab, "caterva: '%s' is a remote array: remote arrays are read-only",
+               pTab->zPath);
+    return SQLITE_READONLY;
+  }
   if (pTab->bReadLocked) { /* lock_reads: our own shared lock would block us */
     caterva_lock_release(pTab->pLock);
     pTab->bReadLocked = 0;

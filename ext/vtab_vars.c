@@ -102,7 +102,7 @@ int cvVarsOpen(CvVtab *pTab, const CvOptions *pOpt, char **pzErr) {
     char *zErr = 0;
     p->zPath = sqlite3_mprintf("%s", pOpt->azMore[i]);
     if (p->zPath == 0) return SQLITE_NOMEM;
-    r = caterva_array_open(pCtx, p->zPath, CATERVA_OPEN_READ, &p->pArr);
+    r = cvArrayOpen(pTab->pConn, p->zPath, CATERVA_OPEN_READ, &pTab->remote, &p->pArr);
     if (r < 0) {
       const char *zMsg = caterva_ctx_errmsg(pCtx);
       *pzErr = sqlite3_mprintf("caterva: cannot open \"%s\": %s%s%s", p->zPath,
@@ -148,7 +148,7 @@ int cvVarsRefresh(CvVtab *pTab) {
       pNew = p->pArr;
       bSame = 1;
     } else {
-      r = caterva_array_open(pCtx, p->zPath, CATERVA_OPEN_READ, &pNew);
+      r = cvArrayOpen(pTab->pConn, p->zPath, CATERVA_OPEN_READ, &pTab->remote, &pNew);
       if (r < 0) return cvLibError(pTab, r);
     }
     if (cvVarMatches(pTab, p->zPath, pNew, &zErr) != SQLITE_OK ||

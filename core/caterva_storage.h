@@ -40,6 +40,7 @@ typedef struct caterva_remote_opts {
   int retries;            /**< retries of a failed request, default 4 */
   int timeout_ms;         /**< limit for one request, default 30000 */
   const char *ca_file;    /**< CA bundle for TLS; default CURL_CA_BUNDLE, else the system's */
+  int whole_chunks;       /**< 1: fetch whole chunks, never single blocks (for comparisons) */
 } caterva_remote_opts;
 
 /** Fill o with the defaults (all zero / NULL, path_style -1). */

@@ -492,7 +492,7 @@ static int wave_headers(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc,
     /* small, or wanted whole or mostly: the whole chunk at once when the index says its
      * size (contiguous frames) */
     if (room >= 0 && (room <= CAT_RSMALL_CHUNK || room <= 2 * guess || w[k].nblocks < 0 ||
-                      2 * (int64_t)w[k].nblocks >= nblk))
+                      2 * (int64_t)w[k].nblocks >= nblk || cat_remote_whole_chunks(rs->rm)))
       len = room;
     else if (room < 0 && w[k].nblocks < 0)
       len = (int64_t)sc->chunksize + CATERVA_CHUNK_HEADER_SIZE + 4 * guess; /* at most */
@@ -523,7 +523,7 @@ leave:
 /* The pieces chunk c still lacks for want wk: header part, prefix, blocks, or the whole. */
 static int add_pieces(caterva_schunk *sc, cat_rchunk *c, int64_t i, const cat_want *wk,
                       const char *url, const int32_t *ends, rpiece *p, int64_t *np,
-                      bool *complex) {
+                      bool *complex, bool whole) {
   int32_t need = 0, lo, hi;
   int64_t total = 0;
   *complex = false;
@@ -535,7 +535,7 @@ static int add_pieces(caterva_schunk *sc, cat_rchunk *c, int64_t i, const cat_wa
     piece(p, np, sc, c, i, url, c->have, need);
     return CATERVA_OK;
   }
-  if (wk->nblocks < 0 || c->sp.whole_only || c->cbytes <= CAT_RSMALL_CHUNK) goto whole;
+  if (wk->nblocks < 0 || c->sp.whole_only || c->cbytes <= CAT_RSMALL_CHUNK || whole) goto whole;
   if (c->have < c->sp.prefix) total += c->sp.prefix - c->have;
   for (int32_t k = -1; k < wk->nblocks; k++) {
     int32_t j = k < 0 ? 0 : wk->blocks[k];
@@ -625,7 +625,8 @@ int cat_remote_prefetch(caterva_ctx *ctx, caterva_schunk *sc, const cat_want *w,
         if (redo) wk.nblocks = -1;
         if ((rc = block_ends(c, &ends[k])) < 0) break;
       }
-      rc = add_pieces(sc, c, i, &wk, urls[k], ends[k], p, &np, &complex);
+      rc = add_pieces(sc, c, i, &wk, urls[k], ends[k], p, &np, &complex,
+                      cat_remote_whole_chunks(rs->rm) != 0);
     }
     if (rc >= 0 && np > 0) rc = run_pieces(ctx, rs, p, np);
     for (int k = 0; k < n && rc >= 0; k++) {

@@ -89,6 +89,10 @@ int64_t cat_remote_cache_budget(const cat_remote *rm) {
   (void)rm;
   return 0;
 }
+int cat_remote_whole_chunks(const cat_remote *rm) {
+  (void)rm;
+  return 0;
+}
 void cat_remote_free(cat_remote *rm) { (void)rm; }
 
 #else /* HAVE_CURL */
@@ -104,6 +108,7 @@ struct cat_remote {
   int connections, retries;
   long timeout_ms;
   int64_t cache_bytes;
+  int whole_chunks;
   uint64_t rng;         /* jitter */
   caterva_remote_stats st;
 };
@@ -243,6 +248,7 @@ int cat_remote_new(caterva_ctx *ctx, const char *path, const caterva_remote_opts
   rm->retries = o->retries > 0 ? o->retries : o->retries < 0 ? 0 : CAT_REMOTE_DEF_RETRIES;
   rm->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : CAT_REMOTE_DEF_TIMEOUT_MS;
   rm->cache_bytes = o->cache_bytes > 0 ? o->cache_bytes : CAT_REMOTE_DEF_CACHE;
+  rm->whole_chunks = o->whole_chunks != 0;
   rm->rng = (uint64_t)(now_s() * 1e6) | 1;
   rm->ca_file = dupstr(o->ca_file && *o->ca_file ? o->ca_file : env_nonempty("CURL_CA_BUNDLE"));
   rm->multi = curl_multi_init();
@@ -299,6 +305,7 @@ void cat_remote_free(cat_remote *rm) {
 
 void cat_remote_stats(const cat_remote *rm, caterva_remote_stats *st) { *st = rm->st; }
 int64_t cat_remote_cache_budget(const cat_remote *rm) { return rm->cache_bytes; }
+int cat_remote_whole_chunks(const cat_remote *rm) { return rm->whole_chunks; }
 
 /* ---- answers ------------------------------------------------------------------------------- */
 

@@ -43,6 +43,8 @@ int cat_remote_head(caterva_ctx *ctx, cat_remote *rm, const char *url, int64_t *
 void cat_remote_stats(const cat_remote *rm, caterva_remote_stats *st);
 /* Bytes of fetched ranges the session's store may keep (the cache_bytes option). */
 int64_t cat_remote_cache_budget(const cat_remote *rm);
+/* The whole_chunks option: chunks are fetched whole, never block by block. */
+int cat_remote_whole_chunks(const cat_remote *rm);
 void cat_remote_free(cat_remote *rm);
 
 #endif /* CAT_REMOTE_H */

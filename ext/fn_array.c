@@ -241,6 +241,17 @@ static void cvJsonMsgpack(sqlite3_str *pStr, const msgpack_object *o, int nDepth
   }
 }
 
+/* What a remote array fetched so far (the bytes served from its range cache are not
+** counted): "remote":{...}, for measuring pushdown over a network. Nothing for local ones. */
+static void cvJsonRemote(sqlite3_str *pStr, const caterva_schunk *pSc) {
+  caterva_remote_stats st;
+  caterva_schunk_remote_stats(pSc, &st);
+  if (st.requests == 0) return;
+  sqlite3_str_appendf(pStr, "\"remote\":{\"waves\":%lld,\"requests\":%lld,\"retries\":%lld,"
+                      "\"bytes\":%lld},", (long long)st.waves, (long long)st.requests,
+                      (long long)st.retries, (long long)st.bytes);
+}
+
 /* Append the value of attribute zName (msgpack bytes) as JSON. */
 static void cvJsonAttribute(sqlite3_str *pStr, CvConn *pConn, caterva_schunk *pSc,
                             const char *zName) {
@@ -354,8 +365,10 @@ static void cvInfoFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
                       (long long)cBytes);
   if (cBytes > 0) cvJsonDouble(pStr, floor(1000.0 * (double)nBytes / (double)cBytes + 0.5) / 1e3);
   else sqlite3_str_appendall(pStr, "null");
-  sqlite3_str_appendf(pStr, ",\"storage\":\"%s\",\"metalayers\":[",
+  sqlite3_str_appendf(pStr, ",\"storage\":\"%s\",",
                       caterva_schunk_store(pSc) == CATERVA_STORE_SPARSE ? "sparse" : "contiguous");
+  cvJsonRemote(pStr, pSc);
+  sqlite3_str_appendall(pStr, "\"metalayers\":[");
   n = caterva_schunk_meta_count(pSc);
   for (i = 0; i < n; i++) {
     const char *zName = caterva_schunk_meta_name(pSc, i);

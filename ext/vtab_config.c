@@ -40,6 +40,7 @@ void cvOptionsFree(CvOptions *p) {
   sqlite3_free(p->zRemoteCacheMb);
   sqlite3_free(p->zHttpRetries);
   sqlite3_free(p->zHttpTimeoutMs);
+  sqlite3_free(p->zRemoteFetch);
   if (p->azValName) {
     for (int i = 0; i < p->nMore + 1; i++) sqlite3_free(p->azValName[i]);
     sqlite3_free(p->azValName);
@@ -136,6 +137,7 @@ static int cvParseArg(CvOptions *p, const char *zArg, CvExtraOption xExtra, void
   else if (sqlite3_stricmp(zKey, "remote_cache_mb") == 0) pzSlot = &p->zRemoteCacheMb;
   else if (sqlite3_stricmp(zKey, "http_retries") == 0) pzSlot = &p->zHttpRetries;
   else if (sqlite3_stricmp(zKey, "http_timeout_ms") == 0) pzSlot = &p->zHttpTimeoutMs;
+  else if (sqlite3_stricmp(zKey, "remote_fetch") == 0) pzSlot = &p->zRemoteFetch;
   else if (sqlite3_stricmp(zKey, "cache_mb") == 0) {
     p->bCacheMb = 1;
     if (!cvParseCount(zVal, &p->nCacheMb) || p->nCacheMb > 1048576) {
@@ -152,7 +154,7 @@ static int cvParseArg(CvOptions *p, const char *zArg, CvExtraOption xExtra, void
                              "cache_mb, synchronous, lock_reads; to create: shape, chunks, blocks, codec, "
                              "clevel, filters, fill, sparse, coords; remote: endpoint, region, "
                              "path_style, http_connections, remote_cache_mb, http_retries, "
-                             "http_timeout_ms)", zKey);
+                             "http_timeout_ms, remote_fetch)", zKey);
     rc = SQLITE_ERROR;
     goto parse_arg_out;
   }
@@ -171,7 +173,7 @@ parse_arg_out:
 
 int cvHasRemoteOptions(const CvOptions *p) {
   return p->zEndpoint || p->zRegion || p->zPathStyle || p->zHttpConns || p->zRemoteCacheMb ||
-         p->zHttpRetries || p->zHttpTimeoutMs;
+         p->zHttpRetries || p->zHttpTimeoutMs || p->zRemoteFetch;
 }
 
 /* An integer option within [lo, hi] into *pOut (unchanged when not given). */
@@ -218,6 +220,14 @@ int cvRemoteOptions(const CvOptions *p, caterva_remote_opts *pOut, char **pzErr)
   pOut->cache_bytes = nCache * 1024 * 1024;
   pOut->retries = nRetries < 0 ? 0 : nRetries == 0 ? -1 : (int)nRetries;
   pOut->timeout_ms = (int)nTimeout;
+  if (p->zRemoteFetch) {
+    if (sqlite3_stricmp(p->zRemoteFetch, "chunks") == 0) pOut->whole_chunks = 1;
+    else if (sqlite3_stricmp(p->zRemoteFetch, "blocks") != 0) {
+      *pzErr = sqlite3_mprintf("caterva: remote_fetch must be blocks or chunks, not \"%s\"",
+                               p->zRemoteFetch);
+      return SQLITE_ERROR;
+    }
+  }
   return SQLITE_OK;
 }
 

@@ -249,6 +249,7 @@ struct CvOptions {
   char *zRemoteCacheMb;
   char *zHttpRetries;
   char *zHttpTimeoutMs;
+  char *zRemoteFetch;  /* remote_fetch= blocks (default) | chunks */
   char **azValName;  /* Value column names of a converted ctable (1 + nMore; vtab_bcolz.c
                      ** cvBzExpandConverted), or NULL: used when value= is not given */
 };

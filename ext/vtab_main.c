@@ -105,8 +105,8 @@ static int cvCreateOrCheck(CvConn *pConn, const CvOptions *pOpt, int bCreate, ch
   }
   if (cvHasRemoteOptions(pOpt)) {
     *pzErr = sqlite3_mprintf("caterva: endpoint=, region=, path_style=, http_connections=, "
-                             "remote_cache_mb=, http_retries= and http_timeout_ms= apply to "
-                             "remote arrays (http://, https://, s3://), not to '%s'",
+                             "remote_cache_mb=, http_retries=, http_timeout_ms= and remote_fetch= "
+                             "apply to remote arrays (http://, https://, s3://), not to '%s'",
                              pOpt->zPath);
     return SQLITE_ERROR;
   }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs what is missing, builds, writes the demo data into ./demo (a year of daily
 # temperatures and precipitation, 365 x 180 x 360 float32 each, and a stations table;
-# tests/mkdemo) and runs sql/demo.sql in the sqlite3 shell from there, which also draws
+# tests/tools/mkdemo) and runs sql/demo.sql in the sqlite3 shell from there, which also draws
 # demo/july15.png (copied to docs/july15.png for the README). Set DEMO_SHELL to use another
 # sqlite3.
 set -e
@@ -10,9 +10,9 @@ cd "$top"
 sh scripts/deps.sh
 sh scripts/build.sh build
 if [ ! -f demo/temp.b2nd ] || [ ! -f demo/precip.b2nd ] || [ ! -f demo/stations.sql ] ||
-   [ build/tests/mkdemo -nt demo/temp.b2nd ]; then
+   [ build/tests/tools/mkdemo -nt demo/temp.b2nd ]; then
   echo "writing demo/temp.b2nd and demo/stations.sql ..."
-  build/tests/mkdemo demo
+  build/tests/tools/mkdemo demo
 fi
 cd demo
 "${DEMO_SHELL:-sqlite3}" :memory: < ../sql/demo.sql

@@ -14,7 +14,7 @@
  * slices averaged over their five k. Every read of ours is compared byte for byte with the
  * reference's read of the same box, and the whole array with the source data.
  *
- * Usage: tests/bench_ref [N [DIR]]   (REF_BLOSC2_COMMIT: the reference's commit, printed)
+ * Usage: tests/bench/bench_ref [N [DIR]]   (REF_BLOSC2_COMMIT: the reference's commit, printed)
  */
 #include "config.h"
 #include "caterva.h"

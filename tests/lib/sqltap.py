@@ -1,4 +1,5 @@
-"""TAP output and the sqlite3 shell runner shared by the Python SQL tests (tests/test_sql_*.py)."""
+"""TAP output and the sqlite3 shell runner shared by the Python tests (tests/sql/*.py,
+tests/interop/test_sql_golden.py); make puts tests/lib on their PYTHONPATH."""
 import os
 import subprocess
 import sys

@@ -2,7 +2,7 @@
 """caterva_png() through SQL (TAP output).
 
 The PNG BLOBs are decoded here (zlib and the PNG filters, for the 8-bit RGB images the
-function writes; tests/test_png.c decodes with libpng) and checked at known cells: the
+function writes; tests/unit/test_png.c decodes with libpng) and checked at known cells: the
 minimum and maximum of the data get the first and last colours of the map (read from a
 picture of a 0..255 ramp), NaN its own colour; the options (axes by number and by
 dimension name, origin, range, scale, nan, colorbar) and their errors; the range in the

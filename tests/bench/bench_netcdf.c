@@ -2,7 +2,7 @@
  * bench_netcdf.c -- NetCDF import throughput against baselines measured in the same run.
  *
  *   make bench-netcdf                       (CATERVA_BENCH_NC_MB=512 by default)
- *   tests/bench_netcdf [dir]                (dir: where the files go, default /tmp)
+ *   tests/bench/bench_netcdf [dir]          (dir: where the files go, default /tmp)
  *
  * It writes a NetCDF-4 file like an ERA5 download: float t2m(time, lat=721, lon=1440), one
  * time step per NetCDF chunk, shuffle + deflate level 1, a smooth field with noise rounded to

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Pushdown proofs through the sqlite3 shell (TAP output).
 
-Arrays written with tests/mkarray (compressible data, so that no chunk is stored raw or as
+Arrays written with tests/tools/mkarray (compressible data, so that no chunk is stored raw or as
 a special chunk) are queried with slices along each axis, a box and an IN list. The number
 of blocks the connection decompressed (caterva_blocks_read() before and after) must equal
 the number of blocks that intersect the selection, computed here from the geometry:
@@ -23,7 +23,7 @@ from sqltap import plan, report
 
 BUILD = os.environ.get("top_builddir", ".")
 EXT = os.path.join(BUILD, ".libs", "caterva")
-MKARRAY = os.path.join(BUILD, "tests", "mkarray")
+MKARRAY = os.path.join(BUILD, "tests", "tools", "mkarray")
 SHELL = os.environ.get("SQLITE3_SHELL", "sqlite3")
 
 # name, shape, chunks, blocks, mkarray options

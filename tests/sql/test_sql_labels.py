@@ -382,7 +382,7 @@ def test_writes(tmp):
 def test_empty_commit(tmp):
     """A transaction that writes nothing ends by reading the metadata again (no commit): the
     explicit labels the table held must be read again too (fuzz_sql found them freed and then
-    used; tests/corpus/sql/regress_labels_after_empty_commit_*)."""
+    used; tests/fuzz/corpus/sql/regress_labels_after_empty_commit_*)."""
     db = sqlite3.connect(":memory:", isolation_level=None)
     db.enable_load_extension(True)
     db.load_extension(EXT)

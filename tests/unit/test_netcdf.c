@@ -1,7 +1,7 @@
 /*
  * test_netcdf.c -- caterva_netcdf_import against libnetcdf's own reading.
  *
- * The NetCDF files are made at test time by ncgen from the CDL text in tests/netcdf/:
+ * The NetCDF files are made at test time by ncgen from the CDL text in tests/data/netcdf/:
  * classic.cdl as NetCDF-3 classic, 64-bit offset, CDF-5 and NetCDF-4, nc4.cdl as NetCDF-4
  * (chunked and deflated variables, every numeric type). Every numeric variable is imported
  * and each item compared with what nc_get_var reads, unpacked and masked here by the CF
@@ -9,7 +9,7 @@
  * files plant on purpose (fill values, missing values, extremes) are checked by value, and
  * the attributes, dimension names, partitioning, options and errors.
  *
- * Environment: NCGEN (the ncgen program), top_srcdir (for tests/netcdf).
+ * Environment: NCGEN (the ncgen program), top_srcdir (for tests/data/netcdf).
  */
 #include "caterva_io.h"
 #include "fsutil.h"
@@ -34,7 +34,7 @@ static int make_nc(const char *cdl, const char *kind, char *out, size_t cap) {
   const char *top = getenv("top_srcdir"), *ncgen = getenv("NCGEN");
   char cmd[1024];
   snprintf(out, cap, "%s/%s-%s.nc", tmpdir, cdl, kind);
-  snprintf(cmd, sizeof cmd, "'%s' -k %s -o '%s' '%s/tests/netcdf/%s.cdl'",
+  snprintf(cmd, sizeof cmd, "'%s' -k %s -o '%s' '%s/tests/data/netcdf/%s.cdl'",
            ncgen && *ncgen ? ncgen : "ncgen", kind, out, top ? top : ".", cdl);
   return system(cmd) == 0;
 }

@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Writes seeds for tests/fuzz_sql.c into tests/corpus/sql: each seed is a u32 LE length, an
-array file from tests/corpus/frame (or none), and a program (see fuzz_sql.c): CREATE of t0 over
-the file, then random bytes (fixed seeds), which every byte sequence is a valid program of."""
+"""Writes seeds for tests/fuzz/fuzz_sql.c into tests/fuzz/corpus/sql: each seed is a u32 LE
+length, an array file from tests/fuzz/corpus/frame (or none), and a program (see fuzz_sql.c):
+CREATE of t0 over the file, then random bytes (fixed seeds), which every byte sequence is a valid
+program of."""
 import os
 import random
 import struct
 import sys
 
-top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-src = os.path.join(top, "tests", "corpus", "frame")
-dst = os.path.join(top, "tests", "corpus", "sql")
+corpus = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+src = os.path.join(corpus, "frame")
+dst = os.path.join(corpus, "sql")
 os.makedirs(dst, exist_ok=True)
 rng = random.Random(13)
 # hand-written programs: create t0 over a.b2nd, select all, slice, info, a write transaction

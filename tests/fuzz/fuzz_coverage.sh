@@ -12,9 +12,9 @@ fail=0
 echo "1..10"
 for t in chunk:chunk frame:frame array:frame bcolz:bcolz sql:sql; do
   name=${t%%:*}
-  corpus=$s/tests/corpus/${t#*:}
-  log=$b/tests/fuzz_coverage_$name.log
-  "$b/tests/fuzz_$name" -runs=0 "$corpus" >"$log" 2>&1
+  corpus=$s/tests/fuzz/corpus/${t#*:}
+  log=$b/tests/fuzz/fuzz_coverage_$name.log
+  "$b/tests/fuzz/fuzz_$name" -runs=0 "$corpus" >"$log" 2>&1
   counters=$(sed -n 's/.*Loaded [0-9]* modules *(\([0-9]*\) inline 8-bit counters).*/\1/p' "$log" | head -1)
   cov=$(sed -n 's/.*INITED cov: \([0-9]*\).*/\1/p' "$log" | head -1)
   n=$((n + 1))

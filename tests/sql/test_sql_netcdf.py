@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """caterva_import() of NetCDF files from SQL, checked against ncdump (TAP output).
 
-The files are made by ncgen from tests/netcdf/*.cdl (NetCDF-3 classic, 64-bit offset and
+The files are made by ncgen from tests/data/netcdf/*.cdl (NetCDF-3 classic, 64-bit offset and
 NetCDF-4 with chunking and deflate). Every numeric variable is imported through SQL, opened
 as a caterva table, and every cell compared with the values `ncdump -p 9,17` prints, unpacked
 (scale_factor, add_offset from `ncdump -h`) and masked (`_`, missing_value) here; then the
@@ -50,8 +50,8 @@ def error_of(db, sql, args=()):
 
 def ncgen(tmp, cdl, kind):
     out = os.path.join(tmp, "%s-%s.nc" % (cdl, kind))
-    subprocess.run([NCGEN, "-k", kind, "-o", out, os.path.join(SRC, "tests", "netcdf", cdl + ".cdl")],
-                   check=True)
+    cdl_path = os.path.join(SRC, "tests", "data", "netcdf", cdl + ".cdl")
+    subprocess.run([NCGEN, "-k", kind, "-o", out, cdl_path], check=True)
     return out
 
 

@@ -2,7 +2,7 @@
 """Differential test of the caterva virtual table (TAP output).
 
 Arrays of 1 to 4 dimensions, with shapes that chunks and blocks do not divide evenly and
-size-1 dimensions, are written with tests/mkarray from random data; the same cells go into a
+size-1 dimensions, are written with tests/tools/mkarray from random data; the same cells go into a
 plain SQLite table. Thousands of random queries then run against both and must agree
 exactly: boxes, points, IN lists, empty results, bounds on chunk and block seams, inclusive
 and exclusive bounds, REAL and text bounds, joins with a relational table, ORDER BY, LIMIT.
@@ -27,7 +27,7 @@ reexec_with_preload()
 
 BUILD = os.environ.get("top_builddir", ".")
 EXT = os.path.join(BUILD, ".libs", "caterva")
-MKARRAY = os.path.join(BUILD, "tests", "mkarray")
+MKARRAY = os.path.join(BUILD, "tests", "tools", "mkarray")
 SEED = int(os.environ.get("CATERVA_DIFF_SEED", "20240601"))
 NQ = int(os.environ.get("CATERVA_DIFF_QUERIES", "700"))
 

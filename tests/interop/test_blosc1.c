@@ -356,7 +356,7 @@ static void test_pre_split_flag(void) {
   free(out);
 }
 
-/* BLOSC1_SEEDS=dir: write small libblosc chunks as fuzz seeds (tests/corpus/chunk/b1_*):
+/* BLOSC1_SEEDS=dir: write small libblosc chunks as fuzz seeds (tests/fuzz/corpus/chunk/b1_*):
  * every codec with noshuffle, shuffle and bitshuffle, split and not, a short last block,
  * memcpyed and empty chunks. */
 static void write_seeds(const char *dir) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bcolz directories through SQL (TAP output).
 
-tests/mkbcolz writes carrays and a ctable with the real c-blosc 1.x, with each array's raw
+tests/tools/mkbcolz writes carrays and a ctable with the real c-blosc 1.x, with each array's raw
 C-order bytes beside it. Checked here, against values numpy computes from those raw bytes:
   - every dtype, N-d carrays, leftover chunks, empty arrays, clevel 0, each codec: the SQL
     values of every column equal the source values (a digest per column is printed);
@@ -36,7 +36,7 @@ import numpy as np  # noqa: E402 (after the re-exec)
 
 BUILD = os.environ.get("top_builddir", ".")
 EXT = os.path.join(BUILD, ".libs", "caterva")
-MKBCOLZ = os.path.join(BUILD, "tests", "mkbcolz")
+MKBCOLZ = os.path.join(BUILD, "tests", "tools", "mkbcolz")
 # configure --without-snappy: snappy chunks are refused with "built without snappy"
 HAVE_SNAPPY = os.environ.get("CATERVA_HAVE_SNAPPY", "yes") != "no"
 
@@ -737,7 +737,7 @@ def test_errors(d, tmp):
 
 def main():
     if not os.path.exists(MKBCOLZ):
-        sqltap.skip("bcolz tests", "tests/mkbcolz was not built (configure found no libblosc-dev)")
+        sqltap.skip("bcolz tests", "tests/tools/mkbcolz was not built (configure found no libblosc-dev)")
         plan()
         return 0
     tmp = tempfile.mkdtemp(prefix="bcolz-")

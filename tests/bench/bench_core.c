@@ -9,7 +9,7 @@
  * memcpy of the whole buffer is printed as the floor. Compression is the best of two runs,
  * whole decompression the best of three.
  *
- * Usage: tests/bench_core [N]   (N = edge length, default 400)
+ * Usage: tests/bench/bench_core [N]   (N = edge length, default 400)
  */
 #include "caterva.h"
 

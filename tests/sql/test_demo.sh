@@ -1,11 +1,11 @@
 #!/bin/sh
-# Smoke test of the demo (TAP): tests/mkdemo writes a smaller sample (365 days on a 5-degree
+# Smoke test of the demo (TAP): tests/tools/mkdemo writes a smaller sample (365 days on a 5-degree
 # grid) into a scratch directory laid out as scripts/demo.sh does (demo/ next to
 # build/.libs/caterva.so), and sql/demo.sql runs through the sqlite3 shell without error.
 srcdir="${top_srcdir:-.}"
 builddir="${top_builddir:-.}"
 ext="$builddir/.libs/caterva.so"
-mkdemo="$builddir/tests/mkdemo"
+mkdemo="$builddir/tests/tools/mkdemo"
 n=0
 
 if [ ! -x "${SQLITE3_SHELL:-/nonexistent}" ]; then
@@ -13,7 +13,7 @@ if [ ! -x "${SQLITE3_SHELL:-/nonexistent}" ]; then
   exit 0
 fi
 if [ ! -f "$ext" ] || [ ! -x "$mkdemo" ]; then
-  echo "1..0 # SKIP the extension or tests/mkdemo is not built"
+  echo "1..0 # SKIP the extension or tests/tools/mkdemo is not built"
   exit 0
 fi
 case "$ext" in /*) ;; *) ext="$(pwd)/$ext" ;; esac

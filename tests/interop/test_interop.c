@@ -21,14 +21,14 @@
  *    header (version 5, sizes, codec, filters, split flag as the reference decides it);
  *    special-zero entries exactly where a chunk holds only zeros;
  *  - the manifest re-parses (minijson) and every raw_sha256 matches a recomputation
- *    (SHA-256 of tests/sha256.c, itself checked against FIPS 180-4 test vectors).
+ *    (SHA-256 of tests/lib/sha256.c, itself checked against FIPS 180-4 test vectors).
  *
  * Contiguous files are written either straight to the file store (caterva_array_from_buffer
  * with a path; caterva_array_free compacts the file, which the tiling check proves) or built in
  * memory and written with caterva_array_save; the manifest's "writer" says which.
  *
  * The w42-w45 cases are written THROUGH SQL: the test loads the built SQLite extension
- * ($top_builddir/.libs/caterva, or ../.libs/caterva beside this program; CATERVA_EXT overrides)
+ * ($top_builddir/.libs/caterva, or ../../.libs/caterva from this program; CATERVA_EXT overrides)
  * into an in-memory database and runs CREATE VIRTUAL TABLE ... shape=, an INSERT ... SELECT of
  * every cell from a recursive CTE, an UPDATE of a slab, a statement that must fail (a value the
  * dtype cannot hold), a DELETE of a box (cells back to the fill value) and an INSERT past the
@@ -50,7 +50,7 @@
  *    too); the sidecar's generation counter (bytes 8-15, little-endian) must equal the number
  *    of write transactions run.
  *
- * bcolz datasets converted by caterva_import are added when tests/mkbcolz is built (see
+ * bcolz datasets converted by caterva_import are added when tests/tools/mkbcolz is built (see
  * write_bcolz_cases).
  *
  * Before writing, the output directory's *.b2nd and *.b2frame entries, raw/ and manifest.json
@@ -1748,8 +1748,8 @@ static int write_manifest(const char *dir, const case_result *res) {
   snprintf(path, sizeof path, "%s/manifest.json", dir);
   f = fopen(path, "w");
   if (f == NULL) return -1;
-  fprintf(f, "{\n \"generator\": \"caterva-sqlite libcaterva (tests/test_interop), through its "
-             "public API\",\n");
+  fprintf(f, "{\n \"generator\": \"caterva-sqlite libcaterva (tests/interop/test_interop), "
+             "through its public API\",\n");
   fprintf(f, " \"byte_order\": \"all raw files are little-endian C-order (row-major) element "
              "arrays\",\n");
   fprintf(f, " \"cases\": [");
@@ -2030,7 +2030,7 @@ static void check_sha256(void) {
 }
 
 /* ---- bcolz datasets converted by caterva_import (issue 11) -----------------------------
- * tests/mkbcolz (beside this program; built when configure found libblosc-dev) writes bcolz
+ * tests/tools/mkbcolz (built when configure found libblosc-dev) writes bcolz
  * carrays and a ctable with the real c-blosc 1.x into a scratch directory; each chosen one is
  * converted through SQL (caterva_import, default options: chunks of the bcolz chunklen rows,
  * zstd 5 + shuffle) into bz<NN>_<name>.b2nd here, with raw/bz<NN>_<name>.raw its items as
@@ -2124,7 +2124,8 @@ static void write_bcolz_cases(caterva_ctx *ctx, const char *dir, const char *arg
   int n = 0, total = (int)(sizeof BCOLZ_CASES / sizeof BCOLZ_CASES[0]), status;
   sqlite3 *db = NULL;
   FILE *man;
-  snprintf(mk, sizeof mk, "%.*s/mkbcolz", slash ? (int)(slash - argv0) : 1, slash ? argv0 : ".");
+  snprintf(mk, sizeof mk, "%.*s/../tools/mkbcolz", slash ? (int)(slash - argv0) : 1,
+           slash ? argv0 : ".");
   snprintf(path, sizeof path, "%s/manifest_bcolz.json", dir);
   remove(path);
   if (access(mk, X_OK) != 0) {
@@ -2147,7 +2148,7 @@ static void write_bcolz_cases(caterva_ctx *ctx, const char *dir, const char *arg
   }
   if (man != NULL) {
     fprintf(man, "{\n \"generator\": \"caterva-sqlite caterva_import of bcolz datasets written by "
-            "tests/mkbcolz\",\n \"byte_order\": \"raw files hold the items as stored: "
+            "tests/tools/mkbcolz\",\n \"byte_order\": \"raw files hold the items as stored: "
             "little-endian, except '>' dtypes\",\n \"cases\": [");
     for (int k = 0; k < total; k++) n += bcolz_case(ctx, db, data, dir, k, man);
     fprintf(man, "\n ]\n}\n");
@@ -2160,8 +2161,8 @@ static void write_bcolz_cases(caterva_ctx *ctx, const char *dir, const char *arg
   rm_tree(tmp);
 }
 
-/* Where the extension is: CATERVA_EXT, $top_builddir/.libs/caterva, or ../.libs/caterva from
- * this program's directory (tests/ of the build tree). */
+/* Where the extension is: CATERVA_EXT, $top_builddir/.libs/caterva, or ../../.libs/caterva
+ * from this program's directory (tests/interop/ of the build tree). */
 static void find_extension(const char *argv0) {
   const char *e = getenv("CATERVA_EXT"), *top = getenv("top_builddir");
   if (e != NULL && *e) {
@@ -2171,7 +2172,7 @@ static void find_extension(const char *argv0) {
   } else {
     const char *slash = strrchr(argv0, '/');
     int n = slash ? (int)(slash - argv0) : 1;
-    snprintf(g_ext_path, sizeof g_ext_path, "%.*s/../.libs/caterva", n, slash ? argv0 : ".");
+    snprintf(g_ext_path, sizeof g_ext_path, "%.*s/../../.libs/caterva", n, slash ? argv0 : ".");
   }
 }
 
@@ -2181,7 +2182,7 @@ int main(int argc, char **argv) {
   caterva_ctx *ctx1 = NULL, *ctx2 = NULL;
   case_result *res = calloc(NCASES, sizeof *res);
   if (dir == NULL || *dir == '\0') dir = "tests/out/interop";
-  find_extension(argc > 0 ? argv[0] : "tests/test_interop");
+  find_extension(argc > 0 ? argv[0] : "tests/interop/test_interop");
   check_sha256();
   check_coverage();
   if (res == NULL || caterva_ctx_new(1, &ctx1) != 0 || caterva_ctx_new(2, &ctx2) != 0)
@@ -2200,7 +2201,7 @@ int main(int argc, char **argv) {
   }
   tap_ok(write_manifest(dir, res) == 0, "manifest.json written");
   check_manifest(dir, res);
-  write_bcolz_cases(ctx1, dir, argc > 0 ? argv[0] : "tests/test_interop");
+  write_bcolz_cases(ctx1, dir, argc > 0 ? argv[0] : "tests/interop/test_interop");
   tap_diag("interop files in %s", dir);
   for (int i = 0; i < NCASES; i++)
     for (int k = 0; k < 4; k++) free(res[i].vlnames[k]);

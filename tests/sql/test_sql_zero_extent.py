@@ -200,7 +200,7 @@ def body(tmp):
         check_array(tmp, "shared/regress/chunkshape-zero.b2nd", path)
     else:
         print("# ../shared/regress is absent: the original reproduction is not replayed here "
-              "(it is in tests/corpus/frame and tests/corpus/sql)")
+              "(it is in tests/fuzz/corpus/frame and tests/fuzz/corpus/sql)")
 
 
 def main():

@@ -7,7 +7,7 @@
  *   - the codec library alone on the same data, unfiltered, in the same block sizes
  *     (compress / decompress), and memcpy of the same bytes (decompression and memcpy: best of 9);
  *   - overhead = our decompress time / (codec alone decompress + one memcpy).
- * Not a test: it prints figures. Usage: tests/bench_codec [MB]
+ * Not a test: it prints figures. Usage: tests/bench/bench_codec [MB]
  */
 #include "cat_internal.h"
 #include "blosclz.h"

@@ -8,7 +8,7 @@
 srcdir="${top_srcdir:-.}"
 builddir="${top_builddir:-.}"
 ext="$builddir/.libs/caterva"
-mkarray="$builddir/tests/mkarray"
+mkarray="$builddir/tests/tools/mkarray"
 py="${PYTHON3:-python3}"
 n=0
 
@@ -17,7 +17,7 @@ if [ ! -x "${SQLITE3_SHELL:-/nonexistent}" ]; then
   exit 0
 fi
 if [ ! -f "$ext.so" ] || [ ! -x "$mkarray" ]; then
-  echo "1..0 # SKIP the extension or tests/mkarray is not built"
+  echo "1..0 # SKIP the extension or tests/tools/mkarray is not built"
   exit 0
 fi
 case "$ext" in /*) ;; *) ext="$(pwd)/$ext" ;; esac

@@ -1,3 +1,0 @@
-#!/bin/sh
-# Replays the chunk fuzz corpus through the fuzz target (no libFuzzer needed).
-exec "${top_builddir:-.}/tests/replay_fuzz_chunk" "${top_srcdir:-.}/tests/corpus/chunk"

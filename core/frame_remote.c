@@ -321,10 +321,9 @@ int cat_remote_open(caterva_ctx *ctx, caterva_schunk *sc, const char *path,
     rc = open_contiguous(ctx, sc, rs, &g[0]);
   } else if (g[1].status == 200 || g[1].status == 206) {
     rc = open_sparse(ctx, sc, rs, &g[1]);
-  } else { /* neither: ask again, for the error */
-    g[0].missing_ok = false;
-    rc = cat_remote_get(ctx, rs->rm, &g[0], 1);
-    if (rc >= 0) rc = cat_error(ctx, CATERVA_E_NOTFOUND, "'%s' was not found", path);
+  } else { /* neither: what the frame's answer said */
+    rc = cat_error(ctx, g[0].status == 404 ? CATERVA_E_NOTFOUND : CATERVA_E_REMOTE, "%s",
+                   g[0].errmsg[0] ? g[0].errmsg : "not found");
   }
   CAT_TRY(leave, rc);
   rs->nch = sc->nchunks;

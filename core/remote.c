@@ -549,20 +549,28 @@ static bool retry_later(cat_remote *rm, xfer *x) {
 
 static const char *method_of(const xfer *x) { return x->head ? "HEAD" : "GET"; }
 
-/* The error of an answer that will not be retried. */
-static int fail(caterva_ctx *ctx, const xfer *x, int code, const char *why) {
+/* What an answer that will not be retried said: method, URL, bytes, why, S3 Code/Message. */
+static void describe(const xfer *x, const char *why, char *out, size_t cap) {
   char url[512], s3code[96] = "", s3msg[256] = "", body[CAT_REMOTE_ERRBODY];
   redact(x->g->url, url, sizeof url);
   memcpy(body, x->err, x->nerr);
   body[x->nerr] = '\0';
   xml_tag(body, "Code", s3code, sizeof s3code);
   xml_tag(body, "Message", s3msg, sizeof s3msg);
+  /* bounded parts: the whole fits a context's message */
   if (x->head)
-    return cat_error(ctx, code, "%s %s: %s%s%s%s%s", method_of(x), url, why,
-                     *s3code ? ": " : "", s3code, *s3msg ? ": " : "", s3msg);
-  return cat_error(ctx, code, "%s %s (bytes %lld-%lld): %s%s%s%s%s", method_of(x), url,
-                   (long long)x->g->off, (long long)(x->g->off + x->g->len - 1), why,
-                   *s3code ? ": " : "", s3code, *s3msg ? ": " : "", s3msg);
+    snprintf(out, cap, "%s %.200s: %.100s%s%.60s%s%.90s", method_of(x), url, why,
+             *s3code ? ": " : "", s3code, *s3msg ? ": " : "", s3msg);
+  else
+    snprintf(out, cap, "%s %.200s (bytes %lld-%lld): %.100s%s%.60s%s%.90s", method_of(x), url,
+             (long long)x->g->off, (long long)(x->g->off + x->g->len - 1), why,
+             *s3code ? ": " : "", s3code, *s3msg ? ": " : "", s3msg);
+}
+
+static int fail(caterva_ctx *ctx, const xfer *x, int code, const char *why) {
+  char msg[CAT_ERRMSG_SIZE];
+  describe(x, why, msg, sizeof msg);
+  return cat_error(ctx, code, "%s", msg);
 }
 
 /* Judge a finished transfer: 1 done, 0 retry scheduled, < 0 an error. */
@@ -614,12 +622,13 @@ static int finish(caterva_ctx *ctx, cat_remote *rm, xfer *x, CURLcode cc) {
   return 1;
 status:
   if (retryable_status(x->status) && retry_later(rm, x)) return 0;
-  if (g->missing_ok && x->status >= 300 && x->status < 500) { /* a probe: not this one */
-    g->got = 0;
-    return 1;
-  }
   snprintf(why, sizeof why, "HTTP %ld%s", x->status,
            retryable_status(x->status) ? " (retries exhausted)" : "");
+  if (g->missing_ok && x->status >= 300 && x->status < 500) { /* a probe: not this one */
+    g->got = 0;
+    describe(x, why, g->errmsg, sizeof g->errmsg);
+    return 1;
+  }
   return fail(ctx, x, x->status == 404 ? CATERVA_E_NOTFOUND : CATERVA_E_REMOTE, why);
 }
 
@@ -670,6 +679,7 @@ int cat_remote_get(caterva_ctx *ctx, cat_remote *rm, cat_get *g, int n) {
     g[i].size = -1;
     g[i].status = 0;
     g[i].version[0] = '\0';
+    g[i].errmsg[0] = '\0';
   }
   rc = run(ctx, rm, x, n);
   free(x);

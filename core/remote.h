@@ -23,6 +23,7 @@ typedef struct cat_get {
   bool short_ok;       /* the object may end inside the range (a probe of unknown size) */
   bool missing_ok;     /* a 404 or 403 answer is an empty result (status says which) */
   long status;         /* out: the HTTP status of the answer taken */
+  char errmsg[CAT_ERRMSG_SIZE];    /* out: with missing_ok, what the refused answer said */
   int64_t got;         /* out: bytes written to dst */
   int64_t size;        /* out: the object's size (Content-Range, or a whole small body) */
   char version[96];    /* out: the ETag, else Last-Modified, else "" */

@@ -430,9 +430,10 @@ int cvBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   CvVtab *pTab = (CvVtab *)pVtab;
   CvPlan plan;
   /* Plan over the array the statement will read (another writer may have changed its shape
-  ** or coordinates); with lock_reads the first cursor does it, under the lock. Errors are
+  ** or coordinates); with lock_reads the first cursor does it, under the lock; for a remote
+  ** array too (its version check is a request: one per statement, at xOpen). Errors are
   ** xOpen's to report. */
-  if (!pTab->bLockReads) (void)cvStatementStart(pTab);
+  if (!pTab->bLockReads && !pTab->bRemote) (void)cvStatementStart(pTab);
   memset(&plan, 0, sizeof(plan));
   plan.iLimit = plan.iOffset = -1;
   plan.bAllUsed = plan.bAllLiteral = 1;

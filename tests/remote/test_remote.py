@@ -1,0 +1,435 @@
+#!/usr/bin/env python3
+"""Remote arrays (TAP): the same queries on a remote copy as on the local file, through real
+servers started here on 127.0.0.1 (tests/remote/servers.py): nginx over HTTP and over HTTPS
+(HTTP/2, a throwaway CA), s3rver behind our SigV4-checking front for s3://, and our
+fault-injecting front before nginx.
+
+- Differential: pushdown boxes, IN lists, joins with a plain table, labels in degrees and dates,
+  value predicates, ORDER BY/LIMIT, caterva_slice, caterva_reduce, caterva_nearest and
+  caterva_info give the same answers on the remote copy as on the local file, for contiguous
+  and sparse frames and several codecs, through http://, https:// and s3://.
+- Requests and bytes, from the servers' own logs: opening a frame sends only ranged GETs (at
+  most 3), a one-cell query fetches a small part of the file, whole-chunk fetching
+  (remote_fetch=chunks) fetches more.
+- Faults: 503, 429, SlowDown, 500, 502, 504, connection resets and truncated bodies are
+  retried and the answer is right; retries run out into a clear error; a server ignoring Range
+  on a large object, 404 and garbage bytes give errors (or, for garbage, an answer equal to the
+  local one), never wrong rows; a timeout; sqlite3_interrupt() stops a stalled transfer.
+- S3: a wrong secret gives 403 SignatureDoesNotMatch and the secret never appears in a message
+  nor in caterva_info; temporary credentials (a session token); anonymous access.
+- TLS: without the test CA the certificate is refused; HTTP/2 is used over TLS.
+- Consistency: an object replaced between two statements is read anew by the second.
+- Read-only: writes and creation options give an error naming the URL.
+
+Needs nginx, openssl and s3rver (tests/remote/deps.sh installs them); skipped with a reason
+otherwise. Environment: top_builddir, CATERVA_GOLDEN, CATERVA_PRELOAD.
+"""
+import json
+import os
+import shutil
+import sqlite3
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+from sqltap import connect_ext, plan, reexec_with_preload, report  # noqa: E402
+
+BUILD = os.environ.get("top_builddir", ".")
+EXT = os.path.abspath(os.path.join(BUILD, ".libs", "caterva"))
+GOLDEN = os.environ.get("CATERVA_GOLDEN", os.path.join(HERE, "..", "..", "..", "shared", "golden"))
+GOLDEN_PICK = ["s28_f64_3d_medium_defaults.b2nd", "s25_f64_2d_zstd_dict.b2nd",
+               "s06_u32_3d_ramp_delta_blosclz9.b2nd", "s17_i32_2d_clevel0_memcpy.b2nd",
+               "s04_u16_2d_steps_zlib_bitshuffle_sparse.b2frame", "s22_f32_3d_full_repeatval.b2nd"]
+
+
+def connect():
+    db = connect_ext(EXT, isolation_level=None)
+    db.execute("PRAGMA trusted_schema=1")
+    return db
+
+
+def rows(db, sql, args=()):
+    try:
+        return ("ok", db.execute(sql, args).fetchall())
+    except sqlite3.Error as e:
+        return ("error", str(e))
+
+
+# 0..63 (Python's sqlite3 has no generate_series)
+SERIES = "WITH RECURSIVE n(value) AS (SELECT 0 UNION ALL SELECT value + 1 FROM n WHERE value < 63) "
+
+
+def make_arrays(src):
+    """Arrays written here: a labelled grid contiguous (zstd) and sparse (lz4), an int32 array
+    (blosclz), all with block statistics; plus some golden files. Returns [(name, dims, labels)]."""
+    db = connect()
+    made = []
+    for name, extra in (("grid.b2nd", "codec=zstd"), ("grid_sparse.b2frame", "codec=lz4, sparse=1")):
+        db.execute("CREATE VIRTUAL TABLE g USING caterva('%s', shape='40,30,50', dtype='float32', "
+                   "chunks='10,15,25', blocks='5,5,5', dims='time,lat,lon', %s, "
+                   "coords='time:2024-01-01:1 day,lat:-29.5:2.0:degrees_north,lon:10.25:0.5')"
+                   % (os.path.join(src, name), extra))
+        db.execute(SERIES + "INSERT INTO g(time_index, lat_index, lon_index, value) "
+                   "SELECT t.value, a.value, o.value, "
+                   "  CASE WHEN (t.value * 7 + a.value * 3 + o.value) % 97 = 0 THEN NULL "
+                   "       ELSE (t.value * 0.25) - a.value + (o.value % 7) * 1.5 END "
+                   "FROM n t, n a, n o WHERE t.value < 40 AND a.value < 30 AND o.value < 50")
+        db.execute("DROP TABLE g")
+        made.append((name, ("time", "lat", "lon"), True))
+    # a larger array of noisy values (chunks of 500 KB, blocks of 4 KB): block reads matter
+    db.execute("CREATE VIRTUAL TABLE g USING caterva('%s', shape='100,100,60', dtype='float32', "
+               "chunks='50,50,30', blocks='10,10,10', codec=lz4)" % os.path.join(src, "big.b2nd"))
+    db.execute(SERIES.replace("63", "99") + "INSERT INTO g(d0, d1, d2, value) SELECT a.value, "
+               "b.value, c.value, ((a.value * 7919 + b.value * 104729 + c.value * 1299709) % 10007)"
+               " * 0.001 FROM n a, n b, n c WHERE c.value < 60")
+    db.execute("DROP TABLE g")
+    made.append(("big.b2nd", ("d0", "d1", "d2"), False))
+    db.execute("CREATE VIRTUAL TABLE g USING caterva('%s', shape='64,48', dtype='int32', "
+               "chunks='32,16', blocks='8,8', codec=blosclz)" % os.path.join(src, "ints.b2nd"))
+    db.execute(SERIES + "INSERT INTO g(d0, d1, value) SELECT a.value, b.value, "
+               "(a.value * 131 + b.value * 7) % 1000 - 500 FROM n a, n b "
+               "WHERE a.value < 64 AND b.value < 48")
+    db.execute("DROP TABLE g")
+    made.append(("ints.b2nd", ("d0", "d1"), False))
+    for g in GOLDEN_PICK:
+        p = os.path.join(GOLDEN, g)
+        if not os.path.exists(p):
+            continue
+        dst = os.path.join(src, g)
+        if os.path.isdir(p):
+            shutil.copytree(p, dst, ignore=shutil.ignore_patterns("*.b2lock"))
+        else:
+            shutil.copyfile(p, dst)
+        info = json.loads(db.execute("SELECT caterva_info(?)", (dst,)).fetchone()[0])
+        made.append((g, tuple(info["dims"]), False))
+    db.close()
+    return made
+
+
+def publish(s, src, names):
+    """Every array under nginx's root and in the S3 bucket (sparse: each file)."""
+    for name in names:
+        p = os.path.join(src, name)
+        if os.path.isdir(p):
+            shutil.copytree(p, os.path.join(s.root, name))
+            for f in sorted(os.listdir(p)):
+                with open(os.path.join(p, f), "rb") as fh:
+                    s.s3_put(name + "/" + f, fh.read())
+        else:
+            shutil.copyfile(p, os.path.join(s.root, name))
+            with open(p, "rb") as fh:
+                s.s3_put(name, fh.read())
+
+
+def queries(dims, labels):
+    """(description, SQL) over table {t} and path {p}."""
+    d0, d1 = dims[0], dims[1]
+    q = [
+        ("count and sum", "SELECT count(*), sum(value) FROM {t}"),
+        ("one cell", "SELECT * FROM {t} WHERE %s_index = 3 AND %s_index = 4" % (d0, d1)
+         if labels else "SELECT * FROM {t} WHERE %s = 3 AND %s = 4" % (d0, d1)),
+        ("a box", "SELECT * FROM {t} WHERE %s_index BETWEEN 1 AND 4 AND %s_index < 6 ORDER BY rowid"
+         % (d0, d1)),
+        ("IN lists", "SELECT * FROM {t} WHERE %s_index IN (0, 2, 5) AND %s_index IN (1, 3) "
+         "ORDER BY rowid" % (d0, d1)),
+        ("a join", "WITH k(i, j) AS (VALUES (0, 0), (1, 2), (3, 5), (7, 1)) SELECT k.i, k.j, t.value "
+         "FROM k JOIN {t} t ON t.%s_index = k.i AND t.%s_index = k.j ORDER BY 1, 2" % (d0, d1)),
+        ("value predicate", "SELECT count(*), min(value), max(value) FROM {t} WHERE value > 3"),
+        ("ORDER BY and LIMIT", "SELECT * FROM {t} ORDER BY %s_index DESC LIMIT 5" % d0),
+        ("caterva_slice", "SELECT hex(caterva_slice({p}, '[%s]', '[%s]'))"
+         % (",".join("1" for _ in dims), ",".join("3" for _ in dims))),
+        ("caterva_reduce", "SELECT * FROM caterva_reduce({p}, 'mean', '%s')" % d0),
+        ("caterva_info", "SELECT json_remove(caterva_info({p}), '$.remote')"),
+    ]
+    if labels:
+        q += [("labels in dates and degrees", "SELECT * FROM {t} WHERE time = '2024-01-05' AND "
+               "lat BETWEEN -20 AND -10 AND lon < 12 ORDER BY rowid"),
+              ("caterva_nearest", "SELECT caterva_nearest('{t}', 'lat', 3.14), "
+               "caterva_nearest('{t}', 'time', '2024-01-09T13:00:00')")]
+    return q
+
+
+def open_table(db, name, url, extra=""):
+    db.execute("DROP TABLE IF EXISTS %s" % name)
+    db.execute("CREATE VIRTUAL TABLE %s USING caterva('%s'%s)" % (name, url, extra))
+
+
+def differential(s, src, made):
+    urls = {"http": s.nginx_http, "https": s.nginx_https, "s3": "s3://%s" % s.bucket}
+    db = connect()
+    for name, dims, labels in made:
+        local = os.path.join(src, name)
+        open_table(db, "l", local)
+        for kind, base in urls.items():
+            url = base.rstrip("/") + "/" + name
+            try:
+                open_table(db, "r", url)
+            except sqlite3.Error as e:
+                report(False, "%s over %s: opens" % (name, kind), str(e))
+                continue
+            bad = []
+            for desc, sql in queries(dims, labels):
+                a = rows(db, sql.format(t="l", p="'%s'" % local))
+                b = rows(db, sql.format(t="r", p="'%s'" % url))
+                if a != b:
+                    bad.append("%s: local %r, remote %r" % (desc, a, b))
+            report(not bad, "%s over %s: %d query kinds give the local answers"
+                   % (name, kind, len(queries(dims, labels))), "\n".join(bad))
+    db.close()
+
+
+def access(s, since):
+    import servers
+    return servers.parse_access_log(s.access_log)[since:]
+
+
+def requests_and_bytes(s, src):
+    """From nginx's log: what an open and a one-cell query send."""
+    db = connect()
+    url = s.nginx_http.rstrip("/") + "/big.b2nd"
+    size = os.path.getsize(os.path.join(src, "big.b2nd"))
+    n0 = len(access(s, 0))
+    open_table(db, "r", url)
+    opened = access(s, n0)
+    report(len(opened) <= 3 and all(r["range"] not in ("-", "") for r in opened) and
+           all(r["status"] in (206, 404) for r in opened),
+           "opening a contiguous frame: at most 3 requests, all ranged (%d)" % len(opened),
+           "\n".join(str(r) for r in opened))
+    n1 = len(access(s, 0))
+    got = rows(db, "SELECT value FROM r WHERE d0 = 20 AND d1 = 15 AND d2 = 30")
+    one = access(s, n1)
+    fetched = sum(int(r["body_bytes"]) for r in one)
+    report(got[0] == "ok" and len(got[1]) == 1 and 0 < fetched < size * 0.02,
+           "a one-cell query fetches %d bytes of a %d-byte file in %d requests"
+           % (fetched, size, len(one)), "\n".join(str(r) for r in one))
+    open_table(db, "w", url, ", remote_fetch=chunks")
+    n2 = len(access(s, 0))
+    got2 = rows(db, "SELECT value FROM w WHERE d0 = 20 AND d1 = 15 AND d2 = 30")
+    whole = sum(int(r["body_bytes"]) for r in access(s, n2))
+    report(got2 == got and whole > fetched, "whole-chunk fetching (remote_fetch=chunks) fetches "
+           "more: %d bytes against %d" % (whole, fetched))
+    n3 = len(access(s, 0))
+    again = rows(db, "SELECT value FROM r WHERE d0 = 20 AND d1 = 15 AND d2 = 30")
+    heads = access(s, n3)
+    report(again == got and all(r["method"] == "HEAD" for r in heads) and len(heads) <= 1,
+           "the same query again: one HEAD (the version check), the blocks from the cache",
+           "\n".join(str(r) for r in heads))
+    h2 = [r for r in access(s, 0) if r["scheme"] == "https"]
+    open_table(db, "h", s.nginx_https.rstrip("/") + "/grid.b2nd")
+    rows(db, "SELECT count(*) FROM h WHERE time_index = 1")
+    h2 = [r for r in access(s, 0) if r["scheme"] == "https"]
+    report(h2 and all(r["protocol"] == "HTTP/2.0" for r in h2),
+           "over TLS the requests use HTTP/2 (%d requests)" % len(h2),
+           "\n".join(str(r) for r in h2[:5]))
+    db.close()
+
+
+def fault_case(s, db, url, script, want, desc, extra=""):
+    """Run a query through the fault front with a script; want: 'same' or an error substring."""
+    s.set_faults([])
+    open_table(db, "f", url, extra)
+    s.set_faults(script)
+    got = rows(db, "SELECT count(*), sum(value) FROM f WHERE time_index BETWEEN 3 AND 9")
+    s.set_faults([])
+    if isinstance(want, list):  # the right answer, or an error saying one of these
+        ok = got == want[0] or (got[0] == "error" and any(w in got[1] for w in want[1:]))
+    else:
+        ok = got == want if isinstance(want, tuple) else (got[0] == "error" and want in got[1])
+    report(ok, desc, "got %r, want %r" % (got, want))
+    return got
+
+
+def faults(s, src):
+    import servers
+    db = connect()
+    local = os.path.join(src, "grid.b2nd")
+    open_table(db, "l", local)
+    want = rows(db, "SELECT count(*), sum(value) FROM l WHERE time_index BETWEEN 3 AND 9")
+    url = s.fault_url.rstrip("/") + "/grid.b2nd"
+    ranged = {"path": "grid", "ranged": True}
+    for fault in (503, 429, "slowdown", 500, 502, 504, "reset", "truncate"):
+        n0 = len(servers.read_json_log(s.fault_log))
+        fault_case(s, db, url, [dict(ranged, fault=fault, times=2)], want,
+                   "fault %s on two requests: retried, the answer is right" % fault)
+        seen = [e for e in servers.read_json_log(s.fault_log)[n0:] if e.get("fault")]
+        report(len(seen) == 2, "fault %s: the front answered it twice (its log)" % fault,
+               json.dumps(seen)[:800])
+    fault_case(s, db, url, [dict(ranged, fault=503)], "retries exhausted",
+               "503 on every request: a clear error after the retries", ", http_retries=2")
+    n0 = len(servers.read_json_log(s.fault_log))
+    fault_case(s, db, url, [{"path": "grid", "fault": 404}], "HTTP 404",
+               "404: an error naming the status")
+    seen = [(e.get("method"), e.get("target"), e.get("range"))
+            for e in servers.read_json_log(s.fault_log)[n0:] if e.get("fault")]
+    report(seen and len(seen) == len(set(seen)), "404: no request was sent again (%d requests)"
+           % len(seen), "\n".join(map(str, seen)))
+    big = os.path.join(s.root, "big.b2nd")
+    shutil.copyfile(os.path.join(GOLDEN, GOLDEN_PICK[0]), big) if os.path.exists(
+        os.path.join(GOLDEN, GOLDEN_PICK[0])) else shutil.copyfile(local, big)
+    s.set_faults([{"path": "big", "fault": "ignore_range"}])
+    got = rows(db, "SELECT count(*) FROM caterva_reduce('%s', 'mean', 'd0')"
+               % (s.fault_url.rstrip("/") + "/big.b2nd"))
+    s.set_faults([])
+    if os.path.getsize(big) > 4 << 20:
+        report(got[0] == "error" and "ignored the Range" in got[1],
+               "a server ignoring Range on a large object: an error, no download", got)
+    else:
+        report(got[0] == "ok", "a server ignoring Range on a small object: the slice is taken", got)
+    for kind in ("garbage",):
+        got = fault_case(s, db, url, [dict(ranged, fault=kind, times=1, nth=[4, 5, 6])],
+                         [want, "corrupt", "malformed"], "garbage bytes (same length) in an "
+                         "answer: an error or the right answer, never other rows")
+    got = rows(db, "SELECT 1")
+    fault_case(s, db, url, [dict(ranged, fault="delay", delay_ms=1500)], "Timeout",
+               "a server slower than http_timeout_ms: a timeout error after the retries",
+               ", http_timeout_ms=300, http_retries=1")
+    # sqlite3_interrupt() stops a stalled transfer
+    open_table(db, "f", url)
+    s.set_faults([dict(ranged, fault="delay", delay_ms=20000)])
+    timer = threading.Timer(0.5, db.interrupt)
+    t0 = time.time()
+    timer.start()
+    got = rows(db, "SELECT sum(value) FROM f WHERE time_index = 30 AND lat_index = 3")
+    took = time.time() - t0
+    timer.cancel()
+    s.set_faults([])
+    report(got[0] == "error" and "interrupt" in got[1].lower() and took < 5,
+           "sqlite3_interrupt() stops a stalled transfer (%.2f s)" % took, got)
+    db.close()
+
+
+def s3_auth(s, src):
+    """Each scenario opens another key: an open array keeps the credentials of its open."""
+    db = connect()
+    with open(os.path.join(src, "grid.b2nd"), "rb") as f:
+        data = f.read()
+    for k in range(5):
+        s.s3_put("auth%d.b2nd" % k, data)
+    url = "s3://%s/auth0.b2nd" % s.bucket
+    open_table(db, "l", os.path.join(src, "grid.b2nd"))
+    want = rows(db, "SELECT count(*), sum(value) FROM l WHERE lat_index = 2")
+    cred = s.credentials[0]
+    os.environ["AWS_SECRET_ACCESS_KEY"] = "WRONG" + cred["secret_key"]
+    got = rows(db, "SELECT caterva_info('%s')" % url)
+    secret_seen = cred["secret_key"] in str(got) or "WRONG" in str(got)
+    report(got[0] == "error" and "SignatureDoesNotMatch" in got[1] and "403" in got[1] and
+           not secret_seen, "a wrong secret: 403 SignatureDoesNotMatch, the secret not in the message",
+           got)
+    os.environ["AWS_SECRET_ACCESS_KEY"] = cred["secret_key"]
+    info = rows(db, "SELECT caterva_info('%s')" % url)
+    report(info[0] == "ok" and cred["secret_key"] not in str(info) and
+           cred["access_key"] not in str(info), "caterva_info holds no credential")
+    tok = s.credentials[1]
+    os.environ.update(AWS_ACCESS_KEY_ID=tok["access_key"], AWS_SECRET_ACCESS_KEY=tok["secret_key"],
+                      AWS_SESSION_TOKEN=tok["session_token"])
+    open_table(db, "r", url.replace("auth0", "auth1"))
+    report(rows(db, "SELECT count(*), sum(value) FROM r WHERE lat_index = 2") == want,
+           "temporary credentials (AWS_SESSION_TOKEN) work")
+    os.environ.pop("AWS_SESSION_TOKEN")
+    got = rows(db, "SELECT caterva_info('%s')" % url.replace("auth0", "auth2"))
+    report(got[0] == "error" and "403" in got[1], "the same key without its token: 403", got)
+    os.environ.update(AWS_ACCESS_KEY_ID=cred["access_key"], AWS_SECRET_ACCESS_KEY=cred["secret_key"],
+                      AWS_NO_SIGN_REQUEST="YES")
+    got = rows(db, "SELECT caterva_info('%s')" % url.replace("auth0", "auth3"))
+    report(got[0] == "error" and "AccessDenied" in got[1],
+           "anonymous (AWS_NO_SIGN_REQUEST=YES) to a bucket that needs a signature: AccessDenied",
+           got)
+    os.environ["AWS_ENDPOINT_URL"] = s.s3_anon_endpoint
+    open_table(db, "a", url.replace("auth0", "auth4"))
+    report(rows(db, "SELECT count(*), sum(value) FROM a WHERE lat_index = 2") == want,
+           "anonymous access to a public endpoint works")
+    os.environ.pop("AWS_NO_SIGN_REQUEST")
+    os.environ["AWS_ENDPOINT_URL"] = s.s3_endpoint
+    open_table(db, "e", url, ", endpoint='%s'" % s.s3_endpoint)
+    report(rows(db, "SELECT count(*), sum(value) FROM e WHERE lat_index = 2") == want,
+           "endpoint= table option")
+    db.close()
+
+
+def tls_and_consistency(s, src):
+    db = connect()
+    url = s.nginx_https.rstrip("/") + "/ints.b2nd"
+    ca = os.environ.pop("CURL_CA_BUNDLE")
+    got = rows(db, "SELECT caterva_info('%s')" % url)
+    report(got[0] == "error" and ("certificate" in got[1].lower() or "ssl" in got[1].lower()),
+           "without the test CA the server's certificate is refused", got)
+    os.environ["CURL_CA_BUNDLE"] = ca
+    # an object replaced between two statements is read anew
+    path = os.path.join(s.root, "swap.b2nd")
+    shutil.copyfile(os.path.join(src, "ints.b2nd"), path)
+    open_table(db, "v", s.nginx_http.rstrip("/") + "/swap.b2nd")
+    first = rows(db, "SELECT sum(value) FROM v")
+    ldb = connect()
+    tmp = os.path.join(src, "ints2.b2nd")
+    shutil.copyfile(os.path.join(src, "ints.b2nd"), tmp)
+    ldb.execute("CREATE VIRTUAL TABLE x USING caterva('%s')" % tmp)
+    ldb.execute("UPDATE x SET value = value + 1000 WHERE d0 < 8")
+    want = rows(ldb, "SELECT sum(value) FROM x")
+    ldb.close()
+    os.replace(tmp, path + ".new") if False else shutil.copyfile(tmp, path + ".new")
+    os.replace(path + ".new", path)
+    second = rows(db, "SELECT sum(value) FROM v")
+    report(first != second and second == want, "an object replaced between two statements is "
+           "read anew by the second (%r, then %r)" % (first, second))
+    # read-only
+    got = rows(db, "INSERT INTO v(d0, d1, value) VALUES (0, 0, 1)")
+    report(got[0] == "error" and "remote arrays are read-only" in got[1] and "swap.b2nd" in got[1],
+           "INSERT into a remote array: an error naming the URL", got)
+    got = rows(db, "CREATE VIRTUAL TABLE n USING caterva('%s/new.b2nd', shape='4', dtype='int8')"
+               % s.nginx_http.rstrip("/"))
+    report(got[0] == "error" and "read-only" in got[1], "creation options on a URL: an error", got)
+    got = rows(db, "CREATE VIRTUAL TABLE n USING caterva('%s', endpoint='http://x')"
+               % os.path.join(src, "ints.b2nd"))
+    report(got[0] == "error" and "remote arrays" in got[1],
+           "remote options on a local path: an error", got)
+    db.close()
+
+
+def main():
+    reexec_with_preload()
+    probe = connect_ext(EXT)
+    if probe is None:
+        return 0
+    probe.close()
+    try:
+        import servers
+    except Exception as e:  # pragma: no cover
+        print("1..0 # SKIP tests/remote/servers.py: %s" % e)
+        return 0
+    missing = [b for b in ("nginx", "openssl") if shutil.which(b) is None and
+               not os.path.exists("/usr/sbin/" + b)]
+    if missing or servers.find_s3rver() is None:
+        print("1..0 # SKIP needs %s (sh tests/remote/deps.sh installs them)"
+              % (", ".join(missing) or "s3rver"))
+        return 0
+    work = tempfile.mkdtemp(prefix="test_remote.")
+    src = os.path.join(work, "src")
+    os.makedirs(src)
+    try:
+        with servers.Servers(work, what="nginx,s3,fronts", lifetime=1800) as s:
+            cred = s.credentials[0]
+            os.environ.update(AWS_ACCESS_KEY_ID=cred["access_key"],
+                              AWS_SECRET_ACCESS_KEY=cred["secret_key"], AWS_REGION=s.region,
+                              AWS_ENDPOINT_URL=s.s3_endpoint, CURL_CA_BUNDLE=s.ca_file,
+                              NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+            for k in ("AWS_SESSION_TOKEN", "AWS_NO_SIGN_REQUEST", "AWS_DEFAULT_REGION"):
+                os.environ.pop(k, None)
+            made = make_arrays(src)
+            publish(s, src, [m[0] for m in made])
+            differential(s, src, made)
+            requests_and_bytes(s, src)
+            faults(s, src)
+            s3_auth(s, src)
+            tls_and_consistency(s, src)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    plan()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

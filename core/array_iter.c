@@ -529,23 +529,26 @@ leave:
 
 static int next_chunk(const caterva_block_iter *it, int64_t *cc);
 
-/* A remote array: fetch what the next portion of the box needs (from the current chunk on,
-** up to ITER_REMOTE_PORTION of selected blocks), in a few waves for all its chunks at once. */
-static int plan_remote(caterva_block_iter *it) {
+/* A remote array: fetch what a portion of the box needs -- from chunk `from` on (its selection
+** is it->sel when use_cur), up to `portion` bytes of selected blocks -- in a few waves for all
+** its chunks at once. *nchunks receives the chunks of the box it covered. */
+static int plan_remote_from(caterva_block_iter *it, const int64_t *from, int use_cur,
+                            int64_t portion, int64_t *nchunks) {
   caterva_ctx *ctx = it->ctx;
   const cat_geom *g = it->g;
   cat_want *w = NULL;
   int32_t **sels = NULL, *caps = NULL;
-  int64_t cc[CATERVA_MAX_DIM], bytes = 0, nchunks = 0;
+  int64_t cc[CATERVA_MAX_DIM], bytes = 0;
   int n = 0, rc = CATERVA_OK, more = 1;
+  *nchunks = 0;
   w = calloc(ITER_REMOTE_MAX_CHUNKS, sizeof *w);
   sels = calloc(ITER_REMOTE_MAX_CHUNKS, sizeof *sels);
   caps = calloc(ITER_REMOTE_MAX_CHUNKS, sizeof *caps);
   CAT_CHECK(leave, w != NULL && sels != NULL && caps != NULL, CATERVA_E_NOMEM, "out of memory");
-  memcpy(cc, it->cc, sizeof cc);
-  while (more && n < ITER_REMOTE_MAX_CHUNKS && (bytes < ITER_REMOTE_PORTION || n == 0)) {
+  memcpy(cc, from, sizeof cc);
+  while (more && n < ITER_REMOTE_MAX_CHUNKS && (bytes < portion || n == 0)) {
     int32_t nsel = 0;
-    if (n == 0) { /* the current chunk: its selection is it->sel */
+    if (use_cur && *nchunks == 0) { /* the current chunk: its selection is it->sel */
       nsel = it->nsel;
       if (nsel > 0) {
         sels[n] = malloc((size_t)nsel * sizeof **sels);
@@ -555,7 +558,7 @@ static int plan_remote(caterva_block_iter *it) {
     } else {
       CAT_TRY(leave, chunk_sel(it, cc, &sels[n], &caps[n], &nsel));
     }
-    nchunks++;
+    (*nchunks)++;
     if (nsel > 0) {
       w[n].nchunk = cat_geom_chunk_number(g, cc);
       w[n].blocks = sels[n];
@@ -569,7 +572,6 @@ static int plan_remote(caterva_block_iter *it) {
     }
     more = next_chunk(it, cc);
   }
-  it->nplanned = it->nvisit - 1 + nchunks;
   rc = cat_sc_prefetch(ctx, it->sc, w, n);
 leave:
   for (int k = 0; sels != NULL && k <= n && k < ITER_REMOTE_MAX_CHUNKS; k++) free(sels[k]);
@@ -577,6 +579,19 @@ leave:
   free(caps);
   free(w);
   return rc;
+}
+
+static int plan_remote(caterva_block_iter *it) {
+  int64_t n = 0;
+  int rc = plan_remote_from(it, it->cc, 1, ITER_REMOTE_PORTION, &n);
+  it->nplanned = it->nvisit - 1 + n;
+  return rc;
+}
+
+int caterva_block_iter_prefetch(caterva_block_iter *it, int64_t max_bytes) {
+  int64_t n = 0;
+  if (it == NULL || it->done || !cat_sc_is_remote(it->sc) || it->have_chunk) return CATERVA_OK;
+  return plan_remote_from(it, it->c0, 0, max_bytes > 0 ? max_bytes : ITER_REMOTE_PORTION, &n);
 }
 
 /* Enter the chunk at it->cc: its valid items and the blocks to visit (planned ahead by the

@@ -396,6 +396,12 @@ void caterva_block_iter_set_filter(caterva_block_iter *it,
                                    int (*keep)(void *arg, int64_t nchunk, int32_t nblock),
                                    void *arg);
 void caterva_block_iter_free(caterva_block_iter *it);
+/** For a remote array: fetch now, in a few concurrent waves, the bytes of the blocks the
+ * iterator's box needs (those its filter keeps), up to about max_bytes of blocks
+ * (decompressed size; <= 0: a default of 48 MiB), so that later reads of those blocks -- by
+ * this iterator, or one block at a time by other iterators -- find them in the array's cache.
+ * Call it before the first caterva_block_iter_next. Nothing happens for local arrays. */
+int caterva_block_iter_prefetch(caterva_block_iter *it, int64_t max_bytes);
 /** @} */
 
 #endif /* CATERVA_ARRAY_H */

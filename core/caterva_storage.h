@@ -58,6 +58,9 @@ typedef struct caterva_remote_stats {
   int64_t requests;   /**< HTTP requests sent, retries included */
   int64_t retries;    /**< requests sent again after a transient failure */
   int64_t bytes;      /**< body bytes received */
+  int64_t needed;     /**< bytes of chunk data the reads needed (chunk headers and block
+                           offsets, then the blocks' bytes, or whole chunks): bytes / needed
+                           is the overhead of merging close ranges */
 } caterva_remote_stats;
 
 /** @} */

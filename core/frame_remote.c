@@ -511,6 +511,7 @@ static int wave_headers(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc,
                 CATERVA_E_IO, "'%s' changed while it was being read: run the statement again",
                 rs->url);
     CAT_TRY(leave, learn_header(ctx, rs, sc, who[q], g[q].dst, g[q].got, keep));
+    cat_remote_count_needed(rs->rm, g[q].got);
   }
 leave:
   for (int q = 0; g != NULL && q < ng; q++) free(g[q].dst);
@@ -627,6 +628,7 @@ int cat_remote_prefetch(caterva_ctx *ctx, caterva_schunk *sc, const cat_want *w,
       rc = add_pieces(sc, c, i, &wk, urls[k], ends[k], p, &np, &complex,
                       cat_remote_whole_chunks(rs->rm) != 0);
     }
+    for (int64_t q = 0; q < np; q++) cat_remote_count_needed(rs->rm, p[q].len);
     if (rc >= 0 && np > 0) rc = run_pieces(ctx, rs, p, np);
     for (int k = 0; k < n && rc >= 0; k++) {
       int64_t i = w[k].nchunk;

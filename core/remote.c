@@ -85,6 +85,7 @@ void cat_remote_stats(const cat_remote *rm, caterva_remote_stats *st) {
   (void)rm;
   memset(st, 0, sizeof *st);
 }
+void cat_remote_count_needed(cat_remote *rm, int64_t n) { (void)rm, (void)n; }
 int64_t cat_remote_cache_budget(const cat_remote *rm) {
   (void)rm;
   return 0;
@@ -304,6 +305,7 @@ void cat_remote_free(cat_remote *rm) {
 }
 
 void cat_remote_stats(const cat_remote *rm, caterva_remote_stats *st) { *st = rm->st; }
+void cat_remote_count_needed(cat_remote *rm, int64_t n) { rm->st.needed += n; }
 int64_t cat_remote_cache_budget(const cat_remote *rm) { return rm->cache_bytes; }
 int cat_remote_whole_chunks(const cat_remote *rm) { return rm->whole_chunks; }
 

@@ -42,6 +42,8 @@ int cat_remote_get(caterva_ctx *ctx, cat_remote *rm, cat_get *g, int n);
 int cat_remote_head(caterva_ctx *ctx, cat_remote *rm, const char *url, int64_t *size,
                     char *version, size_t cap);
 void cat_remote_stats(const cat_remote *rm, caterva_remote_stats *st);
+/* Count n bytes as needed by a read (caterva_remote_stats.needed). */
+void cat_remote_count_needed(cat_remote *rm, int64_t n);
 /* Bytes of fetched ranges the session's store may keep (the cache_bytes option). */
 int64_t cat_remote_cache_budget(const cat_remote *rm);
 /* The whole_chunks option: chunks are fetched whole, never block by block. */

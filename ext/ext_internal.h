@@ -76,6 +76,8 @@ int cvConnRenameTable(CvConn *p, void *pTab, const char *zNew);
 ** connected first by preparing a statement on db that names it. The result points into the
 ** table or into zArg. */
 const char *cvConnResolve(CvConn *p, sqlite3 *db, const char *zArg, void **ppTab);
+/* The array of table pTab (a CvVtab found by cvConnResolve). */
+caterva_array *cvTableArray(void *pTab);
 /* Take and drop a reference (the last release frees the context). */
 CvConn *cvConnRef(CvConn *p);
 void cvConnUnref(void *p);

@@ -248,8 +248,9 @@ static void cvJsonRemote(sqlite3_str *pStr, const caterva_schunk *pSc) {
   caterva_schunk_remote_stats(pSc, &st);
   if (st.requests == 0) return;
   sqlite3_str_appendf(pStr, "\"remote\":{\"waves\":%lld,\"requests\":%lld,\"retries\":%lld,"
-                      "\"bytes\":%lld},", (long long)st.waves, (long long)st.requests,
-                      (long long)st.retries, (long long)st.bytes);
+                      "\"bytes\":%lld,\"needed\":%lld},", (long long)st.waves,
+                      (long long)st.requests, (long long)st.retries, (long long)st.bytes,
+                      (long long)st.needed);
 }
 
 /* Append the value of attribute zName (msgpack bytes) as JSON. */
@@ -367,7 +368,13 @@ static void cvInfoFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   else sqlite3_str_appendall(pStr, "null");
   sqlite3_str_appendf(pStr, ",\"storage\":\"%s\",",
                       caterva_schunk_store(pSc) == CATERVA_STORE_SPARSE ? "sparse" : "contiguous");
-  cvJsonRemote(pStr, pSc);
+  {
+    /* a table's own handle: what its queries fetched (the function keeps a handle of its own) */
+    void *pTab = 0;
+    const char *zArg = (const char *)sqlite3_value_text(argv[0]);
+    if (zArg) (void)cvConnResolve(pConn, sqlite3_context_db_handle(pCtx), zArg, &pTab);
+    cvJsonRemote(pStr, caterva_array_schunk(pTab ? cvTableArray(pTab) : pArr));
+  }
   sqlite3_str_appendall(pStr, "\"metalayers\":[");
   n = caterva_schunk_meta_count(pSc);
   for (i = 0; i < n; i++) {

@@ -252,6 +252,10 @@ static int cvOpenBox(CvCursor *pCur) {
                                                              : 0,
                               &pCur->pIter);
   if (rc >= 0) cvValAttach(&pCur->val, pTab, pCur->pIter);
+  /* blocks read one at a time through the block cache (a remote array): fetch the box's
+  ** blocks together first, in a few waves instead of two per block */
+  if (rc >= 0 && pTab->bRemote && pCur->bValue && pCur->bCached)
+    rc = caterva_block_iter_prefetch(pCur->pIter, pTab->szCache);
   return rc < 0 ? cvLibError(pTab, rc) : SQLITE_OK;
 }
 

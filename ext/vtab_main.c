@@ -56,6 +56,8 @@ int cvLibError(CvVtab *pTab, int rc) {
 
 /* ---- opening a table ---------------------------------------------------------------- */
 
+caterva_array *cvTableArray(void *pTab) { return ((CvVtab *)pTab)->pArr; }
+
 static void cvVtabFree(CvVtab *pTab) {
   if (pTab == 0) return;
   if (pTab->pConn) cvConnRemoveTable(pTab->pConn, pTab);

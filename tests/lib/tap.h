@@ -2,6 +2,8 @@
  * tap.h -- a minimal TAP producer for the test programs (automake's tap-driver.sh reads it).
  * Usage: tap_ok(cond, "name %d", i); ... return tap_done();
  * Plans are printed at the end ("1..N"), so tests need not count in advance.
+ * A test program of several sources defines TAP_SHARED before including this in each of them,
+ * and TAP_MAIN as well in the one that holds main(): they then count in one pair of counters.
  */
 #ifndef CAT_TAP_H
 #define CAT_TAP_H
@@ -9,7 +11,14 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#ifdef TAP_SHARED
+extern int tap_n_, tap_failed_;
+#ifdef TAP_MAIN
+int tap_n_ = 0, tap_failed_ = 0;
+#endif
+#else
 static int tap_n_ = 0, tap_failed_ = 0;
+#endif
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))

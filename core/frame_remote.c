@@ -13,8 +13,9 @@
  * with the decoder's framing once they are there (cat_chunk_span_reach): a chunk whose
  * streams would run further is fetched whole -- plus the prefix every block needs (the
  * dictionary) and block 0 under DELTA. A chunk is fetched whole instead when it is small or
- * when most of it is needed; ranges of one object closer than CAT_RMERGE bytes are asked as
- * one. A chunk's bytes live in a buffer of its size, of which only the fetched parts are
+ * when most of it is needed; ranges of one object closer than what one more request costs
+ * on the link (measured latency x bandwidth, at least 4 KiB: cat_remote_merge_gap) are asked
+ * as one. A chunk's bytes live in a buffer of its size, of which only the fetched parts are
  * ever read: each block is marked present when its bytes have arrived and checked.
  *
  * Fetched chunks stay while their bytes fit in the session's cache budget; the least recently
@@ -32,7 +33,6 @@
 #include <stdlib.h>
 
 #define CAT_RPROBE (64 * 1024)         /* first bytes asked for at open */
-#define CAT_RMERGE (4 * 1024)          /* ranges of one object closer than this: one request */
 #define CAT_RSMALL_CHUNK (32 * 1024)   /* chunks this small are fetched whole */
 #define CAT_RMAXREQ (2 * 1024 * 1024)  /* larger ranges are split: several connections */
 #define CAT_RSPARSE_INDEX "chunks.b2frame"
@@ -113,7 +113,7 @@ static void make_room(cat_rstore *rs, int64_t add, uint64_t keep) {
 }
 
 /* Ask for pieces in as few requests as the merge rule allows: one wave. Pieces of the same
- * object closer than CAT_RMERGE are one request into a temporary buffer. */
+ * object closer than the merge gap are one request into a temporary buffer. */
 static int cmp_piece(const void *a, const void *b) {
   const rpiece *x = a, *y = b;
   int c = strcmp(x->url, y->url);
@@ -145,7 +145,7 @@ static int split_pieces(const rpiece *p, int64_t n, rpiece **out, int64_t *nout)
 static int run_pieces(caterva_ctx *ctx, cat_rstore *rs, const rpiece *orig, int64_t norig) {
   cat_get *g = NULL;
   rpiece *p = NULL;
-  int64_t *first = NULL, ng = 0, n = 0;
+  int64_t *first = NULL, ng = 0, n = 0, gap = cat_remote_merge_gap(rs->rm);
   int rc = CATERVA_OK;
   if (norig == 0) return CATERVA_OK;
   CAT_TRY(leave, split_pieces(orig, norig, &p, &n) < 0
@@ -157,7 +157,7 @@ static int run_pieces(caterva_ctx *ctx, cat_rstore *rs, const rpiece *orig, int6
   CAT_CHECK(leave, g != NULL && first != NULL, CATERVA_E_NOMEM, "out of memory");
   for (int64_t k = 0; k < n;) {
     int64_t end = p[k].off + p[k].len, m = k + 1;
-    while (m < n && strcmp(p[m].url, p[k].url) == 0 && p[m].off <= end + CAT_RMERGE &&
+    while (m < n && strcmp(p[m].url, p[k].url) == 0 && p[m].off <= end + gap &&
            p[m].off + p[m].len - p[k].off <= CAT_RMAXREQ) {
       if (p[m].off + p[m].len > end) end = p[m].off + p[m].len;
       m++;
@@ -472,6 +472,35 @@ static int learn_layout(caterva_ctx *ctx, cat_rchunk *c, int64_t i, int32_t *nee
   return 1;
 }
 
+/* Block runs of a wanted selection (consecutive block numbers lie next to each other). */
+static int64_t runs_of(const cat_want *w) {
+  int64_t runs = 0;
+  for (int32_t k = 0; k < w->nblocks; k++)
+    if (k == 0 || w->blocks[k] != w->blocks[k - 1] + 1) runs++;
+  return runs;
+}
+
+/* Should the first wave fetch the wanted chunks whole (contiguous frames, whose index gives
+ * their sizes), saving the second wave? On the link measured so far: the blocks cost a wave of
+ * headers, then per chunk one request per run of blocks and their bytes; whole chunks one
+ * request and all their bytes each; requests spread over the connections. */
+static bool whole_upfront(const cat_rstore *rs, const caterva_schunk *sc, const cat_want *w,
+                          int n, int64_t nblk) {
+  double lat, bw, t_blocks, t_whole = 0, conns = cat_remote_connections(rs->rm);
+  cat_remote_link(rs->rm, &lat, &bw);
+  if (sc->store != CATERVA_STORE_CONTIGUOUS || lat <= 0 || bw <= 0) return false;
+  t_blocks = lat * conns; /* the header wave: sequential, whatever the connections */
+  for (int k = 0; k < n; k++) {
+    int64_t room = chunk_room(sc, w[k].nchunk);
+    double frac = w[k].nblocks < 0 ? 1.0 : (double)w[k].nblocks / (double)nblk;
+    if (sc->entries[w[k].nchunk] < 0) continue;
+    if (frac > 1.0) frac = 1.0;
+    t_blocks += (double)(w[k].nblocks < 0 ? 1 : runs_of(&w[k])) * lat + frac * (double)room / bw;
+    t_whole += lat + (double)room / bw;
+  }
+  return t_whole <= t_blocks;
+}
+
 /* Wave 1: the first bytes of every wanted stored chunk not seen yet (all of it when small,
  * or when wanted whole and its size is known from the index). */
 static int wave_headers(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc,
@@ -479,9 +508,11 @@ static int wave_headers(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc,
   cat_get *g = calloc((size_t)n, sizeof *g);
   int64_t guess, nblk, *who = calloc((size_t)n, sizeof *who);
   int ng = 0, rc = CATERVA_OK;
+  bool upfront;
   CAT_CHECK(leave, g != NULL && who != NULL, CATERVA_E_NOMEM, "out of memory");
   nblk = sc->blocksize > 0 ? cat_ceil_div64(sc->chunksize, sc->blocksize) : 1024;
   guess = CATERVA_CHUNK_HEADER_SIZE + 4 + 4 * nblk;
+  upfront = cat_remote_whole_chunks(rs->rm) || whole_upfront(rs, sc, w, n, nblk);
   for (int k = 0; k < n; k++) {
     int64_t i = w[k].nchunk, room = chunk_room(sc, i), len = guess;
     bool dup = false;
@@ -491,7 +522,7 @@ static int wave_headers(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc,
     /* small, or wanted whole or mostly: the whole chunk at once when the index says its
      * size (contiguous frames) */
     if (room >= 0 && (room <= CAT_RSMALL_CHUNK || room <= 2 * guess || w[k].nblocks < 0 ||
-                      2 * (int64_t)w[k].nblocks >= nblk || cat_remote_whole_chunks(rs->rm)))
+                      2 * (int64_t)w[k].nblocks >= nblk || upfront))
       len = room;
     else if (room < 0 && w[k].nblocks < 0)
       len = (int64_t)sc->chunksize + CATERVA_CHUNK_HEADER_SIZE + 4 * guess; /* at most */
@@ -520,12 +551,39 @@ leave:
   return rc;
 }
 
+static int cmp_i64pair(const void *a, const void *b) {
+  const int64_t *x = a, *y = b;
+  return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* Is one request for the rest of the chunk (whole_bytes) cheaper on this link than the n
+ * pieces p (merged as run_pieces will)? Each request costs the measured latency, each byte
+ * 1/bandwidth; unknown link: no. */
+static bool whole_cheaper(cat_remote *rm, const rpiece *p, int64_t n, int64_t whole_bytes) {
+  double lat, bw, cost;
+  int64_t (*r)[2], gap = cat_remote_merge_gap(rm), runs = 0, bytes = 0, end = -1;
+  cat_remote_link(rm, &lat, &bw);
+  if (lat <= 0 || bw <= 0 || n <= 1) return false;
+  r = malloc((size_t)n * sizeof *r);
+  if (r == NULL) return false;
+  for (int64_t k = 0; k < n; k++) r[k][0] = p[k].off, r[k][1] = p[k].off + p[k].len;
+  qsort(r, (size_t)n, sizeof *r, cmp_i64pair);
+  for (int64_t k = 0; k < n; k++) {
+    if (end < 0 || r[k][0] > end + gap) runs++, bytes += r[k][1] - r[k][0];
+    else if (r[k][1] > end) bytes += r[k][1] - end;
+    if (r[k][1] > end) end = r[k][1];
+  }
+  free(r);
+  cost = (double)runs * lat + (double)bytes / bw;
+  return lat + (double)whole_bytes / bw <= cost;
+}
+
 /* The pieces chunk c still lacks for want wk: header part, prefix, blocks, or the whole. */
-static int add_pieces(caterva_schunk *sc, cat_rchunk *c, int64_t i, const cat_want *wk,
-                      const char *url, const int32_t *ends, rpiece *p, int64_t *np,
-                      bool *complex, bool whole) {
+static int add_pieces(cat_rstore *rs, caterva_schunk *sc, cat_rchunk *c, int64_t i,
+                      const cat_want *wk, const char *url, const int32_t *ends, rpiece *p,
+                      int64_t *np, bool *complex, bool whole) {
   int32_t need = 0, lo, hi;
-  int64_t total = 0;
+  int64_t total = 0, first = *np;
   *complex = false;
   if (c->whole) return CATERVA_OK;
   if (c->sp.cbytes == 0) { /* the layout is not known: the header part first */
@@ -554,6 +612,12 @@ static int add_pieces(caterva_schunk *sc, cat_rchunk *c, int64_t i, const cat_wa
     if (c->blk[j] == 2) continue; /* asked already in this round */
     c->blk[j] = 2;
     piece(p, np, sc, c, i, url, lo, hi);
+  }
+  if (whole_cheaper(rs->rm, p + first, *np - first, c->cbytes - c->have)) {
+    for (int32_t j = 0; j < c->sp.nblocks; j++)
+      if (c->blk[j] == 2) c->blk[j] = 0;
+    *np = first;
+    goto whole;
   }
   *complex = true;
   return CATERVA_OK;
@@ -625,7 +689,7 @@ int cat_remote_prefetch(caterva_ctx *ctx, caterva_schunk *sc, const cat_want *w,
         if (redo) wk.nblocks = -1;
         if ((rc = block_ends(c, &ends[k])) < 0) break;
       }
-      rc = add_pieces(sc, c, i, &wk, urls[k], ends[k], p, &np, &complex,
+      rc = add_pieces(rs, sc, c, i, &wk, urls[k], ends[k], p, &np, &complex,
                       cat_remote_whole_chunks(rs->rm) != 0);
     }
     for (int64_t q = 0; q < np; q++) cat_remote_count_needed(rs->rm, p[q].len);

@@ -38,6 +38,11 @@
 #define CAT_REMOTE_BACKOFF_MS 100
 #define CAT_REMOTE_BACKOFF_MAX_MS 5000
 #define CAT_REMOTE_ERRBODY 2048
+/* Until a large body shows the link's rate, decisions assume this many bytes/s per connection
+ * (about what one connection to an object store gives); smaller bodies arrive in one burst
+ * from the socket buffers and tell nothing about it. */
+#define CAT_REMOTE_ASSUMED_BW 25e6
+#define CAT_REMOTE_BW_SAMPLE (1 << 20)
 
 void caterva_remote_opts_init(caterva_remote_opts *o) {
   memset(o, 0, sizeof *o);
@@ -94,6 +99,18 @@ int cat_remote_whole_chunks(const cat_remote *rm) {
   (void)rm;
   return 0;
 }
+int64_t cat_remote_merge_gap(const cat_remote *rm) {
+  (void)rm;
+  return 4096;
+}
+void cat_remote_link(const cat_remote *rm, double *lat_s, double *bw) {
+  (void)rm;
+  *lat_s = *bw = 0;
+}
+int cat_remote_connections(const cat_remote *rm) {
+  (void)rm;
+  return 1;
+}
 void cat_remote_free(cat_remote *rm) { (void)rm; }
 
 #else /* HAVE_CURL */
@@ -111,6 +128,8 @@ struct cat_remote {
   int64_t cache_bytes;
   int whole_chunks;
   uint64_t rng;         /* jitter */
+  double lat_s;         /* measured time to the first byte of an answer (moving average) */
+  double bw;            /* measured bytes/s of one answer's body (moving average), 0 unknown */
   caterva_remote_stats st;
 };
 
@@ -308,6 +327,40 @@ void cat_remote_stats(const cat_remote *rm, caterva_remote_stats *st) { *st = rm
 void cat_remote_count_needed(cat_remote *rm, int64_t n) { rm->st.needed += n; }
 int64_t cat_remote_cache_budget(const cat_remote *rm) { return rm->cache_bytes; }
 int cat_remote_whole_chunks(const cat_remote *rm) { return rm->whole_chunks; }
+
+/* Bytes that cost about as much to receive as one more request: ranges of one object closer
+ * than this are asked as one. From what the link showed so far (latency x bandwidth), within
+ * [4 KiB, 64 KiB] (larger merges fetched several times the bytes needed for little gain on
+ * the benchmark's link); 4 KiB before anything was measured. */
+int64_t cat_remote_merge_gap(const cat_remote *rm) {
+  double g = rm->lat_s * (rm->bw > 0 ? rm->bw : CAT_REMOTE_ASSUMED_BW);
+  if (!(g >= 4096.0)) return 4096;
+  return g > 65536.0 ? 65536 : (int64_t)g;
+}
+
+int cat_remote_connections(const cat_remote *rm) { return rm->connections; }
+
+void cat_remote_link(const cat_remote *rm, double *lat_s, double *bw) {
+  *lat_s = rm->lat_s;
+  *bw = rm->bw > 0 ? rm->bw : CAT_REMOTE_ASSUMED_BW;
+}
+
+/* Learn the link from a finished answer: its time to the first byte after the request was
+ * sent, and the rate of a body of at least CAT_REMOTE_BW_SAMPLE bytes. */
+static void learn_link(cat_remote *rm, CURL *e, int64_t body) {
+  curl_off_t pre = 0, start = 0, total = 0;
+  double lat, bw;
+  if (curl_easy_getinfo(e, CURLINFO_PRETRANSFER_TIME_T, &pre) != CURLE_OK ||
+      curl_easy_getinfo(e, CURLINFO_STARTTRANSFER_TIME_T, &start) != CURLE_OK ||
+      curl_easy_getinfo(e, CURLINFO_TOTAL_TIME_T, &total) != CURLE_OK || start < pre)
+    return;
+  lat = (double)(start - pre) / 1e6;
+  rm->lat_s = rm->lat_s > 0 ? 0.7 * rm->lat_s + 0.3 * lat : lat;
+  if (body >= CAT_REMOTE_BW_SAMPLE && total > start) {
+    bw = (double)body / ((double)(total - start) / 1e6);
+    rm->bw = rm->bw > 0 ? 0.7 * rm->bw + 0.3 * bw : bw;
+  }
+}
 
 /* ---- answers ------------------------------------------------------------------------------- */
 
@@ -591,6 +644,7 @@ static int finish(caterva_ctx *ctx, cat_remote *rm, xfer *x, CURLcode cc) {
   }
   snprintf(g->version, sizeof g->version, "%s", x->etag[0] ? x->etag : x->lastmod);
   g->status = x->status;
+  if (x->status == 200 || x->status == 206) learn_link(rm, x->easy, x->body);
   if (x->head) {
     if (x->status != 200) goto status;
     g->size = x->clen;

@@ -48,6 +48,13 @@ void cat_remote_count_needed(cat_remote *rm, int64_t n);
 int64_t cat_remote_cache_budget(const cat_remote *rm);
 /* The whole_chunks option: chunks are fetched whole, never block by block. */
 int cat_remote_whole_chunks(const cat_remote *rm);
+/* Ranges of one object closer than this many bytes are worth asking as one request (from the
+ * latency and bandwidth measured so far). */
+int64_t cat_remote_merge_gap(const cat_remote *rm);
+/* The link measured so far: seconds to an answer's first byte, body bytes/s (0: unknown). */
+void cat_remote_link(const cat_remote *rm, double *lat_s, double *bw);
+/* The connections a wave may use (the connections option). */
+int cat_remote_connections(const cat_remote *rm);
 void cat_remote_free(cat_remote *rm);
 
 #endif /* CAT_REMOTE_H */

@@ -108,6 +108,28 @@ def main():
                 print("| %s | %d | %d | %d | %d | %.2f | %.3f s | %d | %.3f s | %.2fx |"
                       % (desc, waves, reqs, got, need, got / need if need else 0.0, b[1],
                          w[3][2], w[1], w[1] / b[1] if b[1] > 0 else 0.0))
+            # the same box on a copy with large chunks (a whole year of the grid per chunk), where
+            # whole-chunk fetching must move far more than the box needs
+            big = os.path.join(demo, "temp_bigchunks.b2nd")
+            if not os.path.exists(big):
+                db = connect()
+                npy = os.path.join(work, "t.npy")
+                db.execute("SELECT caterva_export(?, ?)", (os.path.join(demo, "temp.b2nd"), npy))
+                db.execute("SELECT caterva_import(?, ?, NULL, 'chunks=365,45,90 blocks=10,15,30')",
+                           (npy, big))
+                db.close()
+                os.remove(npy)
+            bigurl = s.fault_url.rstrip("/") + "/temp_bigchunks.b2nd"
+            box = "SELECT avg(value) FROM t WHERE d0 BETWEEN 181 AND 190 AND d1 BETWEEN 130 AND 140 " \
+                  "AND d2 BETWEEN 180 AND 190"
+            b = median_run(bigurl, box)
+            w = median_run(bigurl, box, ", remote_fetch=chunks")
+            assert b[2] == w[2]
+            print("| the box (days 181-190, 10 x 10 cells), on a copy with 365 x 45 x 90 chunks "
+                  "(%d bytes) | %d | %d | %d | %d | %.2f | %.3f s | %d | %.3f s | %.2fx |"
+                  % (os.path.getsize(big), b[3][0], b[3][1], b[3][2], b[3][3],
+                     b[3][2] / b[3][3] if b[3][3] else 0.0, b[1], w[3][2], w[1],
+                     w[1] / b[1] if b[1] > 0 else 0.0))
             t0 = time.perf_counter()
             subprocess.run(["curl", "-s", "-o", "/dev/null", shaped], check=True)
             t_curl = time.perf_counter() - t0

@@ -5,6 +5,8 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 sh scripts/deps.sh || exit 1
+# the servers of the remote-array tests: nginx, openssl, curl, and s3rver from npm into build/
+sh tests/remote/deps.sh "$top/build/remote-node" >/dev/null || exit 1
 passed=0
 failed=0
 status=0

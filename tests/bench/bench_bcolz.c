@@ -4,8 +4,8 @@
  *
  *   bench_bcolz [-e EXT] [-m MKBCOLZ] [-t TMPDIR] [-n ROWS] [-k]
  *
- *   -e  the built extension (default: ../.libs/caterva.so next to this program)
- *   -m  the dataset writer (default: ./mkbcolz next to this program; needs libblosc-dev)
+ *   -e  the built extension (default: ../../.libs/caterva.so from this program, tests/bench/)
+ *   -m  the dataset writer (default: ../tools/mkbcolz from this program; needs libblosc-dev)
  *   -t  scratch directory (default /tmp)
  *   -n  rows (default 10,000,000)
  *   -k  keep the scratch files
@@ -151,8 +151,8 @@ int main(int argc, char **argv) {
   self[len > 0 ? len : 0] = '\0';
   slash = strrchr(self, '/');
   if (slash) *slash = '\0';
-  snprintf(ext, sizeof ext, "%s/../.libs/caterva", self);
-  snprintf(mk, sizeof mk, "%s/mkbcolz", self);
+  snprintf(ext, sizeof ext, "%s/../../.libs/caterva", self);
+  snprintf(mk, sizeof mk, "%s/../tools/mkbcolz", self);
   while ((opt = getopt(argc, argv, "e:m:t:n:k")) != -1) {
     switch (opt) {
     case 'e': snprintf(ext, sizeof ext, "%s", optarg); break;

@@ -3,8 +3,8 @@
  *
  *   bench_sql [-e EXT] [-d DEMO.b2nd] [-m MKDEMO] [-t TMPDIR] [-n N] [-s SQLITE3]
  *
- *   -e  the built extension (default: ../.libs/caterva.so next to this program)
- *   -d  the demo array (default: written by ./mkdemo next to this program into TMPDIR)
+ *   -e  the built extension (default: ../../.libs/caterva.so from this program, tests/bench/)
+ *   -d  the demo array (default: written by ../tools/mkdemo from this program into TMPDIR)
  *   -t  scratch directory for the arrays and databases (default /tmp)
  *   -n  extent of the first array, N x N x N float64 (default 200)
  *   -c  the first array only
@@ -678,8 +678,8 @@ int main(int argc, char **argv) {
   slash = strrchr(self, '/');
   if (slash) *slash = 0;
   else snprintf(self, sizeof(self), ".");
-  snprintf(ext, sizeof(ext), "%s/../.libs/caterva.so", self);
-  snprintf(mkdemo, sizeof(mkdemo), "%s/mkdemo", self);
+  snprintf(ext, sizeof(ext), "%s/../../.libs/caterva.so", self);
+  snprintf(mkdemo, sizeof(mkdemo), "%s/../tools/mkdemo", self);
   while ((opt = getopt(argc, argv, "e:d:m:t:n:kcs:")) != -1) {
     switch (opt) {
       case 'e': snprintf(ext, sizeof(ext), "%s", optarg); break;

@@ -4,9 +4,9 @@
  *
  *   bench_stats [-e EXT] [-d DEMO.b2nd] [-t TMPDIR] [-r RUNS]
  *
- *   -e  the built extension (default: ../.libs/caterva.so next to this program)
- *   -d  the demo array as mkdemo writes it (default: ./mkdemo next to this program writes it
- *       into TMPDIR)
+ *   -e  the built extension (default: ../../.libs/caterva.so from this program, tests/bench/)
+ *   -d  the demo array as mkdemo writes it (default: ../tools/mkdemo from this program writes
+ *       it into TMPDIR)
  *   -t  scratch directory (default /tmp)
  *   -r  runs per query, the best kept (default 3)
  *
@@ -172,7 +172,7 @@ int main(int argc, char **argv) {
   snprintf(dir, sizeof dir, "%s", argv[0]);
   if (strrchr(dir, '/')) *strrchr(dir, '/') = '\0';
   else snprintf(dir, sizeof dir, ".");
-  snprintf(ext, sizeof ext, "%s/../.libs/caterva", dir);
+  snprintf(ext, sizeof ext, "%s/../../.libs/caterva", dir);
   while ((opt = getopt(argc, argv, "e:d:t:r:")) != -1) {
     if (opt == 'e') snprintf(ext, sizeof ext, "%s", optarg);
     else if (opt == 'd') snprintf(demo, sizeof demo, "%s", optarg);
@@ -183,7 +183,7 @@ int main(int argc, char **argv) {
   if (demo[0] == '\0') {
     snprintf(demo, sizeof demo, "%s/bench_stats_demo/temp.b2nd", tmp);
     if (stat(demo, &st) != 0) {
-      snprintf(cmd, sizeof cmd, "'%s/mkdemo' '%s/bench_stats_demo' >/dev/null", dir, tmp);
+      snprintf(cmd, sizeof cmd, "'%s/../tools/mkdemo' '%s/bench_stats_demo' >/dev/null", dir, tmp);
       if (system(cmd) != 0) bench_die("cannot run %s", cmd);
     }
   }

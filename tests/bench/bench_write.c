@@ -3,7 +3,7 @@
  *
  *   bench_write [-e EXT] [-t DIR] [-n NTIME] [-r RUNS] [-c COMMITS] [-k] [-l]
  *
- *   -e  the built extension (default: ../.libs/caterva.so next to this program)
+ *   -e  the built extension (default: ../../.libs/caterva.so from this program, tests/bench/)
  *   -t  scratch directory (default $TMPDIR, else /tmp); a directory bench_write.XXXXXX is made
  *       in it and removed at the end
  *   -n  extent of the first dimension (default 365: the demo's 365 x 180 x 360)
@@ -690,7 +690,7 @@ int main(int argc, char **argv) {
   slash = strrchr(self, '/');
   if (slash) *slash = 0;
   else snprintf(self, sizeof(self), ".");
-  snprintf(ext, sizeof(ext), "%s/../.libs/caterva.so", self);
+  snprintf(ext, sizeof(ext), "%s/../../.libs/caterva.so", self);
   snprintf(tmpdir, sizeof(tmpdir), "%s", env && *env ? env : "/tmp");
   while ((opt = getopt(argc, argv, "e:t:n:r:c:kl")) != -1) {
     switch (opt) {

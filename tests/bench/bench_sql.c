@@ -479,7 +479,7 @@ static double sql_boxes_ms(sqlite3 *db, const char *path, int64_t (*lo)[3], int6
 /* caterva_slice() of a slice on each axis and of a 10^3 box, against the library's; then
 ** NBOX boxes in one statement. */
 static void slice_table(sqlite3 *db, caterva_ctx *ctx, const Dataset *d) {
-  int64_t start[3], stop[3], cap = 1, n;
+  int64_t start[3], stop[3], cap = 1000, n; /* items: a 10x10x10 box, or the largest face */
   int k, j, is = caterva_array_itemsize(d->arr);
   uint8_t *buf;
   for (k = 0; k < 3; k++) {

@@ -6,6 +6,7 @@
  *   ext_conn.c       the per-connection state (CvConn) the module and the functions share
  *   ext_item.c       how array items become SQL values, and SQL values items
  *   vtab_*.c         the `caterva` virtual table (vtab_internal.h lists its files)
+ *   fn_common.c      what the functions share: errors, JSON text, boxes and their BLOBs
  *   fn_arrcache.c    the arrays the SQL functions keep open between calls
  *   fn_array.c       caterva_info(), caterva_slice(), caterva_blocks_read(), caterva_version()
  *   fn_coords.c      caterva_set_coords(), caterva_nearest()
@@ -13,7 +14,12 @@
  *   fn_reduce.c      caterva_reduce(), a table-valued function
  *   fn_io.c          caterva_import() (dispatched by the source's format), caterva_export(),
  *                    caterva_png(); fn_io_npy.c, fn_io_netcdf.c, fn_io_bcolz.c,
- *                    fn_io_export.c and fn_io_png.c do each format
+ *                    fn_io_export.c and fn_io_png.c do each format, on fn_io_progress.c
+ *                    (options, progress reports, interrupts)
+ *
+ * Each file calls only files listed after it in its group's order (no circles): ext_main ->
+ * vtab_main, fn_* -> fn_common, fn_io_progress -> vtab_* parts -> vtab_error -> ext_item,
+ * ext_conn.
  *
  * Files other than ext_main.c include this header and then SQLITE_EXTENSION_INIT3.
  * Nothing here parses bytes of the Blosc2 formats: that is the libraries' job (caterva.h,
@@ -183,6 +189,9 @@ const char *cvItemTypeDecl(const CvItemType *pType);
 ** write an sqlite3_mprintf'ed message: a value the dtype cannot hold is an error, never a
 ** silent conversion (vtab_write.c has the table of what each dtype accepts). */
 int cvValueToItem(const CvItemType *pType, sqlite3_value *pVal, uint8_t *aOut, char **pzErr);
+/* The exact int64 value of an INTEGER, or of a REAL with an integral value in range: 0, else
+** non-zero (ext_item.c). */
+int cvExactInt(sqlite3_value *pVal, int64_t *piOut);
 /* The number d as an item; non-zero when the dtype cannot hold it (NaN: floats only). */
 int cvNumberToItem(const CvItemType *pType, double d, uint8_t *aOut);
 /* IEEE 754 binary16 to double. */

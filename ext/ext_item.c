@@ -1,5 +1,6 @@
 /*
- * ext_item.c -- array items as SQL values.
+ * ext_item.c -- array items as SQL values, and SQL values as array items (the write path's
+ * conversions, checked: never a silent conversion).
  *
  *   dtype                          SQL value
  *   |b1                            INTEGER 0 or 1
@@ -260,4 +261,204 @@ void cvItemResult(sqlite3_context *pCtx, const CvItemType *pType, const uint8_t 
     case CV_ITEM_TIME: cvResultTime(pCtx, p, n); break;
     default: sqlite3_result_blob(pCtx, p, n, SQLITE_TRANSIENT); break;
   }
+}
+
+/* ---- SQL values to items ------------------------------------------------------------------
+**
+**   column of dtype      accepted                                   refused (error)
+**   float16/32/64        INTEGER exactly representable, REAL        TEXT, BLOB; a finite value
+**                        (rounded to the float's precision), NULL   beyond the float's range
+**                        (stored as NaN)
+**   int / uint / bool    INTEGER in range, REAL with an integral    TEXT, BLOB, NULL, 1.5,
+**                        value in range                             300 into uint8, 2 into bool
+**   datetime64           INTEGER; NULL is NaT                       TEXT, BLOB, REAL
+**   others (BLOB kind)   BLOB of exactly the item size              anything else
+** Never a silent conversion: what does not fit is an error naming the value and the dtype.
+*/
+
+/* Write the n low bytes of v in the item's byte order. */
+static void cvPutInt(const CvItemType *pType, uint64_t v, uint8_t *aOut) {
+  int n = pType->szItem;
+  if (!pType->bSwap && !pType->bBigEndian) { /* little-endian host, little-endian item */
+    if (n == 4) {
+      uint32_t w = (uint32_t)v;
+      memcpy(aOut, &w, 4);
+      return;
+    }
+    if (n == 8) {
+      memcpy(aOut, &v, 8);
+      return;
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    uint8_t b = (uint8_t)(v >> (8 * i));
+    aOut[pType->bBigEndian ? n - 1 - i : i] = b;
+  }
+}
+
+/* The value as an int64 when it is an INTEGER, or a REAL holding an integral value that an
+** int64 can represent. Returns 0 on success. */
+int cvExactInt(sqlite3_value *pVal, int64_t *piOut) {
+  double r;
+  int eType = sqlite3_value_type(pVal);
+  if (eType == SQLITE_INTEGER) {
+    *piOut = sqlite3_value_int64(pVal);
+    return 0;
+  }
+  if (eType != SQLITE_FLOAT) return 1;
+  r = sqlite3_value_double(pVal);
+  if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0) || r != floor(r)) return 1;
+  *piOut = (int64_t)r;
+  return 0;
+}
+
+static const char *cvTypeName(sqlite3_value *pVal) {
+  switch (sqlite3_value_type(pVal)) {
+    case SQLITE_INTEGER: return "integer";
+    case SQLITE_FLOAT: return "real";
+    case SQLITE_TEXT: return "text";
+    case SQLITE_BLOB: return "blob";
+    default: return "NULL";
+  }
+}
+
+/* Store v as an integer, bool or datetime item; non-zero when it does not fit. */
+static int cvPutChecked(const CvItemType *pType, int64_t v, uint8_t *aOut) {
+  int nBit = pType->szItem * 8;
+  if (pType->eKind == CV_ITEM_BOOL && (v < 0 || v > 1)) return 1;
+  if (pType->eKind == CV_ITEM_UINT && (v < 0 || (nBit < 64 && (v >> nBit) != 0))) return 1;
+  if (pType->eKind == CV_ITEM_INT && nBit < 64 &&
+      (v < -((int64_t)1 << (nBit - 1)) || v >= ((int64_t)1 << (nBit - 1))))
+    return 1;
+  cvPutInt(pType, (uint64_t)v, aOut);
+  return 0;
+}
+
+static int cvIntToItem(const CvItemType *pType, sqlite3_value *pVal, uint8_t *aOut) {
+  int64_t v;
+  return cvExactInt(pVal, &v) || cvPutChecked(pType, v, aOut);
+}
+
+/* double to IEEE 754 binary16, round to nearest even; non-zero when a finite value
+** overflows. */
+static int cvDoubleToHalf(double d, uint16_t *pH) {
+  float f = (float)d;
+  uint32_t x, sign, mant;
+  int e;
+  memcpy(&x, &f, 4);
+  sign = (x >> 16) & 0x8000;
+  e = (int)((x >> 23) & 0xff) - 127 + 15;
+  mant = x & 0x7fffff;
+  if (((x >> 23) & 0xff) == 0xff) { /* inf or NaN */
+    *pH = (uint16_t)(sign | 0x7c00 | (mant ? 0x200 : 0));
+    return 0;
+  }
+  if (e >= 31) return 1;
+  if (e <= 0) { /* subnormal or zero */
+    if (e < -10) { *pH = (uint16_t)sign; return 0; }
+    mant |= 0x800000;
+    {
+      int shift = 14 - e;
+      uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+      if (rem > half || (rem == half && (h & 1))) h++;
+      *pH = (uint16_t)(sign | h);
+    }
+    return 0;
+  }
+  {
+    uint32_t h = ((uint32_t)e << 10) | (mant >> 13), rem = mant & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
+    if (h >= 0x7c00) return 1;
+    *pH = (uint16_t)(sign | h);
+  }
+  return 0;
+}
+
+int cvNumberToItem(const CvItemType *pType, double d, uint8_t *aOut) {
+  if (pType->eKind == CV_ITEM_FLOAT) {
+    if (pType->szItem == 8) {
+      uint64_t u;
+      memcpy(&u, &d, 8);
+      cvPutInt(pType, u, aOut);
+    } else if (pType->szItem == 4) {
+      float f = (float)d;
+      uint32_t u;
+      if (isinf(f) && !isinf(d)) return 1;
+      memcpy(&u, &f, 4);
+      cvPutInt(pType, u, aOut);
+    } else {
+      uint16_t h;
+      if (cvDoubleToHalf(d, &h)) return 1;
+      cvPutInt(pType, h, aOut);
+    }
+    return 0;
+  }
+  if (pType->eKind == CV_ITEM_INT || pType->eKind == CV_ITEM_UINT ||
+      pType->eKind == CV_ITEM_BOOL || pType->eKind == CV_ITEM_TIME) {
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != floor(d)) return 1;
+    return cvPutChecked(pType, (int64_t)d, aOut);
+  }
+  return 1;
+}
+
+/* A float item from NULL (NaN), an INTEGER the float holds exactly, or a REAL. */
+static int cvFloatToItem(const CvItemType *pType, sqlite3_value *pVal, uint8_t *aOut) {
+  int eType = sqlite3_value_type(pVal);
+  int64_t i = eType == SQLITE_INTEGER ? sqlite3_value_int64(pVal) : 0;
+  double d = eType == SQLITE_NULL ? NAN : sqlite3_value_double(pVal);
+  if (eType == SQLITE_TEXT || eType == SQLITE_BLOB) return 1;
+  /* 2^63 rounds up out of int64: compare in double first, then exactly */
+  if (eType == SQLITE_INTEGER && (d >= 9223372036854775808.0 || (int64_t)d != i)) return 1;
+  if (cvNumberToItem(pType, d, aOut)) return 1;
+  if (eType == SQLITE_INTEGER && pType->szItem == 4 && (int64_t)(float)d != i) return 1;
+  if (eType == SQLITE_INTEGER && pType->szItem == 2) {
+    uint16_t h = (uint16_t)(pType->bBigEndian ? aOut[0] << 8 | aOut[1] : aOut[1] << 8 | aOut[0]);
+    if (cvHalfToDouble(h) != d) return 1;
+  }
+  return 0;
+}
+
+int cvValueToItem(const CvItemType *pType, sqlite3_value *pVal, uint8_t *aOut, char **pzErr) {
+  int bBad = 1;
+  int eType = sqlite3_value_type(pVal);
+  switch (pType->eKind) {
+    case CV_ITEM_FLOAT:
+      bBad = cvFloatToItem(pType, pVal, aOut);
+      break;
+    case CV_ITEM_INT:
+    case CV_ITEM_UINT:
+    case CV_ITEM_BOOL:
+      bBad = cvIntToItem(pType, pVal, aOut);
+      break;
+    case CV_ITEM_TIME:
+      if (eType == SQLITE_NULL) {
+        cvPutInt(pType, (uint64_t)INT64_MIN, aOut); /* NaT */
+        bBad = 0;
+      } else if (eType == SQLITE_INTEGER) {
+        cvPutInt(pType, (uint64_t)sqlite3_value_int64(pVal), aOut);
+        bBad = 0;
+      }
+      break;
+    case CV_ITEM_BLOB:
+      if (eType == SQLITE_BLOB && sqlite3_value_bytes(pVal) == pType->szItem) {
+        memcpy(aOut, sqlite3_value_blob(pVal), (size_t)pType->szItem);
+        bBad = 0;
+      }
+      break;
+    default:
+      break;
+  }
+  if (bBad) {
+    const char *zT = cvTypeName(pVal);
+    char *zV = eType == SQLITE_BLOB ? sqlite3_mprintf("of %d bytes", sqlite3_value_bytes(pVal))
+             : eType == SQLITE_NULL ? sqlite3_mprintf("")
+                                    : sqlite3_mprintf("%s", sqlite3_value_text(pVal));
+    *pzErr = eType == SQLITE_NULL || eType == SQLITE_BLOB
+                 ? sqlite3_mprintf("%s value%s%s does not fit the column's dtype %s", zT,
+                                   eType == SQLITE_BLOB ? " " : "", zV ? zV : "", pType->zName)
+                 : sqlite3_mprintf("%s value '%s' does not fit the column's dtype %s", zT,
+                                   zV ? zV : "", pType->zName);
+    sqlite3_free(zV);
+  }
+  return bBad;
 }

@@ -120,7 +120,7 @@ static int cvRemoteArrayGet(CvConn *pConn, CvArrCache *p, const char *zPath,
     }
     if (e->nUse == 0) cvArrEntryClear(e);
   }
-  rc = cvArrayOpen(pConn, zPath, CATERVA_OPEN_READ, 0, ppArr);
+  rc = caterva_array_open_ex(pConn->pCtx, zPath, CATERVA_OPEN_READ, NULL, ppArr);
   if (rc < 0 || p == 0 || (e = cvArrCacheVictim(p)) == 0) return rc;
   if (e->pArr) cvArrEntryClear(e);
   e->zPath = sqlite3_mprintf("%s", zPath);
@@ -154,7 +154,7 @@ int cvConnArrayGet(CvConn *pConn, const char *zPath, caterva_array **ppArr) {
     }
     if (e->nUse == 0) cvArrEntryClear(e); /* the file changed: drop the old state */
   }
-  rc = cvArrayOpen(pConn, zPath, CATERVA_OPEN_READ, 0, ppArr);
+  rc = caterva_array_open_ex(pConn->pCtx, zPath, CATERVA_OPEN_READ, NULL, ppArr);
   if (rc < 0) return rc;
   /* Keep it only for a settled file whose identity was taken before the open (a change
   ** between stat and open then makes the entry miss next time, never hit wrongly). */

@@ -1,8 +1,8 @@
 /*
  * vtab_internal.h -- what the files of the `caterva` virtual table share.
  *
- *   vtab_main.c     the module table (every sqlite3_module slot), create/connect/disconnect,
- *                   error helpers
+ *   vtab_main.c     the module table (every sqlite3_module slot), create/connect/disconnect
+ *   vtab_error.c    the error helpers every part uses (cvSetError, cvLibError)
  *   vtab_config.c   options, column names, declare_vtab, geometry
  *   vtab_create.c   creating a new array from CREATE VIRTUAL TABLE options
  *   vtab_coord.c    labels of the dimension columns: SQL values to index ranges and back
@@ -333,6 +333,8 @@ int cvLabelsCheck(CvVtab *pTab, char **pzErr);
 ** column (*pbLabel: its constraints compare labels when the dimension has them at xFilter
 ** time) or its hidden index column. */
 int cvColumnDim(const CvVtab *pTab, int iCol, int *pbLabel);
+/* Narrow the range *p by "dim OP v" (op is CV_OP_EQ ... CV_OP_GT), as SQLite would compare. */
+void cvRangeApply(CvRange *p, int op, sqlite3_value *pVal);
 /* Narrow the index range *p of dimension k by "column OP value", comparing labels when
 ** bLabel and the dimension has them, else indices (cvRangeApply). SQLite error code,
 ** message on pTab. */
@@ -405,8 +407,6 @@ char *cvVarName(CvConn *pConn, caterva_array *pArr, const char *zPath);
 
 /* xBestIndex. */
 int cvBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo);
-/* Narrow the range *p by "dim OP v" (op is CV_OP_EQ ... CV_OP_GT), as SQLite would compare. */
-void cvRangeApply(CvRange *p, int op, sqlite3_value *pVal);
 /* Number of blocks the range [iLo, iHi] of one dimension touches (chunk nC, block nB). */
 int64_t cvBlocksAlong(int64_t iLo, int64_t iHi, int64_t nC, int64_t nB);
 

@@ -39,21 +39,6 @@ SQLITE_EXTENSION_INIT3
 #include <string.h>
 #include <sys/stat.h>
 
-void cvSetError(CvVtab *pTab, const char *zFmt, ...) {
-  va_list ap;
-  va_start(ap, zFmt);
-  sqlite3_free(pTab->base.zErrMsg);
-  pTab->base.zErrMsg = sqlite3_vmprintf(zFmt, ap);
-  va_end(ap);
-}
-
-int cvLibError(CvVtab *pTab, int rc) {
-  const char *zMsg = caterva_ctx_errmsg(pTab->pConn->pCtx);
-  if (rc == CATERVA_E_NOMEM) return SQLITE_NOMEM;
-  cvSetError(pTab, "caterva: %s%s%s", caterva_strerror(rc), zMsg[0] ? ": " : "", zMsg);
-  return SQLITE_ERROR;
-}
-
 /* ---- opening a table ---------------------------------------------------------------- */
 
 caterva_array *cvTableArray(void *pTab) { return ((CvVtab *)pTab)->pArr; }

@@ -19,12 +19,6 @@ SQLITE_EXTENSION_INIT3
 
 /* ---- bounds --------------------------------------------------------------------------- */
 
-/* Mark the range empty. */
-static void cvRangeClear(CvRange *p) {
-  p->iLo = 1;
-  p->iHi = 0;
-}
-
 /*
 ** Narrow the range *p by "dim OP v". Integer bounds are exact; REAL bounds are rounded to
 ** the integers that satisfy them (dim < 2.5 is dim <= 2, dim = 2.5 matches nothing); text
@@ -32,59 +26,6 @@ static void cvRangeClear(CvRange *p) {
 ** NULL, other text and blobs match nothing. Comparisons happen before any arithmetic, so
 ** bounds at the ends of the int64 range cannot overflow.
 */
-void cvRangeApply(CvRange *p, int op, sqlite3_value *pVal) {
-  int eType = sqlite3_value_numeric_type(pVal);
-  if (p->iLo > p->iHi) return;
-  if (eType == SQLITE_INTEGER) {
-    int64_t v = sqlite3_value_int64(pVal);
-    switch (op) {
-      case CV_OP_EQ:
-        if (v < p->iLo || v > p->iHi) cvRangeClear(p);
-        else p->iLo = p->iHi = v;
-        break;
-      case CV_OP_GE:
-        if (v > p->iLo) p->iLo = v;
-        break;
-      case CV_OP_GT:
-        if (v >= p->iHi) cvRangeClear(p);
-        else if (v >= p->iLo) p->iLo = v + 1;
-        break;
-      case CV_OP_LE:
-        if (v < p->iHi) p->iHi = v;
-        break;
-      case CV_OP_LT:
-        if (v <= p->iLo) cvRangeClear(p);
-        else if (v <= p->iHi) p->iHi = v - 1;
-        break;
-    }
-  } else if (eType == SQLITE_FLOAT) {
-    double r = sqlite3_value_double(pVal), lo = (double)p->iLo, hi = (double)p->iHi;
-    switch (op) {
-      case CV_OP_EQ:
-        if (r < lo || r > hi || r != floor(r)) cvRangeClear(p);
-        else p->iLo = p->iHi = (int64_t)r;
-        break;
-      case CV_OP_GE:
-        if (r > hi) cvRangeClear(p);
-        else if (r > lo) p->iLo = (int64_t)ceil(r);
-        break;
-      case CV_OP_GT:
-        if (r >= hi) cvRangeClear(p);
-        else if (r >= lo) p->iLo = (int64_t)floor(r) + 1;
-        break;
-      case CV_OP_LE:
-        if (r < lo) cvRangeClear(p);
-        else if (r < hi) p->iHi = (int64_t)floor(r);
-        break;
-      case CV_OP_LT:
-        if (r <= lo) cvRangeClear(p);
-        else if (r <= hi) p->iHi = (int64_t)ceil(r) - 1;
-        break;
-    }
-  } else {
-    cvRangeClear(p);
-  }
-}
 
 /* Number of blocks a range [iLo, iHi] of one dimension touches (chunks of nC items cut
 ** into blocks of nB; the last block of a chunk may overhang it). */
@@ -212,7 +153,6 @@ static int cvOrderByMatches(const CvVtab *pTab, const sqlite3_index_info *pInfo,
   }
   return 1;
 }
-
 
 /* ---- xBestIndex ----------------------------------------------------------------------- */
 

@@ -230,6 +230,9 @@ typedef struct caterva_lock caterva_lock;
  * caller (caterva_lock_free, which also releases a held lock). CATERVA_E_IO when it cannot
  * be opened (e.g. a read-only directory without a sidecar). */
 int caterva_lock_open(caterva_ctx *ctx, const char *path, caterva_lock **out);
+/** The same for a reader: opens the sidecar only when it exists (CATERVA_E_NOTFOUND
+ * otherwise), so that reading creates no file. */
+int caterva_lock_open_existing(caterva_ctx *ctx, const char *path, caterva_lock **out);
 /** Take the exclusive lock without waiting and increment the generation counter (its new
  * value in *gen, may be NULL). CATERVA_E_BUSY when another handle holds the lock. */
 int caterva_lock_exclusive(caterva_ctx *ctx, caterva_lock *lk, uint64_t *gen);

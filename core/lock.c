@@ -42,7 +42,10 @@ static char *sidecar_path(const char *path) {
   return s;
 }
 
-int caterva_lock_open(caterva_ctx *ctx, const char *path, caterva_lock **out) {
+/* Open the sidecar of path: created when missing (writers), or only when it exists (readers,
+ * which must leave no file behind: CATERVA_E_NOTFOUND then). A reader without write
+ * permission opens it read-only (flock needs no more). */
+static int lock_open(caterva_ctx *ctx, const char *path, bool create, caterva_lock **out) {
   caterva_lock *lk = NULL;
   int rc = CATERVA_OK;
   CAT_CHECK(leave, out != NULL && path != NULL, CATERVA_E_INVALID, "lock_open: NULL argument");
@@ -52,7 +55,8 @@ int caterva_lock_open(caterva_ctx *ctx, const char *path, caterva_lock **out) {
   lk->fd = -1;
   lk->path = sidecar_path(path);
   CAT_CHECK(leave, lk->path != NULL, CATERVA_E_NOMEM, "out of memory");
-  lk->fd = open(lk->path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  lk->fd = open(lk->path, O_RDWR | (create ? O_CREAT : 0) | O_CLOEXEC, 0666);
+  if (lk->fd < 0 && !create && errno == EACCES) lk->fd = open(lk->path, O_RDONLY | O_CLOEXEC);
   if (lk->fd < 0) {
     rc = cat_io_error(ctx, "cannot open the lock file", lk->path);
     goto leave;
@@ -62,6 +66,14 @@ int caterva_lock_open(caterva_ctx *ctx, const char *path, caterva_lock **out) {
 leave:
   caterva_lock_free(lk);
   return rc;
+}
+
+int caterva_lock_open(caterva_ctx *ctx, const char *path, caterva_lock **out) {
+  return lock_open(ctx, path, true, out);
+}
+
+int caterva_lock_open_existing(caterva_ctx *ctx, const char *path, caterva_lock **out) {
+  return lock_open(ctx, path, false, out);
 }
 
 void caterva_lock_free(caterva_lock *lk) {

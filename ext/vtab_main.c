@@ -184,8 +184,9 @@ static int cvConnectImpl(sqlite3 *db, void *pAux, int argc, const char *const *a
     rc = SQLITE_NOMEM;
     goto connect_out;
   }
-  /* No sidecar (a read-only place, a remote array): reading works, writing says why not. */
-  if (pTab->bRemote || caterva_lock_open(pConn->pCtx, opt.zPath, &pTab->pLock) < 0)
+  /* A reader creates no file: it uses the sidecar when one exists (its generation counter);
+  ** the first write, or lock_reads=1, creates it (vtab_txn.c). */
+  if (pTab->bRemote || caterva_lock_open_existing(pConn->pCtx, opt.zPath, &pTab->pLock) < 0)
     pTab->pLock = 0;
   if (pTab->pLock) (void)caterva_lock_generation(0, pTab->pLock, &pTab->iGen);
   cvInitGeometry(pTab);

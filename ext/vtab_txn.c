@@ -173,6 +173,10 @@ static int cvStatementStartFirst(CvVtab *pTab) {
   caterva_ctx *pCtx = pTab->pConn->pCtx;
   int rc = SQLITE_OK, bLocked = 0;
   if (pTab->bInTxn || pTab->nCursor > 0) return SQLITE_OK;
+  /* a sidecar that appeared since (a writer started): use it from now on */
+  if (pTab->pLock == 0 && !pTab->bRemote &&
+      caterva_lock_open_existing(pCtx, pTab->zPath, &pTab->pLock) < 0)
+    pTab->pLock = 0;
   if (pTab->bLockReads && !pTab->bReadLocked) {
     /* lock_reads=1: no writer (ours or a foreign one) may change the file while the
     ** statement's cursors are open; released when the last one closes */
@@ -194,6 +198,9 @@ static int cvStatementStartFirst(CvVtab *pTab) {
 static int cvLockWait(CvVtab *pTab, int bWrite) {
   caterva_ctx *pCtx = pTab->pConn->pCtx;
   int rc, waited = 0, timeout = -1, step = 1;
+  if (pTab->pLock == 0 && !pTab->bRemote &&
+      caterva_lock_open(pCtx, pTab->zPath, &pTab->pLock) < 0) /* the first writer creates it */
+    pTab->pLock = 0;
   if (pTab->pLock == 0) {
     cvSetError(pTab, "caterva: cannot lock '%s': its lock file '%s.b2lock' cannot be created",
                pTab->zPath, pTab->zPath);

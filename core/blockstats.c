@@ -879,7 +879,7 @@ static int build_one(caterva_ctx *ctx, caterva_array *a, int64_t n) {
   if (special == CATERVA_SPECIAL_NONE)
     CAT_TRY(leave, caterva_schunk_get_chunk(ctx, a->sc, n, &chunk, &cbytes));
   /* a record caterva_array_block_stats did not use (an array of no blocks) is replaced:
-   * overwritten, it leaked (tests/fuzz_sql) */
+   * overwritten, it leaked (tests/fuzz/fuzz_sql) */
   rec_unref(bs->rec[n]);
   bs->rec[n] = rec_for_chunk(ctx, bs, &a->g, n, chunk, cbytes, special, NULL);
   CAT_CHECK(leave, bs->rec[n] != NULL, CATERVA_E_CORRUPT,

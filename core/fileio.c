@@ -4,7 +4,7 @@
  *
  * Why one layer: the write path promises that a failure at any point (a full disk, an I/O
  * error) leaves the committed state intact. That is only testable if every call that can
- * fail is reachable by a fault injector; tests/test_txn.c walks N over every call of a
+ * fail is reachable by a fault injector; tests/unit/test_txn.c walks N over every call of a
  * transaction and checks the file after each injected failure.
  *
  * The hook: caterva_test_fail_io(n, err, sticky), or the environment variable

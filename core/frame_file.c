@@ -667,7 +667,7 @@ static int chunk_cbytes(const uint8_t *p, int64_t avail, int32_t *cbytes) {
   }
   if (rc < 0) return rc;
   /* A Blosc 1.x chunk (16-byte header) is no chunk of a frame: shorter than a Blosc2 header,
-   * it was copied into a frame that then did not read (found by tests/fuzz_frame). */
+   * it was copied into a frame that then did not read (found by tests/fuzz/fuzz_frame). */
   if (ci.cbytes < CATERVA_CHUNK_HEADER_SIZE) return CATERVA_E_CORRUPT;
   *cbytes = ci.cbytes;
   return CATERVA_OK;

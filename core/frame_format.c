@@ -219,7 +219,7 @@ static int parse_one_vlmeta(caterva_ctx *ctx, caterva_schunk *sc, cat_rdr *r,
   uint32_t nlen;
   int64_t off;
   int32_t clen;
-  /* a NUL byte in the name (found by tests/fuzz_frame): written back as a shorter or empty
+  /* a NUL byte in the name (found by tests/fuzz/fuzz_frame): written back as a shorter or empty
    * name, which then did not read */
   if (!cat_mp_str(r, &name, &nlen) || nlen == 0 || nlen > 255 || memchr(name, 0, nlen) != NULL ||
       !cat_mp_int(r, &off))

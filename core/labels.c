@@ -261,7 +261,7 @@ static int parse_time_units(const char *units, int cal, double *ums, double *ori
   const char *z = units, *zSince;
   size_t n;
   if (units == NULL || (zSince = strstr(units, " since ")) == NULL) return 0;
-  /* not past zSince: with units " since ..." that made n wrap (UBSan, tests/fuzz_array) */
+  /* not past zSince: with units " since ..." that made n wrap (UBSan, tests/fuzz/fuzz_array) */
   while (z < zSince && *z == ' ') z++;
   n = (size_t)(zSince - z);
   while (n > 0 && z[n - 1] == ' ') n--;

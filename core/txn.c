@@ -48,7 +48,7 @@ static void mark_free(cat_mark *m) {
   free(m->entries);
   for (int k = 0; k < m->nmeta; k++) free(m->meta[k].content);
   /* vlmeta is NULL when taking the mark ran out of memory before copying them
-   * (tests/test_alloc_fail) */
+   * (tests/unit/test_alloc_fail) */
   for (int k = 0; m->vlmeta != NULL && k < m->nvlmeta; k++) {
     free(m->vlmeta[k].name);
     free(m->vlmeta[k].chunk);

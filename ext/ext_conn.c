@@ -19,7 +19,7 @@ SQLITE_EXTENSION_INIT3
 #define CV_MAX_THREADS 4
 
 /* The number of threads: the CPUs online, at most CV_MAX_THREADS; the environment variable
-** CATERVA_THREADS (1 to CV_MAX_THREADS) overrides it (tests/fuzz_sql and tests/test_alloc_fail
+** CATERVA_THREADS (1 to CV_MAX_THREADS) overrides it (tests/fuzz/fuzz_sql and tests/unit/test_alloc_fail
 ** use 1: one thread per connection, allocations in a repeatable order). */
 static int cvThreads(void) {
   const char *z = getenv("CATERVA_THREADS");

@@ -283,7 +283,7 @@ int cvOptionsParseStringExtra(CvOptions *pOpt, const char *zOpt, CvExtraOption x
 /* ---- columns -------------------------------------------------------------------------- */
 
 /* On failure the names already split are freed and their slots set to 0 (found by
-** tests/fuzz_sql: a dims= with too many names leaked the first ones). */
+** tests/fuzz/fuzz_sql: a dims= with too many names leaked the first ones). */
 int cvSplitDims(const char *zDims, int nDim, char **azName, char **pzErr) {
   const char *z = zDims;
   int i = 0, rc = SQLITE_OK;

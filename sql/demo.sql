@@ -2,7 +2,7 @@
 -- ~24 million cells in one compressed file) queried as an ordinary SQL table, and the same
 -- grid's precipitation (precip.b2nd) as a second variable of one table.
 --
--- Run by scripts/demo.sh from the demo/ directory that tests/mkdemo fills (temp.b2nd and
+-- Run by scripts/demo.sh from the demo/ directory that tests/tools/mkdemo fills (temp.b2nd and
 -- stations.sql):   cd demo && sqlite3 < ../sql/demo.sql
 -- The file carries coordinates: time is a date of 2023 ('2023-07-15'), lat and lon are the
 -- degrees of the cell centres (-89.5 .. 89.5, -179.5 .. 179.5); the hidden columns

@@ -99,8 +99,28 @@ def grow(tmp, sparse, fill, far, timed):
            "shape %r, last cell %r" % (shape, last))
 
 
+def edge_rewrite(tmp, n):
+    """Creating a filled grid of n chunks along its second axis appends n chunks, and growing
+    its first axis inside the existing chunk row rewrites every one of them: one edit each.
+    Both copied the whole chunk index per edit (quadratic: a fuzz_sql timeout, 50 s for
+    200,000 chunks); now they write one slot in place, inside the transaction."""
+    path = os.path.join(tmp, "edge_%d.b2nd" % n)
+    db = connect()
+    t0 = time.time()
+    db.execute("CREATE VIRTUAL TABLE e USING caterva('%s', shape='1,%d', dtype='int8', "
+               "chunks='10,1', blocks='10,1', fill=7)" % (path, n))
+    db.execute("INSERT INTO e VALUES (1, 5, 3)")
+    dt = time.time() - t0
+    got = db.execute("SELECT count(*), sum(value) FROM e").fetchone()
+    report(dt < BOUND_S and got == (2 * n, 7 * (2 * n - 1) + 3),
+           "a filled grid of %d chunks created and grown inside its chunk row in %.2f s "
+           "(bound %.0f s: linear), every cell right" % (n, dt, BOUND_S), repr(got))
+    db.close()
+
+
 def main():
     def body(tmp):
+        edge_rewrite(tmp, 400000)
         grow(tmp, 0, "nan", 1000000, True)
         grow(tmp, 1, "nan", 1000000, True)
         grow(tmp, 0, "2.5", 100000, False)

@@ -192,6 +192,9 @@ int cvValueToItem(const CvItemType *pType, sqlite3_value *pVal, uint8_t *aOut, c
 /* The exact int64 value of an INTEGER, or of a REAL with an integral value in range: 0, else
 ** non-zero (ext_item.c). */
 int cvExactInt(sqlite3_value *pVal, int64_t *piOut);
+/* With bNumeric, text that SQLite's numeric affinity converts becomes that number (in
+** place); returns the value's type (ext_item.c). */
+int cvNumericText(sqlite3_value *pVal, int bNumeric);
 /* The number d as an item; non-zero when the dtype cannot hold it (NaN: floats only). */
 int cvNumberToItem(const CvItemType *pType, double d, uint8_t *aOut);
 /* IEEE 754 binary16 to double. */

@@ -273,7 +273,10 @@ void cvItemResult(sqlite3_context *pCtx, const CvItemType *pType, const uint8_t 
 **                        value in range                             300 into uint8, 2 into bool
 **   datetime64           INTEGER; NULL is NaT                       TEXT, BLOB, REAL
 **   others (BLOB kind)   BLOB of exactly the item size              anything else
-** Never a silent conversion: what does not fit is an error naming the value and the dtype.
+** Numeric text ('21.44', ' 7 ', '1e3') counts as the number SQLite's numeric affinity makes of
+** it (cvNumericText), as a plain table's REAL or INTEGER column would take it; other text is
+** TEXT above. Never a silent conversion: what does not fit is an error naming the value and
+** the dtype.
 */
 
 /* Write the n low bytes of v in the item's byte order. */
@@ -294,6 +297,14 @@ static void cvPutInt(const CvItemType *pType, uint64_t v, uint8_t *aOut) {
     uint8_t b = (uint8_t)(v >> (8 * i));
     aOut[pType->bBigEndian ? n - 1 - i : i] = b;
   }
+}
+
+/* Numeric text is a number where a plain table's REAL or INTEGER column would take it
+** ('21.44', ' 7 ', '1e3': SQLite's numeric affinity, applied to the value in place); other
+** text stays text. Returns the value's type afterwards. */
+int cvNumericText(sqlite3_value *pVal, int bNumeric) {
+  if (bNumeric && sqlite3_value_type(pVal) == SQLITE_TEXT) (void)sqlite3_value_numeric_type(pVal);
+  return sqlite3_value_type(pVal);
 }
 
 /* The value as an int64 when it is an INTEGER, or a REAL holding an integral value that an
@@ -420,7 +431,8 @@ static int cvFloatToItem(const CvItemType *pType, sqlite3_value *pVal, uint8_t *
 
 int cvValueToItem(const CvItemType *pType, sqlite3_value *pVal, uint8_t *aOut, char **pzErr) {
   int bBad = 1;
-  int eType = sqlite3_value_type(pVal);
+  int eType = cvNumericText(pVal, pType->eKind == CV_ITEM_FLOAT || pType->eKind == CV_ITEM_INT ||
+                                      pType->eKind == CV_ITEM_UINT || pType->eKind == CV_ITEM_BOOL);
   switch (pType->eKind) {
     case CV_ITEM_FLOAT:
       bBad = cvFloatToItem(pType, pVal, aOut);

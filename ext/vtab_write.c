@@ -54,6 +54,7 @@ static int cvCoordValue(CvVtab *pTab, int k, sqlite3_value *pVal, int64_t *piOut
     cvSetError(pTab, "caterva: NULL coordinate for %s", pTab->azCol[k]);
     return SQLITE_CONSTRAINT;
   }
+  (void)cvNumericText(pVal, 1); /* '7' and ' 7 ' as a plain INTEGER column takes them */
   if (cvExactInt(pVal, piOut) || *piOut < 0) {
     cvSetError(pTab, "caterva: coordinate %s = '%s' is not a non-negative integer",
                pTab->azCol[k], sqlite3_value_text(pVal));

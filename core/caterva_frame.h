@@ -214,6 +214,10 @@ int caterva_schunk_compact(caterva_ctx *ctx, caterva_schunk *sc, int force);
 #define CATERVA_SC_NO_AUTOCOMPACT 1 /**< never compact on its own (after edits, on free) */
 #define CATERVA_SC_RETAIN_MAPS    2 /**< keep replaced file maps until freed: pointers from
                                          caterva_schunk_get_chunk stay valid across commits */
+#define CATERVA_SC_NOSYNC         4 /**< sparse frames: write chunk files and chunks.b2frame
+                                       without fsync (a commit with sync = 0 skips the fsyncs
+                                       of contiguous files too): an OS crash or power loss may
+                                       lose the last commits, never a process crash */
 /** Set behaviour flags (CATERVA_SC_*). */
 void caterva_schunk_set_flags(caterva_schunk *sc, int flags);
 /** @} */

@@ -96,7 +96,7 @@ typedef int (*emit_fn)(caterva_ctx *ctx, void *arg, int fd, const char *path);
 
 /* Write a complete new version of path: emit() fills a temporary file in the same
  * directory, which is synced and renamed over path. */
-static int write_atomic(caterva_ctx *ctx, const char *path, emit_fn emit, void *arg) {
+static int write_atomic(caterva_ctx *ctx, const char *path, emit_fn emit, void *arg, bool sync) {
   static unsigned counter;
   size_t n = strlen(path) + 40;
   char *tmp = malloc(n);
@@ -113,11 +113,11 @@ static int write_atomic(caterva_ctx *ctx, const char *path, emit_fn emit, void *
     goto leave;
   }
   CAT_TRY(fail, emit(ctx, arg, fd, tmp));
-  CAT_TRY(fail, cat_io_fsync(ctx, fd, tmp));
+  if (sync) CAT_TRY(fail, cat_io_fsync(ctx, fd, tmp));
   close(fd);
   fd = -1;
   CAT_TRY(fail, cat_io_rename(ctx, tmp, path));
-  cat_io_sync_parent(path);
+  if (sync) cat_io_sync_parent(path);
   rc = CATERVA_OK;
   goto leave;
 fail:
@@ -162,7 +162,7 @@ static void plan_free(plan *pl) {
 }
 
 /* Write a sparse frame's chunks.b2frame (header, index, trailer of pl) at path, atomically. */
-static int write_sparse_index(caterva_ctx *ctx, const char *path, const plan *pl) {
+static int write_sparse_index(caterva_ctx *ctx, const char *path, const plan *pl, bool sync) {
   pieces pc;
   memset(&pc, 0, sizeof pc);
   pc.p[0] = pl->header;
@@ -171,7 +171,7 @@ static int write_sparse_index(caterva_ctx *ctx, const char *path, const plan *pl
   pc.n[1] = (size_t)pl->index_len;
   pc.p[2] = pl->trailer;
   pc.n[2] = (size_t)pl->trailer_len;
-  return write_atomic(ctx, path, emit_pieces, &pc);
+  return write_atomic(ctx, path, emit_pieces, &pc, sync);
 }
 
 /* Index, trailer and header for the given entries; cbytes is the chunk bytes recorded. */
@@ -390,7 +390,7 @@ static int contiguous_rewrite(caterva_ctx *ctx, caterva_schunk *sc) {
   CAT_TRY(leave, rc);
   fo.sc = sc;
   fo.pl = &pl;
-  CAT_TRY(leave, write_atomic(ctx, sc->path, emit_frame, &fo));
+  CAT_TRY(leave, write_atomic(ctx, sc->path, emit_frame, &fo, true));
   /* The new file is in place; from here on a failure leaves sc out of step with it. */
   fd = open(sc->path, O_RDWR);
   if (fd < 0 || remap(ctx, sc, fd) < 0) {
@@ -511,7 +511,7 @@ static void note_index_file(caterva_schunk *sc) {
 
 /* Replace chunks.b2frame: header (frame type 1), offsets index, trailer. */
 static int sparse_write_index(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
-                              int64_t nbytes, int64_t cbytes) {
+                              int64_t nbytes, int64_t cbytes, bool sync) {
   plan pl;
   char *path = join(sc->path, CAT_SPARSE_INDEX);
   int rc;
@@ -522,7 +522,7 @@ static int sparse_write_index(caterva_ctx *ctx, caterva_schunk *sc, int64_t *ent
   rc = plan_finish(ctx, sc, CAT_FRAME_SPARSE, &pl, n, nbytes);
   pl.entries = NULL;
   CAT_TRY(leave, rc);
-  CAT_TRY(leave, write_sparse_index(ctx, path, &pl));
+  CAT_TRY(leave, write_sparse_index(ctx, path, &pl, sync));
   sc->header_len = pl.header_len;
   sc->frame_len = pl.frame_len;
   note_index_file(sc);
@@ -533,7 +533,7 @@ leave:
 }
 
 static int write_chunk_file(caterva_ctx *ctx, const char *dir, int64_t num, const uint8_t *chunk,
-                            int32_t cbytes) {
+                            int32_t cbytes, bool sync) {
   char *path = chunk_file_name(dir, num);
   int fd = -1, rc;
   CAT_CHECK(leave, path != NULL, CATERVA_E_NOMEM, "out of memory");
@@ -543,7 +543,7 @@ static int write_chunk_file(caterva_ctx *ctx, const char *dir, int64_t num, cons
     goto leave;
   }
   rc = cat_io_write(ctx, fd, chunk, (size_t)cbytes, path);
-  if (rc >= 0) rc = cat_io_fsync(ctx, fd, path);
+  if (rc >= 0 && sync) rc = cat_io_fsync(ctx, fd, path);
   if (rc < 0) (void)unlink(path); /* no partial file left behind (a full disk) */
 leave:
   if (fd >= 0) close(fd);
@@ -637,7 +637,7 @@ static int sparse_put(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *chunk
   int64_t num = sc->next_file;
   int rc = CATERVA_OK;
   CAT_CHECK(leave, num <= 0xffffffffLL, CATERVA_E_OVERFLOW, "sparse frame: out of file numbers");
-  CAT_TRY(leave, write_chunk_file(ctx, sc->path, num, chunk, cbytes));
+  CAT_TRY(leave, write_chunk_file(ctx, sc->path, num, chunk, cbytes, !sc->nosync));
   if (sc->txn != NULL && (rc = note_written(ctx, sc, num)) < 0) {
     cat_file_unlink_chunk(sc, num);
     goto leave;
@@ -777,7 +777,7 @@ int cat_file_create(caterva_ctx *ctx, caterva_schunk *sc) {
   int rc, fd;
   if (sc->store == CATERVA_STORE_SPARSE) {
     if (mkdir(sc->path, 0777) != 0) return io_fail(ctx, "cannot create directory", sc->path);
-    rc = sparse_write_index(ctx, sc, NULL, 0, 0, 0);
+    rc = sparse_write_index(ctx, sc, NULL, 0, 0, 0, true);
     if (rc < 0) rmdir(sc->path);
     return rc;
   }
@@ -811,7 +811,7 @@ int cat_file_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int6
                     int64_t nbytes, int64_t cbytes, bool full_header, bool sync) {
   if (sc->broken) return cat_error(ctx, CATERVA_E_IO, "schunk unusable after a failed update");
   if (sc->store == CATERVA_STORE_SPARSE)
-    return sparse_write_index(ctx, sc, entries, n, nbytes, cbytes);
+    return sparse_write_index(ctx, sc, entries, n, nbytes, cbytes, sync && !sc->nosync);
   return contiguous_commit(ctx, sc, entries, n, nbytes, full_header, sync);
 }
 
@@ -848,7 +848,7 @@ leave:
 int cat_file_rewrite(caterva_ctx *ctx, caterva_schunk *sc) {
   if (sc->broken) return cat_error(ctx, CATERVA_E_IO, "schunk unusable after a failed update");
   if (sc->store == CATERVA_STORE_SPARSE)
-    return sparse_write_index(ctx, sc, sc->entries, sc->nchunks, sc->nbytes, sc->cbytes);
+    return sparse_write_index(ctx, sc, sc->entries, sc->nchunks, sc->nbytes, sc->cbytes, !sc->nosync);
   return contiguous_rewrite(ctx, sc);
 }
 
@@ -860,7 +860,7 @@ typedef struct sparse_out {
 
 static int put_chunk_file(caterva_ctx *ctx, void *arg, int64_t k, const uint8_t *p, int32_t cb) {
   sparse_out *so = arg;
-  int rc = write_chunk_file(ctx, so->dir, k, p, cb);
+  int rc = write_chunk_file(ctx, so->dir, k, p, cb, true);
   if (rc >= 0) so->nfiles = k + 1;
   return rc;
 }
@@ -888,7 +888,7 @@ static int save_sparse(caterva_ctx *ctx, caterva_schunk *sc, const char *path) {
   CAT_TRY(fail, each_stored(ctx, sc, put_chunk_file, &so));
   idx = join(path, CAT_SPARSE_INDEX);
   CAT_CHECK(fail, idx != NULL, CATERVA_E_NOMEM, "out of memory");
-  CAT_TRY(fail, write_sparse_index(ctx, idx, &pl));
+  CAT_TRY(fail, write_sparse_index(ctx, idx, &pl, true));
   cat_io_sync_parent(path);
   rc = CATERVA_OK;
   goto leave;
@@ -911,7 +911,7 @@ static int save_contiguous(caterva_ctx *ctx, caterva_schunk *sc, const char *pat
   CAT_TRY(fail, plan_build(ctx, sc, CAT_FRAME_CONTIGUOUS, &pl));
   fo.sc = sc;
   fo.pl = &pl;
-  CAT_TRY(fail, write_atomic(ctx, path, emit_frame, &fo));
+  CAT_TRY(fail, write_atomic(ctx, path, emit_frame, &fo, true));
   rc = CATERVA_OK;
   goto leave;
 fail:

@@ -122,6 +122,7 @@ struct caterva_schunk {
   cat_txn *txn;              /* open transaction (txn.c), or NULL */
   bool no_autocompact;       /* never compact on our own (the caller holds the lock) */
   bool retain_maps;          /* keep old maps until freed (CATERVA_SC_RETAIN_MAPS) */
+  bool nosync;               /* sparse: chunk files and index not fsync'ed (CATERVA_SC_NOSYNC) */
   cat_map *retired;          /* maps kept alive by retain_maps (n == 0: malloc'ed bytes) */
   uint64_t seen_ino;         /* inode of the file (contiguous) or chunks.b2frame (sparse) */
   int64_t seen_mtime;        /* sparse: modification time of chunks.b2frame, ns */

@@ -354,6 +354,7 @@ void caterva_schunk_set_flags(caterva_schunk *sc, int flags) {
   if (sc == NULL) return;
   sc->no_autocompact = (flags & CATERVA_SC_NO_AUTOCOMPACT) != 0;
   sc->retain_maps = (flags & CATERVA_SC_RETAIN_MAPS) != 0;
+  sc->nosync = (flags & CATERVA_SC_NOSYNC) != 0;
 }
 
 int caterva_schunk_rename(caterva_ctx *ctx, caterva_schunk *sc, const char *path) {

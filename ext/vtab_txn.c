@@ -125,7 +125,8 @@ static int cvReopen(CvVtab *pTab, int mode) {
   }
   if (mode == CATERVA_OPEN_WRITE) {
     caterva_schunk_set_flags(caterva_array_schunk(pNew),
-                             CATERVA_SC_NO_AUTOCOMPACT | CATERVA_SC_RETAIN_MAPS);
+                             CATERVA_SC_NO_AUTOCOMPACT | CATERVA_SC_RETAIN_MAPS |
+                                 (pTab->bSync ? 0 : CATERVA_SC_NOSYNC));
     caterva_array_set_write_cache(pNew, pTab->szCache);
     cvFillInit(pTab, pNew);
   }

@@ -62,6 +62,11 @@ void cat_dtype_default(int itemsize, char *buf, size_t cap);
 
 #define CAT_DEFAULT_BLOCK_BYTES (64 * 1024)      /* a fraction of a core's L2 */
 #define CAT_DEFAULT_CHUNK_BYTES (4 * 1024 * 1024) /* a few MB */
+/* Automatic partitions of an array created with extent 0 along its first axis are chosen
+ * for growth along it: chunks of at least CAT_GROWTH_CHUNK_BYTES, at most CAT_GROWTH_EXTENT
+ * rows (cat_default_partition). */
+#define CAT_GROWTH_EXTENT (1 << 20)
+#define CAT_GROWTH_CHUNK_BYTES (1024 * 1024)
 
 /* Fill the zero entries of chunkshape / blockshape (all of one or none) for shape.
  * chunkshape all zero: chosen from shape; blockshape all zero: chosen from chunkshape.

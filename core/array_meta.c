@@ -403,6 +403,25 @@ int cat_default_partition(caterva_ctx *ctx, int ndim, const int64_t *shape, int 
     for (int k = 0; k < ndim; k++)
       chunkshape[k] = shape[k] < 1 ? 1 : shape[k] > INT32_MAX ? INT32_MAX : (int32_t)shape[k];
     shrink_to(ndim, chunkshape, itemsize, CAT_DEFAULT_CHUNK_BYTES);
+    /* An array created with extent 0 along its first axis is made to grow along it (appends,
+     * INSERT past the end): partition it for the grown array, not for the rows it has (it
+     * got chunks of one row: 200 bytes for 50 float32 stations): the other axes as for a
+     * long array, and along the first as many rows as make a chunk of at least
+     * CAT_GROWTH_CHUNK_BYTES -- small enough that a commit of one more row rewrites little
+     * (each commit recompresses the chunks it touches). Arrays created with rows keep the
+     * partition of their shape. */
+    if (shape[0] == 0) {
+      int32_t grown[CATERVA_MAX_DIM];
+      int64_t bytes = itemsize;
+      grown[0] = 1;
+      for (int k = 1; k < ndim; k++)
+        grown[k] = shape[k] < 1 ? 1 : shape[k] > INT32_MAX ? INT32_MAX : (int32_t)shape[k];
+      shrink_to(ndim, grown, itemsize, CAT_DEFAULT_CHUNK_BYTES);
+      for (int k = 1; k < ndim; k++) bytes *= grown[k]; /* <= the target: no overflow */
+      while (bytes * grown[0] < CAT_GROWTH_CHUNK_BYTES && grown[0] < CAT_GROWTH_EXTENT)
+        grown[0] *= 2;
+      memcpy(chunkshape, grown, (size_t)ndim * sizeof *grown);
+    }
   }
   if (ndim > 0 && bzero) {
     memcpy(blockshape, chunkshape, (size_t)ndim * sizeof *blockshape);
@@ -411,7 +430,8 @@ int cat_default_partition(caterva_ctx *ctx, int ndim, const int64_t *shape, int 
   if (ndim > 0 && czero) {
     for (int k = 0; k < ndim; k++) {
       int64_t up = cat_ceil_div64(chunkshape[k], blockshape[k]) * blockshape[k];
-      if (up <= shape[k] && up <= INT32_MAX) chunkshape[k] = (int32_t)up;
+      if ((up <= shape[k] || (k == 0 && shape[0] == 0)) && up <= INT32_MAX)
+        chunkshape[k] = (int32_t)up;
     }
   }
 leave:

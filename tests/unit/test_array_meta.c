@@ -325,7 +325,8 @@ static void partition_case(int nd, const int64_t *shape, int itemsize) {
   int64_t cb = itemsize, bb = itemsize;
   int ok = cat_default_partition(ctx, nd, shape, itemsize, c, b) == 0;
   for (int k = 0; ok && k < nd; k++) {
-    int64_t s = shape[k] < 1 ? 1 : shape[k];
+    /* extent 0 along the first axis: partitioned for growth (chunks of 1-4 MiB along it) */
+    int64_t s = k == 0 && shape[0] == 0 ? CAT_GROWTH_EXTENT : shape[k] < 1 ? 1 : shape[k];
     ok = c[k] >= 1 && b[k] >= 1 && c[k] <= s && b[k] <= c[k];
     /* chunks are multiples of blocks unless the chunk is the whole (short) axis */
     if (ok && c[k] < s) ok = c[k] % b[k] == 0;
@@ -333,6 +334,7 @@ static void partition_case(int nd, const int64_t *shape, int itemsize) {
     bb *= b[k];
   }
   ok = ok && bb <= CAT_DEFAULT_BLOCK_BYTES + 0 && cb <= 2 * (int64_t)CAT_DEFAULT_CHUNK_BYTES;
+  if (nd > 0 && shape[0] == 0) ok = ok && cb >= CAT_GROWTH_CHUNK_BYTES;
   tap_ok(ok, "default partition %dd itemsize %d: chunk %lld bytes, block %lld bytes", nd,
          itemsize, (long long)cb, (long long)bb);
 }

@@ -204,6 +204,19 @@ int caterva_schunk_rename(caterva_ctx *ctx, caterva_schunk *sc, const char *path
  * (contiguous) or one stat (sparse). */
 int caterva_schunk_stale(caterva_ctx *ctx, caterva_schunk *sc);
 
+/** Remove what killed writers left (never part of any committed state): the chunk files of a
+ * sparse frame that its committed index does not refer to, and the temporary files named after
+ * the frame whose process no longer exists on this machine -- `<path>.tmp<pid>.<n>` (atomic
+ * rewrites and compactions), `<dir>/chunks.b2frame.tmp<pid>.<n>` (sparse index), and
+ * `<path>.creating-<pid>` (a creation: a file or a flat directory). A live process's file is
+ * kept. The caller holds the exclusive lock (caterva_lock_exclusive) so that no writer is
+ * between writing a chunk file and committing it; the handle must be open for writing, have no
+ * transaction open, and be current (CATERVA_E_BUSY when the frame changed since it read it:
+ * reopen). With dry_run nothing is removed (any handle; then files of a writer in flight count
+ * too). *removed (may be NULL): the number of names removed or, dry, found. A name that
+ * cannot be removed gives CATERVA_E_IO after the others are tried. Local frames only. */
+int caterva_schunk_collect(caterva_ctx *ctx, caterva_schunk *sc, int dry_run, int64_t *removed);
+
 /** Bytes inside a contiguous file's chunk section that no index entry refers to. */
 int64_t caterva_schunk_dead_bytes(const caterva_schunk *sc);
 /** Rewrite a contiguous file packed (temporary file + rename: readers holding the old file

@@ -233,6 +233,9 @@ int cat_file_read_chunk(caterva_ctx *ctx, const caterva_schunk *sc, int64_t num,
 /* 1 when the file on disk no longer holds the state sc was read or committed as (another
  * writer committed, or compacted), 0 when it does. */
 int cat_file_stale(caterva_ctx *ctx, caterva_schunk *sc);
+/* frame_collect.c: remove (or, dry_run, count) what killed writers left: unreferenced sparse
+ * chunk files, temporary files of processes that are gone. See caterva_schunk_collect. */
+int cat_file_collect(caterva_ctx *ctx, caterva_schunk *sc, bool dry_run, int64_t *removed);
 /* Keep p (malloc'ed chunk bytes replaced by an edit) until sc is freed, when readers may
  * hold pointers into it (retain_maps); else free it. */
 void cat_file_retire_bytes(caterva_schunk *sc, void *p);

@@ -374,6 +374,11 @@ leave:
   return rc;
 }
 
+int caterva_schunk_collect(caterva_ctx *ctx, caterva_schunk *sc, int dry_run, int64_t *removed) {
+  if (sc == NULL) return cat_error(ctx, CATERVA_E_INVALID, "collect: NULL super-chunk");
+  return cat_file_collect(ctx, sc, dry_run != 0, removed);
+}
+
 int caterva_schunk_stale(caterva_ctx *ctx, caterva_schunk *sc) {
   if (sc == NULL || sc->store == CATERVA_STORE_MEMORY) return 0;
   return cat_file_stale(ctx, sc);

@@ -336,6 +336,12 @@ static void cvInfoFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3_str_appendf(pStr, ",\"storage\":\"%s\",",
                       caterva_schunk_store(pSc) == CATERVA_STORE_SPARSE ? "sparse" : "contiguous");
   {
+    /* what killed writers left (the next writer removes it), or in-flight files of a writer */
+    int64_t nLeft = 0;
+    if (caterva_schunk_collect(pConn->pCtx, pSc, 1, &nLeft) >= 0)
+      sqlite3_str_appendf(pStr, "\"leftovers\":%lld,", (long long)nLeft);
+  }
+  {
     /* a table's own handle: what its queries fetched (the function keeps a handle of its own) */
     void *pTab = 0;
     const char *zArg = (const char *)sqlite3_value_text(argv[0]);

@@ -118,6 +118,7 @@ struct CvVtab {
   uint64_t iGen;                      /* Generation counter the array reflects */
   uint64_t iGenLocked;                /* The counter after our last exclusive lock */
   int bWritable;                      /* pArr was opened for writing */
+  int bCollected;                     /* killed writers' leftovers removed (first xBegin) */
   int bInTxn;                         /* A write transaction is open (we hold LOCK_EX) */
   int bCommitted;                     /* xSync has committed it; xCommit releases */
   int bDirty;                         /* Cells written since the block cache was cleared */

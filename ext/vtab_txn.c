@@ -226,6 +226,14 @@ static int cvLockWait(CvVtab *pTab, int bWrite) {
   return SQLITE_BUSY;
 }
 
+/* The first write transaction of this handle, under the exclusive lock and before it
+** begins: remove what killed writers left (garbage: no committed state refers to it). A
+** failure to remove is not the statement's failure; the next handle tries again. */
+static void cvCollect(CvVtab *pTab) {
+  pTab->bCollected = 1;
+  (void)caterva_schunk_collect(pTab->pConn->pCtx, caterva_array_schunk(pTab->pArr), 0, 0);
+}
+
 /* xBegin. */
 int cvTxnBegin(sqlite3_vtab *pVtab) {
   CvVtab *pTab = (CvVtab *)pVtab;
@@ -248,6 +256,7 @@ int cvTxnBegin(sqlite3_vtab *pVtab) {
   if (!pTab->bWritable || pTab->iGenLocked != pTab->iGen + 1 ||
       caterva_schunk_stale(pCtx, caterva_array_schunk(pTab->pArr)) != 0)
     rc = cvReopen(pTab, CATERVA_OPEN_WRITE);
+  if (rc == SQLITE_OK && !pTab->bCollected) cvCollect(pTab);
   if (rc == SQLITE_OK && (r = caterva_array_begin(pCtx, pTab->pArr)) < 0) rc = cvLibError(pTab, r);
   if (rc != SQLITE_OK) {
     caterva_lock_release(pTab->pLock);

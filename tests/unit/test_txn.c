@@ -788,6 +788,48 @@ static int crash_child(const char *path, int commit) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* Sparse, after a crash before commit: a current writer collects the killed transaction's
+ * chunk files; a handle older than the last commit refuses to (it would take the new
+ * commit's chunk files for garbage). */
+static void test_collect(const char *path, const state *old) {
+  static const edit add[] = {{E_APPEND, 0, 7, NULL}};
+  caterva_schunk *stale = NULL, *sc = NULL, *w = NULL;
+  state *st = malloc(sizeof *st);
+  int64_t dry = -1, removed = -1, n_after_commit;
+  int garbage = -1, ok;
+  ok = st != NULL && caterva_schunk_open(ctx, path, CATERVA_OPEN_WRITE, &stale) == 0 &&
+       caterva_schunk_open(ctx, path, CATERVA_OPEN_WRITE, &sc) == 0;
+  if (ok) garbage = count_chunk_files(path) - stored_chunks(sc);
+  ok = ok && caterva_schunk_collect(ctx, sc, 1, &dry) == 0 && dry == garbage &&
+       count_chunk_files(path) - stored_chunks(sc) == garbage;
+  tap_ok(ok && garbage > 0, "sparse: a dry collection counts the %d leftover chunk files (%lld)",
+         garbage, (long long)dry);
+  ok = ok && caterva_schunk_collect(ctx, sc, 0, &removed) == 0 && removed == garbage;
+  caterva_schunk_free(sc);
+  tap_ok(ok && no_leftovers(path, CATERVA_STORE_SPARSE, "collected") &&
+             reopen_check(path, old, "after the collection"),
+         "sparse: a writer's collection removes them (%lld) and keeps the committed content",
+         (long long)removed);
+  /* another handle commits a new chunk: `stale` no longer knows its file */
+  if (st != NULL) *st = *old;
+  ok = st != NULL && caterva_schunk_open(ctx, path, CATERVA_OPEN_WRITE, &w) == 0 &&
+       caterva_schunk_begin(ctx, w) == 0 && do_edits(w, st, add, 1) == 0 &&
+       caterva_schunk_commit(ctx, w, 1) == 0;
+  caterva_schunk_free(w);
+  n_after_commit = count_chunk_files(path);
+  ok = ok && stale != NULL && caterva_schunk_collect(ctx, stale, 0, &removed) == CATERVA_E_BUSY &&
+       count_chunk_files(path) == n_after_commit && reopen_check(path, st, "after a stale collection");
+  tap_ok(ok, "sparse: a handle older than the last commit refuses to collect (%s)",
+         caterva_ctx_errmsg(ctx));
+  ok = caterva_schunk_collect(ctx, stale, 1, NULL) == CATERVA_E_BUSY &&
+       caterva_schunk_open(ctx, path, CATERVA_OPEN_READ, &sc) == 0 &&
+       caterva_schunk_collect(ctx, sc, 0, NULL) == CATERVA_E_READONLY;
+  caterva_schunk_free(sc);
+  caterva_schunk_free(stale);
+  tap_ok(ok, "sparse: a read-only handle may count but not collect");
+  free(st);
+}
+
 static void test_crash(int store) {
   const char *sn = store_name[store];
   char path[512];
@@ -838,6 +880,7 @@ static void test_crash(int store) {
     }
     snap_free(&cur);
     tap_ok(intact, "%s: every file of the old frame is unchanged", sn);
+    test_collect(path, old);
   }
   ok = snap_restore(path, store, &s) && crash_child(path, 1) == 0;
   tap_ok(ok && reopen_check(path, nu, "after a crash after commit"),

@@ -208,7 +208,8 @@ int caterva_schunk_stale(caterva_ctx *ctx, caterva_schunk *sc);
  * sparse frame that its committed index does not refer to, and the temporary files named after
  * the frame whose process no longer exists on this machine -- `<path>.tmp<pid>.<n>` (atomic
  * rewrites and compactions), `<dir>/chunks.b2frame.tmp<pid>.<n>` (sparse index), and
- * `<path>.creating-<pid>` (a creation: a file or a flat directory). A live process's file is
+ * `<path>.creating-<pid>`, `<path>.importing-<pid>`, `<path>.tmp-<pid>` (a creation or an
+ * import: a file or a directory). A live process's file is
  * kept. The caller holds the exclusive lock (caterva_lock_exclusive) so that no writer is
  * between writing a chunk file and committing it; the handle must be open for writing, have no
  * transaction open, and be current (CATERVA_E_BUSY when the frame changed since it read it:

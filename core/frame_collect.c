@@ -7,7 +7,8 @@
  *
  *   <path>.tmp<pid>.<n>                 a contiguous frame rewritten or compacted (file)
  *   <dir>/chunks.b2frame.tmp<pid>.<n>   a sparse frame's index replaced (file)
- *   <path>.creating-<pid>               an array being created (file, or a flat directory)
+ *   <path>.creating-<pid>               an array being created (file, or a sparse directory)
+ *   <path>.importing-<pid>, <path>.tmp-<pid>   an array being imported (NetCDF, bcolz)
  *
  * Chunk files are collected only by a writer holding the exclusive lock with no transaction
  * open: then no writer is between its first chunk file and its commit. Temporary files are
@@ -53,20 +54,27 @@ static bool process_gone(long long pid) {
   return pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
-/* name is "<base>.tmp<pid>.<n>" or "<base>.creating-<pid>" with a process that is gone. */
+/* Length of the marker at p of a whole-file temporary ("<path><marker><pid>"), or 0. */
+static size_t whole_prefix(const char *p) {
+  static const char *const marker[] = {".creating-", ".importing-", ".tmp-"};
+  for (size_t k = 0; k < sizeof marker / sizeof marker[0]; k++)
+    if (strncmp(p, marker[k], strlen(marker[k])) == 0) return strlen(marker[k]);
+  return 0;
+}
+
+/* name is "<base>.tmp<pid>.<n>" or "<base><marker><pid>" with a process that is gone. */
 static bool dead_temporary(const char *name, const char *base) {
   size_t n = strlen(base);
   const char *p, *end;
   long long pid, seq;
   if (strncmp(name, base, n) != 0) return false;
   p = name + n;
-  if (strncmp(p, ".tmp", 4) == 0) {
+  if (strncmp(p, ".tmp", 4) == 0 && p[4] >= '0' && p[4] <= '9') {
     if (!parse_digits(p + 4, INT_MAX, &pid, &end) || *end != '.') return false;
     if (!parse_digits(end + 1, UINT_MAX, &seq, &end) || *end != '\0') return false;
-  } else if (strncmp(p, ".creating-", 10) == 0) {
-    if (!parse_digits(p + 10, INT_MAX, &pid, &end) || *end != '\0') return false;
   } else {
-    return false;
+    size_t m = whole_prefix(p);
+    if (m == 0 || !parse_digits(p + m, INT_MAX, &pid, &end) || *end != '\0') return false;
   }
   return process_gone(pid);
 }
@@ -82,19 +90,18 @@ static void note_failure(collect *c, const char *path) {
   if (c->rc == CATERVA_OK) c->rc = cat_io_error(c->ctx, "cannot remove", path);
 }
 
-/* Remove path: a file, or a directory of files (a sparse frame being created). */
-static void remove_entry(collect *c, const char *path) {
+/* Remove path: a file, or a directory tree (a sparse frame, or an import's directory) up to
+ * depth levels deep; symbolic links are removed, never followed. */
+static void remove_tree(collect *c, const char *path, int depth) {
   struct stat st;
-  c->count++;
-  if (c->dry_run || lstat(path, &st) != 0) return;
-  if (S_ISDIR(st.st_mode)) {
+  if (lstat(path, &st) != 0) return;
+  if (S_ISDIR(st.st_mode) && depth > 0) {
     DIR *d = opendir(path);
     struct dirent *de;
     while (d != NULL && (de = readdir(d)) != NULL) {
       char *p;
       if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
-      if ((p = join2(path, de->d_name)) != NULL && unlink(p) != 0 && errno != ENOENT)
-        note_failure(c, p);
+      if ((p = join2(path, de->d_name)) != NULL) remove_tree(c, p, depth - 1);
       free(p);
     }
     if (d != NULL) closedir(d);
@@ -102,6 +109,11 @@ static void remove_entry(collect *c, const char *path) {
   } else if (unlink(path) != 0 && errno != ENOENT) {
     note_failure(c, path);
   }
+}
+
+static void remove_entry(collect *c, const char *path) {
+  c->count++;
+  if (!c->dry_run) remove_tree(c, path, 8);
 }
 
 /* Dead temporaries named after base in dir. */

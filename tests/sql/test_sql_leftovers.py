@@ -5,7 +5,8 @@ A real sqlite3 shell opens a transaction on a sparse array, rewrites every chunk
 files) and is killed with SIGKILL before COMMIT: its chunk files are garbage that no index
 refers to. Beside the arrays lie temporary files of the kinds a killed compaction, index
 replacement or creation leaves (`<path>.tmp<pid>.<n>`, `chunks.b2frame.tmp<pid>.<n>`,
-`<path>.creating-<pid>`): some named after a process that is gone, some after a live one.
+`<path>.creating-<pid>`, and of imports `.importing-<pid>`, `.tmp-<pid>`): some named after a
+process that is gone, some after a live one, and names that only look like ours.
 
 Then: a reader (SELECT, caterva_info) changes nothing and reports the leftovers; the next
 writer, under the exclusive lock, removes every unreferenced chunk file and every temporary of
@@ -90,16 +91,18 @@ def body(tmp):
 
     gone, live = dead_pid(), os.getpid()
     temps_dead = [sparse + "/chunks.b2frame.tmp%d.0" % gone, contig + ".tmp%d.3" % gone,
-                  contig + ".creating-%d" % gone, sparse + ".creating-%d" % gone]
+                  contig + ".creating-%d" % gone, contig + ".importing-%d" % gone,
+                  contig + ".tmp-%d" % gone, sparse + ".creating-%d" % gone]
     temps_live = [sparse + "/chunks.b2frame.tmp%d.1" % live, contig + ".tmp%d.7" % live,
-                  contig + ".creating-%d" % live]
-    others = [contig + ".tmpx.1", contig + ".creating-12ab", sparse + "/notes.txt"]
-    for p in temps_dead[:3] + temps_live + others:
+                  contig + ".creating-%d" % live, contig + ".importing-%d" % live]
+    others = [contig + ".tmpx.1", contig + ".creating-12ab", contig + ".tmp-%dx" % gone,
+              contig + "x.tmp%d.0" % gone, sparse + "/notes.txt"]
+    for p in temps_dead[:5] + temps_live + others:
         with open(p, "wb") as f:
             f.write(b"partial")
-    os.mkdir(temps_dead[3])  # a sparse creation: a directory of chunk files
+    os.mkdir(temps_dead[5])  # a sparse creation: a directory of chunk files
     for name in ("00000000.chunk", "chunks.b2frame"):
-        with open(os.path.join(temps_dead[3], name), "wb") as f:
+        with open(os.path.join(temps_dead[5], name), "wb") as f:
             f.write(b"partial")
 
     db = connect_ext(EXT, isolation_level=None)
@@ -113,7 +116,7 @@ def body(tmp):
     want = sum(r * 100 + c for r in range(40) for c in range(30))
     report(total == want, "the committed content reads back (sum %s)" % total)
     # sparse: 12 chunk files + its index temporary + its creation directory
-    report(si.get("leftovers") == 14 and ci.get("leftovers") == 2,
+    report(si.get("leftovers") == 14 and ci.get("leftovers") == 4,
            "caterva_info reports the leftovers (sparse %s, contiguous %s)"
            % (si.get("leftovers"), ci.get("leftovers")))
 

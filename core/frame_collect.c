@@ -73,8 +73,11 @@ static bool dead_temporary(const char *name, const char *base) {
     if (!parse_digits(p + 4, INT_MAX, &pid, &end) || *end != '.') return false;
     if (!parse_digits(end + 1, UINT_MAX, &seq, &end) || *end != '\0') return false;
   } else {
+    /* "<base><marker><pid>", or a file named after it ("...creating-<pid>.tmp<pid>.<n>":
+     * the creation's own atomic write) */
     size_t m = whole_prefix(p);
-    if (m == 0 || !parse_digits(p + m, INT_MAX, &pid, &end) || *end != '\0') return false;
+    if (m == 0 || !parse_digits(p + m, INT_MAX, &pid, &end) || (*end != '\0' && *end != '.'))
+      return false;
   }
   return process_gone(pid);
 }

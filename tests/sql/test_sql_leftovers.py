@@ -92,17 +92,18 @@ def body(tmp):
     gone, live = dead_pid(), os.getpid()
     temps_dead = [sparse + "/chunks.b2frame.tmp%d.0" % gone, contig + ".tmp%d.3" % gone,
                   contig + ".creating-%d" % gone, contig + ".importing-%d" % gone,
-                  contig + ".tmp-%d" % gone, sparse + ".creating-%d" % gone]
+                  contig + ".tmp-%d" % gone, contig + ".creating-%d.tmp%d.0" % (gone, gone),
+                  sparse + ".creating-%d" % gone]
     temps_live = [sparse + "/chunks.b2frame.tmp%d.1" % live, contig + ".tmp%d.7" % live,
                   contig + ".creating-%d" % live, contig + ".importing-%d" % live]
     others = [contig + ".tmpx.1", contig + ".creating-12ab", contig + ".tmp-%dx" % gone,
               contig + "x.tmp%d.0" % gone, sparse + "/notes.txt"]
-    for p in temps_dead[:5] + temps_live + others:
+    for p in temps_dead[:6] + temps_live + others:
         with open(p, "wb") as f:
             f.write(b"partial")
-    os.mkdir(temps_dead[5])  # a sparse creation: a directory of chunk files
+    os.mkdir(temps_dead[6])  # a sparse creation: a directory of chunk files
     for name in ("00000000.chunk", "chunks.b2frame"):
-        with open(os.path.join(temps_dead[5], name), "wb") as f:
+        with open(os.path.join(temps_dead[6], name), "wb") as f:
             f.write(b"partial")
 
     db = connect_ext(EXT, isolation_level=None)
@@ -116,7 +117,7 @@ def body(tmp):
     want = sum(r * 100 + c for r in range(40) for c in range(30))
     report(total == want, "the committed content reads back (sum %s)" % total)
     # sparse: 12 chunk files + its index temporary + its creation directory
-    report(si.get("leftovers") == 14 and ci.get("leftovers") == 4,
+    report(si.get("leftovers") == 14 and ci.get("leftovers") == 5,
            "caterva_info reports the leftovers (sparse %s, contiguous %s)"
            % (si.get("leftovers"), ci.get("leftovers")))
 

@@ -18,6 +18,7 @@ Environment: top_builddir, SQLITE3_SHELL.
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import time
 
@@ -64,6 +65,39 @@ def killed_writer(tmp, path):
     proc.wait()
     proc.stdin.close()
     return line == "ready"
+
+
+def live_writer(tmp, sparse, want):
+    """A live shell holds a write transaction with chunk files in flight: another connection's
+    write waits for the lock and times out without touching them; a reader counts them and
+    removes nothing; the live writer then commits them."""
+    sql = (".load %s\nCREATE VIRTUAL TABLE a USING caterva('%s');\nBEGIN;\n"
+           "UPDATE a SET value = value + 1 WHERE d0 >= 20;\nSELECT 'ready';\n" % (EXT, sparse))
+    proc = subprocess.Popen([SHELL, ":memory:"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=tmp, text=True)
+    proc.stdin.write(sql)
+    proc.stdin.flush()
+    ready = proc.stdout.readline().strip() == "ready"
+    in_flight = chunk_files(sparse)
+    db = connect_ext(EXT, isolation_level=None)
+    db.execute("PRAGMA busy_timeout = 200")
+    db.execute("CREATE VIRTUAL TABLE s2 USING caterva('%s')" % sparse)
+    n = info(db, sparse).get("leftovers")
+    try:
+        db.execute("UPDATE s2 SET value = 0 WHERE d0 = 0 AND d1 = 1")
+        err = None
+    except sqlite3.Error as e:
+        err = str(e)
+    report(ready and n == 6 and err is not None and "locked" in err and
+           chunk_files(sparse) == in_flight,
+           "a live writer's in-flight chunk files (%s counted by a reader) are not collected: "
+           "the other writer waits for the lock (%s)" % (n, err))
+    out, errs = proc.communicate("COMMIT;\nSELECT sum(value) FROM a;\n", timeout=60)
+    got = db.execute("SELECT sum(value) FROM s2").fetchone()[0]
+    report(proc.returncode == 0 and not errs and got == want + 600 and
+           info(db, sparse).get("leftovers") == 0,
+           "the live writer commits them (sum %s, expected %s)" % (got, want + 600), errs)
+    db.close()
 
 
 def info(db, path):
@@ -143,6 +177,7 @@ def body(tmp):
     report(info(db, sparse).get("leftovers") == 0 and info(db, contig).get("leftovers") == 0,
            "no leftover remains after one committed write")
     db.close()
+    live_writer(tmp, sparse, want - 1)
 
 
 if __name__ == "__main__":

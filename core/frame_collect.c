@@ -82,13 +82,6 @@ static bool dead_temporary(const char *name, const char *base) {
   return process_gone(pid);
 }
 
-static char *join2(const char *dir, const char *name) {
-  size_t n = strlen(dir) + strlen(name) + 2;
-  char *s = malloc(n);
-  if (s != NULL) snprintf(s, n, "%s/%s", dir, name);
-  return s;
-}
-
 static void note_failure(collect *c, const char *path) {
   if (c->rc == CATERVA_OK) c->rc = cat_io_error(c->ctx, "cannot remove", path);
 }
@@ -104,7 +97,7 @@ static void remove_tree(collect *c, const char *path, int depth) {
     while (d != NULL && (de = readdir(d)) != NULL) {
       char *p;
       if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
-      if ((p = join2(path, de->d_name)) != NULL) remove_tree(c, p, depth - 1);
+      if ((p = cat_path_join(path, de->d_name)) != NULL) remove_tree(c, p, depth - 1);
       free(p);
     }
     if (d != NULL) closedir(d);
@@ -127,7 +120,7 @@ static void collect_temporaries(collect *c, const char *dir, const char *base) {
   while ((de = readdir(d)) != NULL) {
     char *p;
     if (!dead_temporary(de->d_name, base)) continue;
-    if ((p = join2(dir, de->d_name)) == NULL) {
+    if ((p = cat_path_join(dir, de->d_name)) == NULL) {
       if (c->rc == CATERVA_OK) c->rc = cat_error(c->ctx, CATERVA_E_NOMEM, "out of memory");
       break;
     }
@@ -137,43 +130,22 @@ static void collect_temporaries(collect *c, const char *dir, const char *base) {
   closedir(d);
 }
 
-static int cmp_num(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
-}
-
-/* The chunk file number of a name "XXXXXXXX.chunk" (8 hex digits), or -1. */
-static int64_t chunk_number(const char *name) {
-  int64_t v = 0;
-  if (strlen(name) != 14 || strcmp(name + 8, ".chunk") != 0) return -1;
-  for (int k = 0; k < 8; k++) {
-    char ch = name[k];
-    int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
-    if (d < 0) return -1;
-    v = v * 16 + d;
-  }
-  return v;
-}
-
 /* Sparse: chunk files that the committed index does not refer to. */
 static void collect_chunks(collect *c, const caterva_schunk *sc) {
   int64_t *live = NULL, n = 0;
   DIR *d;
   struct dirent *de;
-  if (sc->nchunks > 0 && (live = malloc((size_t)sc->nchunks * sizeof *live)) == NULL) {
-    c->rc = cat_error(c->ctx, CATERVA_E_NOMEM, "out of memory");
+  int r = cat_file_live_chunks(c->ctx, sc, &live, &n);
+  if (r < 0) {
+    if (c->rc == CATERVA_OK) c->rc = r;
     return;
   }
-  for (int64_t i = 0; i < sc->nchunks; i++)
-    if (sc->entries[i] >= 0) live[n++] = sc->entries[i];
-  if (n > 1) qsort(live, (size_t)n, sizeof *live, cmp_num);
   if ((d = opendir(sc->path)) != NULL) {
     while ((de = readdir(d)) != NULL) {
-      int64_t num = chunk_number(de->d_name);
+      int64_t num = cat_file_chunk_number(de->d_name);
       char *p;
-      if (num < 0 || (n > 0 && bsearch(&num, live, (size_t)n, sizeof num, cmp_num) != NULL))
-        continue;
-      if ((p = join2(sc->path, de->d_name)) != NULL) remove_entry(c, p);
+      if (num < 0 || cat_file_is_live(live, n, num)) continue;
+      if ((p = cat_path_join(sc->path, de->d_name)) != NULL) remove_entry(c, p);
       free(p);
     }
     closedir(d);

@@ -47,8 +47,7 @@
 
 #define io_fail cat_io_error
 
-/* malloc'ed "dir/name". */
-static char *join(const char *dir, const char *name) {
+char *cat_path_join(const char *dir, const char *name) {
   size_t n = strlen(dir) + strlen(name) + 2;
   char *s = malloc(n);
   if (s != NULL) snprintf(s, n, "%s/%s", dir, name);
@@ -58,7 +57,7 @@ static char *join(const char *dir, const char *name) {
 static char *chunk_file_name(const char *dir, int64_t num) {
   char name[32];
   snprintf(name, sizeof name, "%08llX.chunk", (unsigned long long)num);
-  return join(dir, name);
+  return cat_path_join(dir, name);
 }
 
 /* Read a whole regular file of at most maxlen bytes into a new malloc'ed buffer. */
@@ -501,7 +500,7 @@ leave:
  * change, so its inode and time tell a newer one). */
 static void note_index_file(caterva_schunk *sc) {
   struct stat st;
-  char *path = join(sc->path, CAT_SPARSE_INDEX);
+  char *path = cat_path_join(sc->path, CAT_SPARSE_INDEX);
   if (path != NULL && stat(path, &st) == 0) {
     sc->seen_ino = (uint64_t)st.st_ino;
     sc->seen_mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
@@ -513,7 +512,7 @@ static void note_index_file(caterva_schunk *sc) {
 static int sparse_write_index(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
                               int64_t nbytes, int64_t cbytes, bool sync) {
   plan pl;
-  char *path = join(sc->path, CAT_SPARSE_INDEX);
+  char *path = cat_path_join(sc->path, CAT_SPARSE_INDEX);
   int rc;
   memset(&pl, 0, sizeof pl);
   CAT_CHECK(leave, path != NULL, CATERVA_E_NOMEM, "out of memory");
@@ -579,17 +578,46 @@ static void skip_used_numbers(caterva_schunk *sc) {
   struct dirent *de;
   if (d == NULL) return;
   while ((de = readdir(d)) != NULL) {
-    unsigned long long num;
-    char tail[8];
-    if (strlen(de->d_name) == 14 && sscanf(de->d_name, "%8llX.%5s", &num, tail) == 2 &&
-        strcmp(tail, "chunk") == 0 && (int64_t)num >= sc->next_file)
-      sc->next_file = (int64_t)num + 1;
+    int64_t num = cat_file_chunk_number(de->d_name);
+    if (num >= sc->next_file) sc->next_file = num + 1;
   }
   closedir(d);
 }
 
+int64_t cat_file_chunk_number(const char *name) {
+  int64_t v = 0;
+  if (strlen(name) != 14 || strcmp(name + 8, ".chunk") != 0) return -1;
+  for (int k = 0; k < 8; k++) {
+    char ch = name[k];
+    int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+static int cmp_num(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+int cat_file_live_chunks(caterva_ctx *ctx, const caterva_schunk *sc, int64_t **live, int64_t *n) {
+  *live = NULL;
+  *n = 0;
+  if (sc->nchunks > 0 && (*live = malloc((size_t)sc->nchunks * sizeof **live)) == NULL)
+    return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  for (int64_t i = 0; i < sc->nchunks; i++)
+    if (sc->entries[i] >= 0) (*live)[(*n)++] = sc->entries[i];
+  if (*n > 1) qsort(*live, (size_t)*n, sizeof **live, cmp_num);
+  return CATERVA_OK;
+}
+
+bool cat_file_is_live(const int64_t *live, int64_t n, int64_t num) {
+  return n > 0 && bsearch(&num, live, (size_t)n, sizeof num, cmp_num) != NULL;
+}
+
 static int sparse_open(caterva_ctx *ctx, caterva_schunk *sc) {
-  char *path = join(sc->path, CAT_SPARSE_INDEX);
+  char *path = cat_path_join(sc->path, CAT_SPARSE_INDEX);
   uint8_t *frame = NULL;
   size_t len = 0;
   int64_t tstart = 0;
@@ -866,7 +894,7 @@ static int put_chunk_file(caterva_ctx *ctx, void *arg, int64_t k, const uint8_t 
 }
 
 static void remove_sparse(const char *dir, int64_t nfiles) {
-  char *idx = join(dir, CAT_SPARSE_INDEX);
+  char *idx = cat_path_join(dir, CAT_SPARSE_INDEX);
   for (int64_t k = 0; k < nfiles; k++) {
     char *p = chunk_file_name(dir, k);
     if (p != NULL) unlink(p);
@@ -886,7 +914,7 @@ static int save_sparse(caterva_ctx *ctx, caterva_schunk *sc, const char *path) {
   if (mkdir(path, 0777) != 0) return io_fail(ctx, "cannot create directory", path);
   CAT_TRY(fail, plan_build(ctx, sc, CAT_FRAME_SPARSE, &pl));
   CAT_TRY(fail, each_stored(ctx, sc, put_chunk_file, &so));
-  idx = join(path, CAT_SPARSE_INDEX);
+  idx = cat_path_join(path, CAT_SPARSE_INDEX);
   CAT_CHECK(fail, idx != NULL, CATERVA_E_NOMEM, "out of memory");
   CAT_TRY(fail, write_sparse_index(ctx, idx, &pl, true));
   cat_io_sync_parent(path);
@@ -962,7 +990,7 @@ int cat_file_stale(caterva_ctx *ctx, caterva_schunk *sc) {
   int fd, rc;
   if (sc->remote != NULL) return cat_remote_stale(ctx, sc);
   if (sc->store == CATERVA_STORE_SPARSE) {
-    char *path = join(sc->path, CAT_SPARSE_INDEX);
+    char *path = cat_path_join(sc->path, CAT_SPARSE_INDEX);
     if (path == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
     rc = stat(path, &st);
     free(path);

@@ -233,6 +233,14 @@ int cat_file_read_chunk(caterva_ctx *ctx, const caterva_schunk *sc, int64_t num,
 /* 1 when the file on disk no longer holds the state sc was read or committed as (another
  * writer committed, or compacted), 0 when it does. */
 int cat_file_stale(caterva_ctx *ctx, caterva_schunk *sc);
+/* malloc'ed "dir/name" (NULL when out of memory). */
+char *cat_path_join(const char *dir, const char *name);
+/* The number of a sparse chunk file's name "XXXXXXXX.chunk" (8 upper-case hex digits), or -1. */
+int64_t cat_file_chunk_number(const char *name);
+/* Sparse: the file numbers sc's index refers to, sorted, in a new malloc'ed array (*live, NULL
+ * when *n is 0); test one with cat_file_is_live. */
+int cat_file_live_chunks(caterva_ctx *ctx, const caterva_schunk *sc, int64_t **live, int64_t *n);
+bool cat_file_is_live(const int64_t *live, int64_t n, int64_t num);
 /* frame_collect.c: remove (or, dry_run, count) what killed writers left: unreferenced sparse
  * chunk files, temporary files of processes that are gone. See caterva_schunk_collect. */
 int cat_file_collect(caterva_ctx *ctx, caterva_schunk *sc, bool dry_run, int64_t *removed);

@@ -285,28 +285,16 @@ int caterva_schunk_rollback(caterva_ctx *ctx, caterva_schunk *sc) {
   return rc;
 }
 
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
-}
-
-static bool referenced(const int64_t *sorted, int64_t n, int64_t num) {
-  return n > 0 && bsearch(&num, sorted, (size_t)n, sizeof num, cmp_i64) != NULL;
-}
-
 /* Sparse: after the commit, remove the files that neither the new index refers to. */
 static void remove_unreferenced(caterva_schunk *sc, const cat_txn *t) {
   int64_t *live = NULL, n = 0;
-  if (sc->nchunks > 0 && (live = malloc((size_t)sc->nchunks * sizeof *live)) == NULL) return;
-  for (int64_t i = 0; i < sc->nchunks; i++)
-    if (sc->entries[i] >= 0) live[n++] = sc->entries[i];
-  if (n > 1) qsort(live, (size_t)n, sizeof *live, cmp_i64); /* live is NULL without chunks */
+  if (cat_file_live_chunks(NULL, sc, &live, &n) < 0) return;
   for (int64_t i = 0; i < t->begin.nchunks; i++) {
     int64_t num = t->begin.entries[i];
-    if (num >= 0 && !referenced(live, n, num)) cat_file_unlink_chunk(sc, num);
+    if (num >= 0 && !cat_file_is_live(live, n, num)) cat_file_unlink_chunk(sc, num);
   }
   for (int64_t k = 0; k < sc->nwritten; k++)
-    if (!referenced(live, n, sc->written[k])) cat_file_unlink_chunk(sc, sc->written[k]);
+    if (!cat_file_is_live(live, n, sc->written[k])) cat_file_unlink_chunk(sc, sc->written[k]);
   free(live);
 }
 

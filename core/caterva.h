@@ -55,7 +55,9 @@ extern "C" {
 #define CATERVA_E_BUSY       (-14)  /**< another writer holds the array's lock */
 #define CATERVA_E_INTERRUPT  (-15)  /**< the caller's interrupt function asked to stop */
 #define CATERVA_E_REMOTE     (-16)  /**< a server refused or failed a request (after retries) */
-#define CATERVA_E_LAST_      (-17)
+#define CATERVA_E_CHANGED    (-17)  /**< a remote object changed since it was opened: open it
+                                         again (nothing of the new version was used) */
+#define CATERVA_E_LAST_      (-18)
 
 /** Static English text for an error code; never NULL. */
 const char *caterva_strerror(int rc);

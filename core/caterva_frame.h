@@ -204,6 +204,21 @@ int caterva_schunk_rename(caterva_ctx *ctx, caterva_schunk *sc, const char *path
  * (contiguous) or one stat (sparse). */
 int caterva_schunk_stale(caterva_ctx *ctx, caterva_schunk *sc);
 
+/** As caterva_schunk_stale, at the start of a statement, but a remote contiguous frame sends
+ * nothing now: its version is checked by the statement's first read instead, against the
+ * version every answer carries (so the check costs no round trip of its own), or by one HEAD
+ * request when that read needs no request (caterva_schunk_verify). When the object changed,
+ * that first read fails with CATERVA_E_CHANGED before any byte of the new version is used,
+ * and caterva_schunk_stale then says 1 without a request: open the array again and read
+ * again. Later reads of the same statement that find a change fail with CATERVA_E_IO, as
+ * before. Local and sparse frames: caterva_schunk_stale. */
+int caterva_schunk_stale_later(caterva_ctx *ctx, caterva_schunk *sc);
+
+/** The check caterva_schunk_stale_later left pending, now (one HEAD request), for a reader
+ * about to answer from bytes it kept itself: 1 changed (the context's message says so, as
+ * for CATERVA_E_CHANGED), 0 not (or nothing pending), or a negative error code. */
+int caterva_schunk_verify(caterva_ctx *ctx, caterva_schunk *sc);
+
 /** Remove what killed writers left (never part of any committed state): the chunk files of a
  * sparse frame that its committed index does not refer to, and the temporary files named after
  * the frame whose process no longer exists on this machine -- `<path>.tmp<pid>.<n>` (atomic

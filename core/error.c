@@ -25,6 +25,7 @@ static const char *const cat_errtext[] = {
     "locked by another writer",                 /* -14 */
     "interrupted",                              /* -15 */
     "remote request failed",                    /* -16 */
+    "changed since it was opened",              /* -17 */
 };
 
 const char *caterva_strerror(int rc) {

@@ -272,6 +272,11 @@ int cat_remote_open(caterva_ctx *ctx, caterva_schunk *sc, const char *path,
 void cat_remote_close(caterva_schunk *sc);
 /* 1 when the object changed since it was opened (one HEAD request), 0 when not. */
 int cat_remote_stale(caterva_ctx *ctx, caterva_schunk *sc);
+/* Leave the version check to the next read (caterva_schunk_stale_later): 1 when a change is
+ * known already, else 0. */
+int cat_remote_check_later(caterva_schunk *sc);
+/* The pending check now (one HEAD): 1 changed, 0 not or nothing pending, < 0 an error. */
+int cat_remote_verify(caterva_ctx *ctx, caterva_schunk *sc);
 void cat_remote_stats_of(const caterva_schunk *sc, caterva_remote_stats *st);
 /* Fetch, in as few waves as it takes, the bytes of the wanted blocks of the wanted chunks
  * (cat_want in cat_internal.h). */

@@ -1,11 +1,11 @@
 /*
  * frame_remote.c -- frames on HTTP(S) servers and in S3: the remote store of a super-chunk.
  *
- * Opening costs one wave when the frame (or a sparse frame's chunks.b2frame) is small, else
- * two: the first asks for the first CAT_RPROBE bytes of both `<url>` and
- * `<url>/chunks.b2frame` (whichever exists says which kind of frame it is; a contiguous
- * frame's header says where its index and trailer are), the second for the index and the
- * trailer (or the rest of chunks.b2frame).
+ * Opening a contiguous frame costs one wave when it is small, else two: the first asks for
+ * the first CAT_RPROBE bytes of `<url>` (its header says where its index and trailer are),
+ * the second for the index and the trailer. When `<url>` is not a frame (a 404 for a
+ * directory's name, a redirect), `<url>/chunks.b2frame` is asked next: a sparse frame (one
+ * wave less when the URL ends with '/', which says "a directory" up front).
  *
  * Chunks are fetched in waves too (cat_remote_prefetch): first the header and block-start
  * table of every chunk a read needs that is not known yet, then the bytes of the blocks it
@@ -56,6 +56,8 @@ struct cat_rstore {
   int64_t nch;
   int64_t cached, budget;
   uint64_t tick;
+  bool pending;          /* the version check is left to the next read (check_later) */
+  bool changed;          /* an answer or a HEAD showed another version */
 };
 
 /* A piece of a wave: bytes [off, off + len) of chunk i (or of the frame when i < 0) go to
@@ -142,7 +144,44 @@ static int split_pieces(const rpiece *p, int64_t n, rpiece **out, int64_t *nout)
   return CATERVA_OK;
 }
 
-static int run_pieces(caterva_ctx *ctx, cat_rstore *rs, const rpiece *orig, int64_t norig) {
+/* Is answer g of the frame object from the version opened (its ETag or Last-Modified, else its
+ * size)? A change found by the first read after check_later is CATERVA_E_CHANGED (nothing of
+ * it was used: the caller opens the frame again), later ones an error for the statement. */
+static int check_answer(caterva_ctx *ctx, cat_rstore *rs, const caterva_schunk *sc,
+                        const cat_get *g) {
+  bool same;
+  if (strcmp(g->url, rs->url) != 0) return CATERVA_OK;
+  same = !g->changed &&
+         (g->version[0] != '\0' && rs->version[0] != '\0'
+              ? strcmp(g->version, rs->version) == 0
+              : sc->store != CATERVA_STORE_CONTIGUOUS || g->size < 0 || g->size == sc->frame_len);
+  if (same) return CATERVA_OK;
+  rs->changed = true;
+  if (rs->pending)
+    return cat_error(ctx, CATERVA_E_CHANGED, "'%s' changed since it was opened (version %s, "
+                     "now %s)", rs->url, rs->version, g->version);
+  return cat_error(ctx, CATERVA_E_IO, "'%s' changed while it was being read (version %s, now "
+                   "%s): run the statement again", rs->url, rs->version, g->version);
+}
+
+/* Ask the answers of gets to the frame object to be judged against the version opened. */
+static void expect_version(const cat_rstore *rs, const caterva_schunk *sc, cat_get *g, int64_t n) {
+  for (int64_t q = 0; q < n; q++)
+    if (strcmp(g[q].url, rs->url) == 0) {
+      g[q].expect_version = rs->version;
+      g[q].expect_size = sc->store == CATERVA_STORE_CONTIGUOUS ? sc->frame_len : -1;
+    }
+}
+
+/* After a wave's answers are checked: the statement's pending check is done when one of them
+ * came from the frame object. */
+static void checked(cat_rstore *rs, const cat_get *g, int64_t n) {
+  for (int64_t q = 0; q < n && rs->pending; q++)
+    if (strcmp(g[q].url, rs->url) == 0) rs->pending = false;
+}
+
+static int run_pieces(caterva_ctx *ctx, cat_rstore *rs, const caterva_schunk *sc,
+                      const rpiece *orig, int64_t norig) {
   cat_get *g = NULL;
   rpiece *p = NULL;
   int64_t *first = NULL, ng = 0, n = 0, gap = cat_remote_merge_gap(rs->rm);
@@ -176,13 +215,11 @@ static int run_pieces(caterva_ctx *ctx, cat_rstore *rs, const rpiece *orig, int6
     k = m;
   }
   first[ng] = n;
+  expect_version(rs, sc, g, ng);
   CAT_TRY(leave, cat_remote_get(ctx, rs->rm, g, (int)ng));
+  for (int64_t q = 0; q < ng; q++) CAT_TRY(leave, check_answer(ctx, rs, sc, &g[q]));
+  checked(rs, g, ng);
   for (int64_t q = 0; q < ng; q++) {
-    CAT_CHECK(leave, rs->version[0] == '\0' || g[q].version[0] == '\0' ||
-                         strcmp(g[q].version, rs->version) == 0 ||
-                         strcmp(g[q].url, rs->url) != 0,
-              CATERVA_E_IO, "'%s' changed while it was being read (version %s, now %s): run "
-              "the statement again", rs->url, rs->version, g[q].version);
     if (first[q + 1] - first[q] > 1)
       for (int64_t k = first[q]; k < first[q + 1]; k++)
         memcpy(p[k].dst, g[q].dst + (p[k].off - g[q].off), (size_t)p[k].len);
@@ -294,6 +331,47 @@ leave:
   return rc;
 }
 
+/* The first CAT_RPROBE bytes of url into g (a 403, 404 or redirect is an empty answer). */
+static int probe_get(caterva_ctx *ctx, cat_rstore *rs, cat_get *g, const char *url) {
+  memset(g, 0, sizeof *g);
+  g->url = url;
+  g->len = CAT_RPROBE;
+  g->short_ok = true;
+  g->missing_ok = true;
+  g->dst = malloc(CAT_RPROBE);
+  if (g->dst == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  return cat_remote_get(ctx, rs->rm, g, 1);
+}
+
+static bool answered(const cat_get *g) { return g->status == 200 || g->status == 206; }
+
+/* Do the probe's bytes start like a frame (the msgpack header's magic)? */
+static bool looks_like_frame(const cat_get *g) {
+  return answered(g) && g->got >= 10 && memcmp(g->dst + 2, "b2frame", 8) == 0;
+}
+
+/* Which kind of frame is at rs->url, with its header (and, when small, all of it): the URL
+ * itself is asked first -- a contiguous frame, one request -- and only when that is not a
+ * frame, `<url>/chunks.b2frame` (a sparse frame; asked first when the URL ends with '/'). */
+static int open_kind(caterva_ctx *ctx, caterva_schunk *sc, cat_rstore *rs, cat_get *g,
+                     const char *iurl) {
+  size_t n = strlen(rs->url);
+  int rc = CATERVA_OK;
+  bool dir = n > 0 && rs->url[n - 1] == '/';
+  if (!dir) {
+    CAT_TRY(leave, probe_get(ctx, rs, &g[0], rs->url));
+    if (looks_like_frame(&g[0])) return open_contiguous(ctx, sc, rs, &g[0]);
+  }
+  CAT_TRY(leave, probe_get(ctx, rs, &g[1], iurl));
+  if (answered(&g[1])) return open_sparse(ctx, sc, rs, &g[1]);
+  if (!dir && answered(&g[0])) /* not a frame: the header parser says why */
+    return open_contiguous(ctx, sc, rs, &g[0]);
+  rc = cat_error(ctx, g[dir].status == 404 ? CATERVA_E_NOTFOUND : CATERVA_E_REMOTE, "%s",
+                 g[dir].errmsg[0] ? g[dir].errmsg : "not found");
+leave:
+  return rc;
+}
+
 int cat_remote_open(caterva_ctx *ctx, caterva_schunk *sc, const char *path,
                     const caterva_remote_opts *o) {
   cat_rstore *rs = NULL;
@@ -308,24 +386,7 @@ int cat_remote_open(caterva_ctx *ctx, caterva_schunk *sc, const char *path,
   rs->budget = cat_remote_cache_budget(rs->rm);
   iurl = cat_remote_sibling(rs->url, CAT_RSPARSE_INDEX);
   CAT_CHECK(leave, iurl != NULL, CATERVA_E_NOMEM, "out of memory");
-  for (int k = 0; k < 2; k++) {
-    g[k].url = k == 0 ? rs->url : iurl;
-    g[k].len = CAT_RPROBE;
-    g[k].short_ok = true;
-    g[k].missing_ok = true;
-    g[k].dst = malloc(CAT_RPROBE);
-    CAT_CHECK(leave, g[k].dst != NULL, CATERVA_E_NOMEM, "out of memory");
-  }
-  CAT_TRY(leave, cat_remote_get(ctx, rs->rm, g, 2));
-  if (g[0].status == 200 || g[0].status == 206) {
-    rc = open_contiguous(ctx, sc, rs, &g[0]);
-  } else if (g[1].status == 200 || g[1].status == 206) {
-    rc = open_sparse(ctx, sc, rs, &g[1]);
-  } else { /* neither: what the frame's answer said */
-    rc = cat_error(ctx, g[0].status == 404 ? CATERVA_E_NOTFOUND : CATERVA_E_REMOTE, "%s",
-                   g[0].errmsg[0] ? g[0].errmsg : "not found");
-  }
-  CAT_TRY(leave, rc);
+  CAT_TRY(leave, open_kind(ctx, sc, rs, g, iurl));
   rs->nch = sc->nchunks;
   if (rs->nch > 0) {
     rs->ch = calloc((size_t)rs->nch, sizeof *rs->ch);
@@ -350,11 +411,27 @@ void cat_remote_close(caterva_schunk *sc) {
   sc->remote = NULL;
 }
 
+int cat_remote_check_later(caterva_schunk *sc) {
+  cat_rstore *rs = sc->remote;
+  if (rs->changed) return 1;
+  rs->pending = true;
+  return 0;
+}
+
+int cat_remote_verify(caterva_ctx *ctx, caterva_schunk *sc) {
+  int rc = sc->remote->pending ? cat_remote_stale(ctx, sc) : 0;
+  if (rc == 1) (void)cat_error(ctx, CATERVA_E_CHANGED, "'%s' changed since it was opened",
+                               sc->remote->url);
+  return rc;
+}
+
 int cat_remote_stale(caterva_ctx *ctx, caterva_schunk *sc) {
   cat_rstore *rs = sc->remote;
   char version[96], *url = NULL;
   int64_t size = -1;
   int rc;
+  if (rs->changed) return 1;
+  rs->pending = false;
   if (sc->store == CATERVA_STORE_SPARSE) {
     url = cat_remote_sibling(rs->url, CAT_RSPARSE_INDEX);
     if (url == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
@@ -362,8 +439,9 @@ int cat_remote_stale(caterva_ctx *ctx, caterva_schunk *sc) {
   rc = cat_remote_head(ctx, rs->rm, url != NULL ? url : rs->url, &size, version, sizeof version);
   free(url);
   if (rc < 0) return rc;
-  if (strcmp(version, rs->version) != 0) return 1;
-  return sc->store == CATERVA_STORE_CONTIGUOUS && size >= 0 && size != sc->frame_len ? 1 : 0;
+  rs->changed = strcmp(version, rs->version) != 0 ||
+                (sc->store == CATERVA_STORE_CONTIGUOUS && size >= 0 && size != sc->frame_len);
+  return rs->changed ? 1 : 0;
 }
 
 void cat_remote_stats_of(const caterva_schunk *sc, caterva_remote_stats *st) {
@@ -482,23 +560,30 @@ static int64_t runs_of(const cat_want *w) {
 
 /* Should the first wave fetch the wanted chunks whole (contiguous frames, whose index gives
  * their sizes), saving the second wave? On the link measured so far: the blocks cost a wave of
- * headers, then per chunk one request per run of blocks and their bytes; whole chunks one
- * request and all their bytes each; requests spread over the connections. */
+ * headers, then a wave of one request per run of blocks with their bytes; whole chunks one
+ * wave of one request and all the bytes each (cat_remote_wave_cost). */
 static bool whole_upfront(const cat_rstore *rs, const caterva_schunk *sc, const cat_want *w,
-                          int n, int64_t nblk) {
-  double lat, bw, t_blocks, t_whole = 0, conns = cat_remote_connections(rs->rm);
-  cat_remote_link(rs->rm, &lat, &bw);
-  if (sc->store != CATERVA_STORE_CONTIGUOUS || lat <= 0 || bw <= 0) return false;
-  t_blocks = lat * conns; /* the header wave: sequential, whatever the connections */
+                          int n, int64_t nblk, int64_t guess) {
+  int64_t chunks = 0, runs = 0, part = 0, all = 0;
+  double t_blocks, t_whole;
+  if (sc->store != CATERVA_STORE_CONTIGUOUS) return false;
   for (int k = 0; k < n; k++) {
     int64_t room = chunk_room(sc, w[k].nchunk);
-    double frac = w[k].nblocks < 0 ? 1.0 : (double)w[k].nblocks / (double)nblk;
-    if (sc->entries[w[k].nchunk] < 0) continue;
-    if (frac > 1.0) frac = 1.0;
-    t_blocks += (double)(w[k].nblocks < 0 ? 1 : runs_of(&w[k])) * lat + frac * (double)room / bw;
-    t_whole += lat + (double)room / bw;
+    if (sc->entries[w[k].nchunk] < 0 || room < 0) continue;
+    chunks++;
+    all += room;
+    if (w[k].nblocks < 0 || (int64_t)w[k].nblocks >= nblk) {
+      runs++;
+      part += room;
+    } else {
+      runs += runs_of(&w[k]);
+      part += room * w[k].nblocks / nblk;
+    }
   }
-  return t_whole <= t_blocks;
+  t_blocks = cat_remote_wave_cost(rs->rm, chunks, chunks * guess) +
+             cat_remote_wave_cost(rs->rm, runs, part);
+  t_whole = cat_remote_wave_cost(rs->rm, chunks, all);
+  return chunks > 0 && t_whole > 0 && t_whole <= t_blocks;
 }
 
 /* Wave 1: the first bytes of every wanted stored chunk not seen yet (all of it when small,
@@ -512,7 +597,7 @@ static int wave_headers(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc,
   CAT_CHECK(leave, g != NULL && who != NULL, CATERVA_E_NOMEM, "out of memory");
   nblk = sc->blocksize > 0 ? cat_ceil_div64(sc->chunksize, sc->blocksize) : 1024;
   guess = CATERVA_CHUNK_HEADER_SIZE + 4 + 4 * nblk;
-  upfront = cat_remote_whole_chunks(rs->rm) || whole_upfront(rs, sc, w, n, nblk);
+  upfront = cat_remote_whole_chunks(rs->rm) || whole_upfront(rs, sc, w, n, nblk, guess);
   for (int k = 0; k < n; k++) {
     int64_t i = w[k].nchunk, room = chunk_room(sc, i), len = guess;
     bool dup = false;
@@ -535,12 +620,11 @@ static int wave_headers(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc,
     who[ng++] = i;
   }
   if (ng == 0) goto leave;
+  expect_version(rs, sc, g, ng);
   CAT_TRY(leave, cat_remote_get(ctx, rs->rm, g, ng));
+  for (int q = 0; q < ng; q++) CAT_TRY(leave, check_answer(ctx, rs, sc, &g[q]));
+  checked(rs, g, ng);
   for (int q = 0; q < ng; q++) {
-    if (sc->store == CATERVA_STORE_CONTIGUOUS)
-      CAT_CHECK(leave, g[q].version[0] == '\0' || strcmp(g[q].version, rs->version) == 0,
-                CATERVA_E_IO, "'%s' changed while it was being read: run the statement again",
-                rs->url);
     CAT_TRY(leave, learn_header(ctx, rs, sc, who[q], g[q].dst, g[q].got, keep));
     cat_remote_count_needed(rs->rm, g[q].got);
   }
@@ -557,13 +641,11 @@ static int cmp_i64pair(const void *a, const void *b) {
 }
 
 /* Is one request for the rest of the chunk (whole_bytes) cheaper on this link than the n
- * pieces p (merged as run_pieces will)? Each request costs the measured latency, each byte
- * 1/bandwidth; unknown link: no. */
+ * pieces p (merged as run_pieces will, and sent concurrently)? Unknown link: no. */
 static bool whole_cheaper(cat_remote *rm, const rpiece *p, int64_t n, int64_t whole_bytes) {
-  double lat, bw, cost;
+  double t_whole;
   int64_t (*r)[2], gap = cat_remote_merge_gap(rm), runs = 0, bytes = 0, end = -1;
-  cat_remote_link(rm, &lat, &bw);
-  if (lat <= 0 || bw <= 0 || n <= 1) return false;
+  if (n <= 1 || (t_whole = cat_remote_wave_cost(rm, 1, whole_bytes)) <= 0) return false;
   r = malloc((size_t)n * sizeof *r);
   if (r == NULL) return false;
   for (int64_t k = 0; k < n; k++) r[k][0] = p[k].off, r[k][1] = p[k].off + p[k].len;
@@ -574,8 +656,7 @@ static bool whole_cheaper(cat_remote *rm, const rpiece *p, int64_t n, int64_t wh
     if (r[k][1] > end) end = r[k][1];
   }
   free(r);
-  cost = (double)runs * lat + (double)bytes / bw;
-  return lat + (double)whole_bytes / bw <= cost;
+  return t_whole <= cat_remote_wave_cost(rm, runs, bytes);
 }
 
 /* The pieces chunk c still lacks for want wk: header part, prefix, blocks, or the whole. */
@@ -693,7 +774,7 @@ int cat_remote_prefetch(caterva_ctx *ctx, caterva_schunk *sc, const cat_want *w,
                       cat_remote_whole_chunks(rs->rm) != 0);
     }
     for (int64_t q = 0; q < np; q++) cat_remote_count_needed(rs->rm, p[q].len);
-    if (rc >= 0 && np > 0) rc = run_pieces(ctx, rs, p, np);
+    if (rc >= 0 && np > 0) rc = run_pieces(ctx, rs, sc, p, np);
     for (int k = 0; k < n && rc >= 0; k++) {
       int64_t i = w[k].nchunk;
       if (sc->entries[i] >= 0 && rs->ch[i].buf != NULL) mark_pieces(&rs->ch[i], ends[k], p, np, i);
@@ -728,6 +809,11 @@ int cat_remote_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, const int3
   cat_rstore *rs = sc->remote;
   cat_rchunk *c = &rs->ch[i];
   int rc;
+  if (rs->pending && have_blocks(c, blocks, nblocks)) { /* no request would check it */
+    rc = cat_remote_verify(ctx, sc);
+    CAT_TRY(leave, rc);
+    CAT_CHECK(leave, rc == 0, CATERVA_E_CHANGED, "'%s' changed since it was opened", rs->url);
+  }
   if (!have_blocks(c, blocks, nblocks)) {
     cat_want w = {i, blocks, nblocks};
     CAT_TRY(leave, cat_remote_prefetch(ctx, sc, &w, 1));

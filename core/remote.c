@@ -42,7 +42,7 @@
  * (about what one connection to an object store gives); smaller bodies arrive in one burst
  * from the socket buffers and tell nothing about it. */
 #define CAT_REMOTE_ASSUMED_BW 25e6
-#define CAT_REMOTE_BW_SAMPLE (1 << 20)
+#define CAT_REMOTE_BW_SAMPLE (256 * 1024)
 
 void caterva_remote_opts_init(caterva_remote_opts *o) {
   memset(o, 0, sizeof *o);
@@ -106,6 +106,10 @@ int64_t cat_remote_merge_gap(const cat_remote *rm) {
 void cat_remote_link(const cat_remote *rm, double *lat_s, double *bw) {
   (void)rm;
   *lat_s = *bw = 0;
+}
+double cat_remote_wave_cost(const cat_remote *rm, int64_t requests, int64_t bytes) {
+  (void)rm, (void)requests, (void)bytes;
+  return 0;
 }
 int cat_remote_connections(const cat_remote *rm) {
   (void)rm;
@@ -340,6 +344,15 @@ int64_t cat_remote_merge_gap(const cat_remote *rm) {
 
 int cat_remote_connections(const cat_remote *rm) { return rm->connections; }
 
+double cat_remote_wave_cost(const cat_remote *rm, int64_t requests, int64_t bytes) {
+  int64_t conns = rm->connections > 0 ? rm->connections : 1;
+  int64_t per = requests / conns + (requests % conns != 0); /* one connection's, in turn */
+  double lat, bw;
+  cat_remote_link(rm, &lat, &bw);
+  if (lat <= 0 || requests <= 0) return 0;
+  return (double)per * lat + (double)bytes / (bw * (double)(requests < conns ? requests : conns));
+}
+
 void cat_remote_link(const cat_remote *rm, double *lat_s, double *bw) {
   *lat_s = rm->lat_s;
   *bw = rm->bw > 0 ? rm->bw : CAT_REMOTE_ASSUMED_BW;
@@ -496,7 +509,9 @@ static int setup(cat_remote *rm, xfer *x) {
   curl_easy_setopt(e, CURLOPT_PRIVATE, x);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-  curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+  /* wait for a connection being set up to say whether it multiplexes (HTTP/2 over TLS);
+   * plain http:// never does, and waiting would queue a wave's first requests in turn */
+  if (strncasecmp(g->url, "https://", 8) == 0) curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, rm->timeout_ms);
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, rm->timeout_ms < 10000 ? rm->timeout_ms : 10000L);
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
@@ -628,6 +643,15 @@ static int fail(caterva_ctx *ctx, const xfer *x, int code, const char *why) {
   return cat_error(ctx, code, "%s", msg);
 }
 
+/* Does the answer come from another version of the object than g expects? */
+static bool answer_changed(const cat_get *g, const xfer *x) {
+  int64_t size = x->have_cr || x->cr_star ? x->cr_total : x->status == 200 ? x->clen : -1;
+  if (g->expect_version == NULL || x->status >= 500 || x->status == 429) return false;
+  if (g->expect_version[0] != '\0' && (x->etag[0] != '\0' || x->lastmod[0] != '\0'))
+    return strcmp(g->expect_version, x->etag[0] ? x->etag : x->lastmod) != 0;
+  return g->expect_size >= 0 && size >= 0 && size != g->expect_size;
+}
+
 /* Judge a finished transfer: 1 done, 0 retry scheduled, < 0 an error. */
 static int finish(caterva_ctx *ctx, cat_remote *rm, xfer *x, CURLcode cc) {
   cat_get *g = x->g;
@@ -644,6 +668,11 @@ static int finish(caterva_ctx *ctx, cat_remote *rm, xfer *x, CURLcode cc) {
   }
   snprintf(g->version, sizeof g->version, "%s", x->etag[0] ? x->etag : x->lastmod);
   g->status = x->status;
+  if (answer_changed(g, x)) { /* judged by the caller: the object was replaced */
+    g->changed = true;
+    g->got = 0;
+    return 1;
+  }
   if (x->status == 200 || x->status == 206) learn_link(rm, x->easy, x->body);
   if (x->head) {
     if (x->status != 200) goto status;
@@ -736,6 +765,7 @@ int cat_remote_get(caterva_ctx *ctx, cat_remote *rm, cat_get *g, int n) {
     g[i].status = 0;
     g[i].version[0] = '\0';
     g[i].errmsg[0] = '\0';
+    g[i].changed = false;
   }
   rc = run(ctx, rm, x, n);
   free(x);

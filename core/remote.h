@@ -27,6 +27,12 @@ typedef struct cat_get {
   int64_t got;         /* out: bytes written to dst */
   int64_t size;        /* out: the object's size (Content-Range, or a whole small body) */
   char version[96];    /* out: the ETag, else Last-Modified, else "" */
+  /* When set: the version (ETag or Last-Modified) and size the object should have. An answer
+   * of another version (or, without one, of another size) is taken as it is, whatever its
+   * length or status, with `changed` set: the object was replaced, the range may not exist */
+  const char *expect_version;
+  int64_t expect_size;   /* with expect_version; < 0: unknown */
+  bool changed;          /* out */
 } cat_get;
 
 /* A session for the object at path (http://, https://, s3://). *url receives the URL to
@@ -53,6 +59,11 @@ int cat_remote_whole_chunks(const cat_remote *rm);
 int64_t cat_remote_merge_gap(const cat_remote *rm);
 /* The link measured so far: seconds to an answer's first byte, body bytes/s (0: unknown). */
 void cat_remote_link(const cat_remote *rm, double *lat_s, double *bw);
+/* What a wave of `requests` ranged GETs moving `bytes` in all should cost on the link measured
+ * so far, in seconds: the requests spread over the connections, each connection pays the
+ * latency once per request it carries and moves its share of the bytes at the measured
+ * per-connection rate. 0 while nothing is measured. */
+double cat_remote_wave_cost(const cat_remote *rm, int64_t requests, int64_t bytes);
 /* The connections a wave may use (the connections option). */
 int cat_remote_connections(const cat_remote *rm);
 void cat_remote_free(cat_remote *rm);

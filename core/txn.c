@@ -371,3 +371,14 @@ int caterva_schunk_stale(caterva_ctx *ctx, caterva_schunk *sc) {
   if (sc == NULL || sc->store == CATERVA_STORE_MEMORY) return 0;
   return cat_file_stale(ctx, sc);
 }
+
+int caterva_schunk_stale_later(caterva_ctx *ctx, caterva_schunk *sc) {
+  if (sc != NULL && sc->remote != NULL && sc->store == CATERVA_STORE_CONTIGUOUS)
+    return cat_remote_check_later(sc);
+  return caterva_schunk_stale(ctx, sc);
+}
+
+int caterva_schunk_verify(caterva_ctx *ctx, caterva_schunk *sc) {
+  if (sc == NULL || sc->remote == NULL) return 0;
+  return cat_remote_verify(ctx, sc);
+}

@@ -256,6 +256,10 @@ static int cvOpenBox(CvCursor *pCur) {
   ** blocks together first, in a few waves instead of two per block */
   if (rc >= 0 && pTab->bRemote && pCur->bValue && pCur->bCached)
     rc = caterva_block_iter_prefetch(pCur->pIter, pTab->szCache);
+  /* the box may be read from the table's block cache alone: a pending version check first */
+  if (rc >= 0 && pTab->bRemote && pCur->bCached &&
+      (rc = caterva_schunk_verify(pTab->pConn->pCtx, caterva_array_schunk(pTab->pArr))) > 0)
+    rc = CATERVA_E_CHANGED; /* the message is set: cvCursorFilter opens it again */
   return rc < 0 ? cvLibError(pTab, rc) : SQLITE_OK;
 }
 
@@ -546,8 +550,8 @@ static int64_t cvRowBudget(sqlite3_value *pLimit, sqlite3_value *pOffset) {
 ** the scan starts at the first cell of the first block (or, for an ordered scan, at the
 ** first cell of the box).
 */
-int cvCursorFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr, int argc,
-                   sqlite3_value **argv) {
+static int cvFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr, int argc,
+                    sqlite3_value **argv) {
   CvCursor *pCur = (CvCursor *)pCursor;
   CvVtab *pTab = (CvVtab *)pCursor->pVtab;
   sqlite3_value *pLimit = 0, *pOffset = 0;
@@ -608,6 +612,12 @@ int cvCursorFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr,
   if (bEmpty || pCur->nLeft == 0) return SQLITE_OK;  /* bEof is set */
   pCur->bEof = 0;
   pCur->bOrdered = (idxNum & CV_PLAN_ORDERED) != 0 && pTab->nDim > 0;
+  /* a remote table's pending version check: the block reads below make it on their first
+  ** wave; a scan that reads later, or no values at all, makes it now */
+  if (pTab->bRemote && (pCur->bOrdered || !pCur->bValue)) {
+    rc = cvRemoteVerify(pTab);
+    if (rc != SQLITE_OK) return rc;
+  }
   if (pCur->bOrdered) {
     for (k = 0; k < pTab->nDim; k++) pCur->aCoord[k] = pCur->aRun[k][0].iLo;
     cvOrderedSeek(pCur);
@@ -618,6 +628,23 @@ int cvCursorFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr,
   rc = cvNextBlock(pCur);
   if (rc != SQLITE_OK) pCur->bEof = 1;
   else cvSetFast(pCur);
+  return rc;
+}
+
+/* xFilter. A remote table whose object changed since it was opened learns it from the
+** statement's first read (CATERVA_E_CHANGED, before any row): the array is opened again and
+** the scan starts over on the new version, once. */
+int cvCursorFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr, int argc,
+                   sqlite3_value **argv) {
+  CvVtab *pTab = (CvVtab *)pCursor->pVtab;
+  int rc;
+  pTab->iLibRc = 0;
+  rc = cvFilter(pCursor, idxNum, idxStr, argc, argv);
+  if (rc != SQLITE_OK && pTab->bRemote && pTab->iLibRc == CATERVA_E_CHANGED) {
+    cvResetScan((CvCursor *)pCursor);
+    rc = cvRemoteReopen(pTab);
+    if (rc == SQLITE_OK) rc = cvFilter(pCursor, idxNum, idxStr, argc, argv);
+  }
   return rc;
 }
 

@@ -21,6 +21,7 @@ void cvSetError(CvVtab *pTab, const char *zFmt, ...) {
 
 int cvLibError(CvVtab *pTab, int rc) {
   const char *zMsg = caterva_ctx_errmsg(pTab->pConn->pCtx);
+  pTab->iLibRc = rc;
   if (rc == CATERVA_E_NOMEM) return SQLITE_NOMEM;
   cvSetError(pTab, "caterva: %s%s%s", caterva_strerror(rc), zMsg[0] ? ": " : "", zMsg);
   return SQLITE_ERROR;

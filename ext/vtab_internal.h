@@ -113,6 +113,7 @@ struct CvVtab {
   CvRetired *pRetired;                /* Arrays replaced while cursors were open */
   caterva_lock *pLock;                /* The .b2lock sidecar, or NULL when it cannot exist */
   int bRemote;                        /* zPath is a URL: read-only, no sidecar */
+  int iLibRc;                         /* the last library error cvLibError reported */
   caterva_remote_opts remote;         /* Options of remote access (strings: zEndpoint...) */
   char *zEndpoint, *zRegion;          /* Owned copies the options point at */
   uint64_t iGen;                      /* Generation counter the array reflects */
@@ -474,6 +475,12 @@ int cvTxnRollbackTo(sqlite3_vtab *pVtab, int iSavepoint);
 /* At the first cursor of a statement (xOpen): reload the array if another handle committed,
 ** take the shared lock with lock_reads=1 (see the notes in vtab_txn.c). */
 int cvStatementStart(CvVtab *pTab);
+/* A remote table whose version check cvStatementStart left to the statement's first read:
+** cvRemoteVerify makes it now (one HEAD request, nothing when no check is pending) and opens
+** the array again when it changed; cvRemoteReopen opens it again after a read failed with
+** CATERVA_E_CHANGED (iLibRc). */
+int cvRemoteVerify(CvVtab *pTab);
+int cvRemoteReopen(CvVtab *pTab);
 /* At the start of a scan (xFilter) inside a write transaction: flush our own writes so
 ** the scan sees them. */
 int cvPrepareRead(CvVtab *pTab);

@@ -162,6 +162,17 @@ int cvPrepareRead(CvVtab *pTab) {
 
 static int cvStatementStartFirst(CvVtab *pTab);
 
+int cvRemoteReopen(CvVtab *pTab) {
+  pTab->iLibRc = 0;
+  return cvReopen(pTab, CATERVA_OPEN_READ);
+}
+
+int cvRemoteVerify(CvVtab *pTab) {
+  int r = caterva_schunk_verify(pTab->pConn->pCtx, caterva_array_schunk(pTab->pArr));
+  if (r < 0) return cvLibError(pTab, r);
+  return r == 0 ? SQLITE_OK : cvRemoteReopen(pTab);
+}
+
 int cvStatementStart(CvVtab *pTab) {
   int rc = cvStatementStartFirst(pTab);
   if (rc == SQLITE_OK && pTab->nVar > 0 && !pTab->bInTxn && pTab->nCursor == 0)
@@ -185,8 +196,10 @@ static int cvStatementStartFirst(CvVtab *pTab) {
     if (rc != SQLITE_OK) return rc;
     pTab->bReadLocked = bLocked = 1;
   }
+  /* a remote array: the statement's first read checks the version (cvCursorFilter) */
   if (cvGeneration(pTab) == pTab->iGen &&
-      caterva_schunk_stale(pCtx, caterva_array_schunk(pTab->pArr)) == 0)
+      (pTab->bRemote ? caterva_schunk_stale_later(pCtx, caterva_array_schunk(pTab->pArr))
+                     : caterva_schunk_stale(pCtx, caterva_array_schunk(pTab->pArr))) == 0)
     return SQLITE_OK;
   if (!bLocked && pTab->pLock && caterva_lock_shared(pCtx, pTab->pLock) == CATERVA_OK) bLocked = 2;
   pTab->iGen = cvGeneration(pTab);

@@ -296,14 +296,24 @@ struct caterva_block_iter {
   /* remote super-chunks: chunks are fetched ahead, a portion of the box at a time */
   int64_t pinned;                    /* chunk whose bytes it->chunk borrows (pinned), or -1 */
   int64_t nvisit, nplanned;          /* chunks of the box entered / fetched ahead, C order */
+  cat_fetchahead *fa;                /* fetches the next portion meanwhile, or NULL */
+  cat_want *ready;                   /* the current portion's chunks, pinned (fetch-ahead) */
+  const uint8_t **ready_chunk;       /* ... their bytes */
+  int32_t *ready_cbytes;
+  int nready;
 };
 
-/* The bytes (decompressed) of selected blocks fetched ahead at once from a remote array. */
+/* The bytes (decompressed) of selected blocks fetched ahead at once from a remote array;
+** smaller portions when a thread fetches the next one meanwhile (the first costs a wave the
+** caller waits for, the others overlap what the caller does with the blocks). */
 #define ITER_REMOTE_PORTION ((int64_t)48 << 20)
+#define ITER_FETCHAHEAD_PORTION ((int64_t)16 << 20)
 #define ITER_REMOTE_MAX_CHUNKS 4096
 
 static void ra_free(cat_readahead *ra);
 static void ra_discard(caterva_block_iter *it);
+static void fa_stop(caterva_block_iter *it);
+static int ready_chunk(caterva_block_iter *it, int64_t nchunk);
 
 static void unpin(caterva_block_iter *it) {
   if (it->pinned >= 0) cat_sc_unpin(it->sc, it->pinned);
@@ -313,7 +323,8 @@ static void unpin(caterva_block_iter *it) {
 void caterva_block_iter_free(caterva_block_iter *it) {
   if (it == NULL) return;
   unpin(it);
-  ra_discard(it);
+  fa_stop(it);
+  cat_fa_free(it->fa);
   ra_free(it->ra);
   free(it->sel);
   free(it->data);
@@ -327,6 +338,7 @@ int caterva_block_iter_reset(caterva_block_iter *it, const int64_t *start,
   const cat_geom *g = it->g;
   ra_discard(it);
   unpin(it);
+  fa_stop(it);
   it->nvisit = it->nplanned = 0;
   it->have_chunk = 0;
   it->nsel = it->pos = 0;
@@ -446,9 +458,11 @@ static int open_chunk_data(caterva_block_iter *it, int64_t nchunk) {
     goto leave;
   }
   unpin(it);
-  CAT_TRY(leave, cat_sc_get_chunk_blocks(ctx, it->sc, nchunk, it->sel, it->nsel, &it->chunk,
-                                         &it->cbytes));
-  if (cat_sc_is_remote(it->sc)) it->pinned = nchunk;
+  if (!ready_chunk(it, nchunk)) {
+    CAT_TRY(leave, cat_sc_get_chunk_blocks(ctx, it->sc, nchunk, it->sel, it->nsel, &it->chunk,
+                                           &it->cbytes));
+    if (cat_sc_is_remote(it->sc)) it->pinned = nchunk;
+  }
   rc = caterva_chunk_info_get(it->chunk, (size_t)it->cbytes, &info);
   CAT_CHECK(leave, rc >= 0, rc, "chunk %lld: malformed header", (long long)nchunk);
   CAT_CHECK(leave, info.nbytes == g->chunksize, CATERVA_E_CORRUPT,
@@ -529,62 +543,164 @@ leave:
 
 static int next_chunk(const caterva_block_iter *it, int64_t *cc);
 
-/* A remote array: fetch what a portion of the box needs -- from chunk `from` on (its selection
-** is it->sel when use_cur), up to `portion` bytes of selected blocks -- in a few waves for all
-** its chunks at once. *nchunks receives the chunks of the box it covered. */
-static int plan_remote_from(caterva_block_iter *it, const int64_t *from, int use_cur,
-                            int64_t portion, int64_t *nchunks) {
+/* A remote array: what a portion of the box needs -- from chunk `from` on (its selection is
+** it->sel when use_cur), up to `portion` bytes of selected blocks -- as a list of wants
+** (*w, *n: malloc'ed, free with cat_wants_free). *nchunks receives the chunks of the box it
+** covers, *more whether chunks of the box follow them (then `from` is the next one). */
+static int remote_wants(caterva_block_iter *it, int64_t *from, int use_cur, int64_t portion,
+                        cat_want **wout, int *nout, int64_t *nchunks, int *more) {
   caterva_ctx *ctx = it->ctx;
   const cat_geom *g = it->g;
   cat_want *w = NULL;
-  int32_t **sels = NULL, *caps = NULL;
-  int64_t cc[CATERVA_MAX_DIM], bytes = 0;
-  int n = 0, rc = CATERVA_OK, more = 1;
+  int32_t *sel = NULL, cap = 0;
+  int64_t bytes = 0;
+  int n = 0, rc = CATERVA_OK;
   *nchunks = 0;
+  *more = 1;
   w = calloc(ITER_REMOTE_MAX_CHUNKS, sizeof *w);
-  sels = calloc(ITER_REMOTE_MAX_CHUNKS, sizeof *sels);
-  caps = calloc(ITER_REMOTE_MAX_CHUNKS, sizeof *caps);
-  CAT_CHECK(leave, w != NULL && sels != NULL && caps != NULL, CATERVA_E_NOMEM, "out of memory");
-  memcpy(cc, from, sizeof cc);
-  while (more && n < ITER_REMOTE_MAX_CHUNKS && (bytes < portion || n == 0)) {
+  CAT_CHECK(leave, w != NULL, CATERVA_E_NOMEM, "out of memory");
+  while (*more && n < ITER_REMOTE_MAX_CHUNKS && (bytes < portion || n == 0)) {
     int32_t nsel = 0;
     if (use_cur && *nchunks == 0) { /* the current chunk: its selection is it->sel */
       nsel = it->nsel;
       if (nsel > 0) {
-        sels[n] = malloc((size_t)nsel * sizeof **sels);
-        CAT_CHECK(leave, sels[n] != NULL, CATERVA_E_NOMEM, "out of memory");
-        memcpy(sels[n], it->sel, (size_t)nsel * sizeof **sels);
+        sel = malloc((size_t)nsel * sizeof *sel);
+        CAT_CHECK(leave, sel != NULL, CATERVA_E_NOMEM, "out of memory");
+        memcpy(sel, it->sel, (size_t)nsel * sizeof *sel);
       }
     } else {
-      CAT_TRY(leave, chunk_sel(it, cc, &sels[n], &caps[n], &nsel));
+      cap = 0;
+      CAT_TRY(leave, chunk_sel(it, from, &sel, &cap, &nsel));
     }
     (*nchunks)++;
     if (nsel > 0) {
-      w[n].nchunk = cat_geom_chunk_number(g, cc);
-      w[n].blocks = sels[n];
+      w[n].nchunk = cat_geom_chunk_number(g, from);
+      w[n].blocks = sel;
       w[n].nblocks = nsel;
       bytes += (int64_t)nsel * g->blocksize;
       n++;
     } else {
-      free(sels[n]);
-      sels[n] = NULL;
-      caps[n] = 0;
+      free(sel);
     }
-    more = next_chunk(it, cc);
+    sel = NULL;
+    *more = next_chunk(it, from);
   }
-  rc = cat_sc_prefetch(ctx, it->sc, w, n);
 leave:
-  for (int k = 0; sels != NULL && k <= n && k < ITER_REMOTE_MAX_CHUNKS; k++) free(sels[k]);
-  free(sels);
-  free(caps);
-  free(w);
+  free(sel);
+  if (rc < 0) {
+    cat_wants_free(w, n);
+    w = NULL;
+    n = 0;
+  }
+  *wout = w;
+  *nout = n;
   return rc;
 }
 
+/* Fetch what a portion of the box needs, in a few waves for all its chunks at once. */
+static int plan_remote_from(caterva_block_iter *it, const int64_t *from, int use_cur,
+                            int64_t portion, int64_t *nchunks) {
+  cat_want *w = NULL;
+  int64_t cc[CATERVA_MAX_DIM];
+  int n = 0, more, rc;
+  memcpy(cc, from, sizeof cc);
+  rc = remote_wants(it, cc, use_cur, portion, &w, &n, nchunks, &more);
+  if (rc >= 0) rc = cat_sc_prefetch(it->ctx, it->sc, w, n);
+  cat_wants_free(w, n);
+  return rc;
+}
+
+/* ---- remote fetch-ahead ---------------------------------------------------------------- */
+
+/*
+ * A scan of a remote box (not CATERVA_ITER_NODATA) that spans several portions: when the
+ * caller enters a portion, its chunks are pinned and their bytes kept at hand (it->ready), and
+ * the iterator's fetch-ahead thread (fetchahead.c) fetches the next portion meanwhile, so the
+ * transfers overlap the caller's decompression and whatever it does with the blocks (SQLite's
+ * rows). The thread holds the store's lock while it fetches; the caller reads the pinned
+ * chunks without asking the store, and anything else it asks of the store waits for the
+ * thread. The first portion is fetched by the caller (its first wave also checks the
+ * object's version, frame_remote.c).
+ */
+
+/* Is chunk nchunk one of the current portion's (its bytes then at it->chunk)? */
+static int ready_chunk(caterva_block_iter *it, int64_t nchunk) {
+  for (int k = 0; k < it->nready; k++)
+    if (it->ready[k].nchunk == nchunk && it->ready_chunk[k] != NULL) {
+      it->chunk = it->ready_chunk[k];
+      it->cbytes = it->ready_cbytes[k];
+      return 1;
+    }
+  return 0;
+}
+
+/* Let go of the current portion's chunks. */
+static void ready_release(caterva_block_iter *it) {
+  for (int k = 0; k < it->nready; k++)
+    if (it->ready_chunk[k] != NULL) cat_sc_unpin(it->sc, it->ready[k].nchunk);
+  cat_wants_free(it->ready, it->nready);
+  free(it->ready_chunk);
+  free(it->ready_cbytes);
+  it->ready = NULL;
+  it->ready_chunk = NULL;
+  it->ready_cbytes = NULL;
+  it->nready = 0;
+}
+
+/* Wait for the thread, drop its job and the current portion (a reset, the end). */
+static void fa_stop(caterva_block_iter *it) {
+  cat_want *w;
+  int n;
+  int64_t nc;
+  if (it->fa != NULL && cat_fa_take(it->fa, it->ctx, -1, &w, &n, &nc)) cat_wants_free(w, n);
+  ready_release(it);
+}
+
+/* Make w[0..n) (fetched: by the thread or the caller) the current portion: each chunk pinned
+** with its bytes at hand. A chunk that cannot be had now is left to open_chunk_data, which
+** fetches it and reports what goes wrong. Takes w. */
+static void ready_set(caterva_block_iter *it, cat_want *w, int n) {
+  it->ready = w;
+  it->nready = n;
+  it->ready_chunk = calloc((size_t)(n > 0 ? n : 1), sizeof *it->ready_chunk);
+  it->ready_cbytes = calloc((size_t)(n > 0 ? n : 1), sizeof *it->ready_cbytes);
+  if (it->ready_chunk == NULL || it->ready_cbytes == NULL) {
+    ready_release(it);
+    return;
+  }
+  for (int k = 0; k < n; k++)
+    if (cat_sc_get_chunk_blocks(it->ctx, it->sc, w[k].nchunk, w[k].blocks, w[k].nblocks,
+                                &it->ready_chunk[k], &it->ready_cbytes[k]) < 0)
+      it->ready_chunk[k] = NULL;
+}
+
+/* Entering the chunk at it->cc, the first not fetched yet: its portion, fetched by the thread
+** (when it was the job) or now; then the next portion goes to the thread. */
 static int plan_remote(caterva_block_iter *it) {
-  int64_t n = 0;
-  int rc = plan_remote_from(it, it->cc, 1, ITER_REMOTE_PORTION, &n);
+  int64_t n = 0, tag = it->nchunk, next[CATERVA_MAX_DIM];
+  cat_want *w = NULL;
+  int nw = 0, more = 0, rc = CATERVA_OK;
+  ready_release(it);
+  memcpy(next, it->cc, sizeof next);
+  if (it->fa != NULL && cat_fa_take(it->fa, it->ctx, tag, &w, &nw, &n)) {
+    more = 1;
+    for (int64_t k = 0; k < n && more; k++) more = next_chunk(it, next);
+  } else {
+    CAT_TRY(leave, remote_wants(it, next, 1, ITER_FETCHAHEAD_PORTION, &w, &nw, &n, &more));
+    CAT_TRY(leave, cat_sc_prefetch(it->ctx, it->sc, w, nw));
+  }
   it->nplanned = it->nvisit - 1 + n;
+  ready_set(it, w, nw);
+  w = NULL;
+  if (more && it->fa == NULL) it->fa = cat_fa_new();
+  if (more && it->fa != NULL) {
+    int64_t tag2 = cat_geom_chunk_number(it->g, next), n2 = 0;
+    int more2;
+    CAT_TRY(leave, remote_wants(it, next, 0, ITER_FETCHAHEAD_PORTION, &w, &nw, &n2, &more2));
+    if (cat_fa_submit(it->fa, it->ctx, it->sc, w, nw, tag2, n2) == CATERVA_OK) w = NULL;
+  }
+leave:
+  cat_wants_free(w, nw);
   return rc;
 }
 

@@ -98,6 +98,23 @@ int cat_sc_get_chunk_blocks(caterva_ctx *ctx, caterva_schunk *sc, int64_t i,
                             int32_t *cbytes);
 void cat_sc_unpin(caterva_schunk *sc, int64_t i);
 
+/* A fetch-ahead thread for remote scans (fetchahead.c). cat_fa_new: NULL when no thread can be
+ * had (the caller then fetches as it goes). cat_fa_submit: fetch w[0..n) of sc on the thread
+ * (w and each w[k].blocks are malloc'ed; the job owns them from then on; tag >= 0 and
+ * nchunks are the caller's names for the portion); waits for a job in flight first. ctx is
+ * the caller's: its interrupt function is asked only on the caller's thread, while it waits.
+ * cat_fa_take: waits for the job; 1 and its list (now the caller's, free with cat_wants_free)
+ * when it carries tag, else 0 (a job for something else is dropped; tag < 0 stops the job in
+ * flight first). */
+typedef struct cat_fetchahead cat_fetchahead;
+cat_fetchahead *cat_fa_new(void);
+int cat_fa_submit(cat_fetchahead *fa, caterva_ctx *ctx, caterva_schunk *sc, cat_want *w,
+                  int n, int64_t tag, int64_t nchunks);
+int cat_fa_take(cat_fetchahead *fa, caterva_ctx *ctx, int64_t tag, cat_want **w, int *n,
+                int64_t *nchunks);
+void cat_fa_free(cat_fetchahead *fa);
+void cat_wants_free(cat_want *w, int n);
+
 /* ---- chunk edit notifications (schunk.c -> blockstats.c) ------------------------------ */
 
 /* After every successful chunk edit of a super-chunk, its hook (if any) learns what changed:

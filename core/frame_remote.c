@@ -25,10 +25,15 @@
  * The frame's version (ETag, else Last-Modified) read at open is compared with every answer:
  * an object that changed underneath gives an error for that read, and cat_remote_stale (one
  * HEAD request) tells the next statement to open it again. Remote frames are read-only.
+ *
+ * Threads: every entry point below takes the store's lock for all it does, network included,
+ * so that an iterator's fetch-ahead thread (array_iter.c) may fetch the next part of a scan
+ * while the caller reads chunks it pinned before (their bytes never move while pinned).
  */
 #include "frame_internal.h"
 #include "remote.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -56,6 +61,7 @@ struct cat_rstore {
   int64_t nch;
   int64_t cached, budget;
   uint64_t tick;
+  pthread_mutex_t mu;    /* the store's lock (see the notes at the top) */
   bool pending;          /* the version check is left to the next read (check_later) */
   bool changed;          /* an answer or a HEAD showed another version */
 };
@@ -381,6 +387,7 @@ int cat_remote_open(caterva_ctx *ctx, caterva_schunk *sc, const char *path,
   memset(g, 0, sizeof g);
   rs = calloc(1, sizeof *rs);
   CAT_CHECK(leave, rs != NULL, CATERVA_E_NOMEM, "out of memory");
+  pthread_mutex_init(&rs->mu, NULL);
   sc->remote = rs;
   CAT_TRY(leave, cat_remote_new(ctx, path, o, &rs->rm, &rs->url));
   rs->budget = cat_remote_cache_budget(rs->rm);
@@ -407,25 +414,50 @@ void cat_remote_close(caterva_schunk *sc) {
   free(rs->ch);
   cat_remote_free(rs->rm);
   free(rs->url);
+  pthread_mutex_destroy(&rs->mu);
   free(rs);
   sc->remote = NULL;
 }
 
 int cat_remote_check_later(caterva_schunk *sc) {
   cat_rstore *rs = sc->remote;
-  if (rs->changed) return 1;
-  rs->pending = true;
-  return 0;
+  int rc = 1;
+  pthread_mutex_lock(&rs->mu);
+  if (!rs->changed) {
+    rs->pending = true;
+    rc = 0;
+  }
+  pthread_mutex_unlock(&rs->mu);
+  return rc;
 }
 
-int cat_remote_verify(caterva_ctx *ctx, caterva_schunk *sc) {
-  int rc = sc->remote->pending ? cat_remote_stale(ctx, sc) : 0;
+static int stale_locked(caterva_ctx *ctx, caterva_schunk *sc);
+
+/* The pending check, the lock held. */
+static int verify_locked(caterva_ctx *ctx, caterva_schunk *sc) {
+  int rc = sc->remote->pending ? stale_locked(ctx, sc) : 0;
   if (rc == 1) (void)cat_error(ctx, CATERVA_E_CHANGED, "'%s' changed since it was opened",
                                sc->remote->url);
   return rc;
 }
 
+int cat_remote_verify(caterva_ctx *ctx, caterva_schunk *sc) {
+  int rc;
+  pthread_mutex_lock(&sc->remote->mu);
+  rc = verify_locked(ctx, sc);
+  pthread_mutex_unlock(&sc->remote->mu);
+  return rc;
+}
+
 int cat_remote_stale(caterva_ctx *ctx, caterva_schunk *sc) {
+  int rc;
+  pthread_mutex_lock(&sc->remote->mu);
+  rc = stale_locked(ctx, sc);
+  pthread_mutex_unlock(&sc->remote->mu);
+  return rc;
+}
+
+static int stale_locked(caterva_ctx *ctx, caterva_schunk *sc) {
   cat_rstore *rs = sc->remote;
   char version[96], *url = NULL;
   int64_t size = -1;
@@ -445,8 +477,13 @@ int cat_remote_stale(caterva_ctx *ctx, caterva_schunk *sc) {
 }
 
 void cat_remote_stats_of(const caterva_schunk *sc, caterva_remote_stats *st) {
-  if (sc->remote == NULL) memset(st, 0, sizeof *st);
-  else cat_remote_stats(sc->remote->rm, st);
+  if (sc->remote == NULL) {
+    memset(st, 0, sizeof *st);
+    return;
+  }
+  pthread_mutex_lock(&sc->remote->mu);
+  cat_remote_stats(sc->remote->rm, st);
+  pthread_mutex_unlock(&sc->remote->mu);
 }
 
 /* ---- fetching chunks ------------------------------------------------------------------- */
@@ -559,9 +596,10 @@ static int64_t runs_of(const cat_want *w) {
 }
 
 /* Should the first wave fetch the wanted chunks whole (contiguous frames, whose index gives
- * their sizes), saving the second wave? On the link measured so far: the blocks cost a wave of
- * headers, then a wave of one request per run of blocks with their bytes; whole chunks one
- * wave of one request and all the bytes each (cat_remote_wave_cost). */
+ * their sizes), saving the second wave? When it is faster on the link measured so far -- the
+ * blocks cost a wave of headers, then a wave of one request per run of blocks with their
+ * bytes; whole chunks one wave of one request and all the bytes each (cat_remote_wave_cost)
+ * -- and fetches at most four times the bytes the blocks need. */
 static bool whole_upfront(const cat_rstore *rs, const caterva_schunk *sc, const cat_want *w,
                           int n, int64_t nblk, int64_t guess) {
   int64_t chunks = 0, runs = 0, part = 0, all = 0;
@@ -583,7 +621,8 @@ static bool whole_upfront(const cat_rstore *rs, const caterva_schunk *sc, const 
   t_blocks = cat_remote_wave_cost(rs->rm, chunks, chunks * guess) +
              cat_remote_wave_cost(rs->rm, runs, part);
   t_whole = cat_remote_wave_cost(rs->rm, chunks, all);
-  return chunks > 0 && t_whole > 0 && t_whole <= t_blocks;
+  /* bytes count too (object stores bill them): never more than four times what is needed */
+  return chunks > 0 && t_whole > 0 && t_whole <= t_blocks && all <= 4 * (part + chunks * guess);
 }
 
 /* Wave 1: the first bytes of every wanted stored chunk not seen yet (all of it when small,
@@ -729,7 +768,7 @@ static void mark_pieces(cat_rchunk *c, const int32_t *ends, const rpiece *p, int
   }
 }
 
-int cat_remote_prefetch(caterva_ctx *ctx, caterva_schunk *sc, const cat_want *w, int n) {
+static int prefetch_locked(caterva_ctx *ctx, caterva_schunk *sc, const cat_want *w, int n) {
   cat_rstore *rs = sc->remote;
   char **urls = NULL;
   rpiece *p = NULL;
@@ -792,6 +831,15 @@ leave:
   return rc;
 }
 
+int cat_remote_prefetch(caterva_ctx *ctx, caterva_schunk *sc, const cat_want *w, int n) {
+  int rc;
+  if (sc->remote == NULL || n <= 0) return CATERVA_OK;
+  pthread_mutex_lock(&sc->remote->mu);
+  rc = prefetch_locked(ctx, sc, w, n);
+  pthread_mutex_unlock(&sc->remote->mu);
+  return rc;
+}
+
 /* Are chunk i's wanted blocks (all when nblocks < 0) there? */
 static bool have_blocks(const cat_rchunk *c, const int32_t *blocks, int32_t nblocks) {
   if (c->whole) return true;
@@ -809,14 +857,15 @@ int cat_remote_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, const int3
   cat_rstore *rs = sc->remote;
   cat_rchunk *c = &rs->ch[i];
   int rc;
+  pthread_mutex_lock(&rs->mu);
   if (rs->pending && have_blocks(c, blocks, nblocks)) { /* no request would check it */
-    rc = cat_remote_verify(ctx, sc);
+    rc = verify_locked(ctx, sc);
     CAT_TRY(leave, rc);
     CAT_CHECK(leave, rc == 0, CATERVA_E_CHANGED, "'%s' changed since it was opened", rs->url);
   }
   if (!have_blocks(c, blocks, nblocks)) {
     cat_want w = {i, blocks, nblocks};
-    CAT_TRY(leave, cat_remote_prefetch(ctx, sc, &w, 1));
+    CAT_TRY(leave, prefetch_locked(ctx, sc, &w, 1));
     CAT_CHECK(leave, have_blocks(c, blocks, nblocks), CATERVA_E_CORRUPT,
               "chunk %lld: its bytes could not all be fetched", (long long)i);
   }
@@ -825,9 +874,14 @@ int cat_remote_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, const int3
   *cbytes = c->cbytes;
   rc = CATERVA_OK;
 leave:
+  pthread_mutex_unlock(&rs->mu);
   return rc;
 }
 
 void cat_remote_pin(caterva_schunk *sc, int64_t i, int delta) {
-  if (sc->remote != NULL && i >= 0 && i < sc->remote->nch) sc->remote->ch[i].pins += delta;
+  cat_rstore *rs = sc->remote;
+  if (rs == NULL || i < 0 || i >= rs->nch) return;
+  pthread_mutex_lock(&rs->mu);
+  rs->ch[i].pins += delta;
+  pthread_mutex_unlock(&rs->mu);
 }

@@ -42,7 +42,7 @@
  * (about what one connection to an object store gives); smaller bodies arrive in one burst
  * from the socket buffers and tell nothing about it. */
 #define CAT_REMOTE_ASSUMED_BW 25e6
-#define CAT_REMOTE_BW_SAMPLE (256 * 1024)
+#define CAT_REMOTE_BW_SAMPLE (64 * 1024)
 
 void caterva_remote_opts_init(caterva_remote_opts *o) {
   memset(o, 0, sizeof *o);

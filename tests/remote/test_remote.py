@@ -357,6 +357,60 @@ def s3_auth(s, src):
     db.close()
 
 
+def fetch_ahead(s, src):
+    """Scans longer than one portion (16 MB of blocks): the next portion is fetched by a thread
+    while the rows of the current one are read. Same rows as the local file; a scan stopped
+    early (LIMIT), a fault on a later portion (reported, never other rows), and
+    sqlite3_interrupt() during the overlapped transfers (stops promptly)."""
+    import servers
+    db = connect()
+    path = os.path.join(src, "long.b2nd")
+    db.execute("CREATE VIRTUAL TABLE g USING caterva('%s', shape='170,256,256', dtype='float32', "
+               "chunks='10,128,128', blocks='5,32,64', codec=zstd)" % path)
+    db.execute(SERIES.replace("63", "255") + "INSERT INTO g(d0, d1, d2, value) SELECT a.value, "
+               "b.value, c.value, (a.value * 3 + b.value) % 17 + c.value * 0.5 FROM n a, n b, n c "
+               "WHERE a.value < 170")
+    db.execute("DROP TABLE g")
+    publish(s, src, ["long.b2nd"])
+    open_table(db, "l", path)
+    queries = ["SELECT count(*), sum(value), min(value), max(value) FROM {t}",
+               "SELECT count(*), sum(value) FROM {t} WHERE d1 BETWEEN 100 AND 140",
+               "SELECT d0, d1, d2, value FROM {t} WHERE d2 = 7 AND d1 = 9 ORDER BY d0",
+               "SELECT sum(value) FROM (SELECT value FROM {t} LIMIT 3000000)"]
+    want = [rows(db, q.format(t="l")) for q in queries]
+    for kind, url in (("http", s.nginx_http.rstrip("/") + "/long.b2nd"),
+                      ("s3", "s3://%s/long.b2nd" % s.bucket)):
+        open_table(db, "r", url)
+        got = [rows(db, q.format(t="r")) for q in queries]
+        bad = [(q, a, b) for q, a, b in zip(queries, want, got) if a != b]
+        report(not bad, "a scan of %d portions over %s: %d queries give the local answers"
+               % (170 * 256 * 256 * 4 // (16 << 20) + 1, kind, len(queries)), repr(bad)[:800])
+    # a fault on a later portion: the fetch-ahead drops it, the reader asks again and reports
+    url = s.fault_url.rstrip("/") + "/long.b2nd"
+    open_table(db, "f", url)
+    s.set_faults([{"path": "long", "ranged": True, "nth": list(range(12, 400)), "fault": 404}])
+    got = rows(db, queries[0].format(t="f"))
+    s.set_faults([])
+    report(got[0] == "error" and "404" in got[1], "a 404 on a later portion: an error naming "
+           "it, no rows", got)
+    open_table(db, "f", url)
+    got = rows(db, queries[0].format(t="f"))
+    report(got == want[0], "the same scan again without the fault: the local answer", got)
+    # sqlite3_interrupt() while portions are fetched ahead through a slow link
+    open_table(db, "f", url)
+    s.set_shape(delay_ms=20, rate=2_000_000)
+    timer = threading.Timer(0.8, db.interrupt)
+    t0 = time.time()
+    timer.start()
+    got = rows(db, queries[0].format(t="f"))
+    took = time.time() - t0
+    timer.cancel()
+    s.set_shape(delay_ms=0, rate=0)
+    report(got[0] == "error" and "interrupt" in got[1].lower() and took < 3,
+           "sqlite3_interrupt() during fetched-ahead transfers stops the scan (%.2f s)" % took, got)
+    db.close()
+
+
 def versions_and_probes(s, src):
     """The version check rides on a statement's first wave; a sparse frame is probed only when
     its URL is not a frame; an object replaced between statements (even by one of another shape)
@@ -492,6 +546,7 @@ def main():
             faults(s, src)
             s3_auth(s, src)
             versions_and_probes(s, src)
+            fetch_ahead(s, src)
             tls_and_consistency(s, src)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -248,5 +248,8 @@ void cvCacheUnpin(CvCache *p, CvCacheEntry *pEntry);
 /* Forget every block (the array was written): pinned entries stay with their cursors but are
 ** no longer found, and are recycled once unpinned. */
 void cvCacheInvalidate(CvCache *p);
+/* Blocks of another size from now on (the array was replaced by one with other blocks): the
+** cache starts anew. SQLITE_BUSY, and nothing changes, while a cursor reads an entry. */
+int cvCacheResize(CvCache *p, int64_t szBlock, int64_t nByte);
 
 #endif /* EXT_INTERNAL_H */

@@ -169,6 +169,16 @@ void cvCacheUnpin(CvCache *p, CvCacheEntry *pE) {
   if (pE && pE->nPin > 0) pE->nPin--;
 }
 
+int cvCacheResize(CvCache *p, int64_t szBlock, int64_t nByte) {
+  CvCacheEntry *pE;
+  if (szBlock == p->szBlock) return SQLITE_OK;
+  for (pE = p->pLruFirst; pE; pE = pE->pLruNext)
+    if (pE->nPin > 0) return SQLITE_BUSY;
+  cvCacheClear(p);
+  cvCacheInit(p, szBlock, nByte);
+  return SQLITE_OK;
+}
+
 void cvCacheInvalidate(CvCache *p) {
   CvCacheEntry *pE;
   for (pE = p->pLruFirst; pE; pE = pE->pLruNext) {

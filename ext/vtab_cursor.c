@@ -363,9 +363,13 @@ static int cvFetchBlock(CvCursor *pCur) {
   if (pE) {
     aDst = pE->aData;
   } else {
-    if (pCur->aPriv == 0) {
-      pCur->aPriv = sqlite3_malloc64((sqlite3_uint64)pTab->nBlockItem * pTab->item.szItem);
+    int64_t nPriv = pTab->nBlockItem * pTab->item.szItem;
+    if (pCur->aPriv == 0 || pCur->nPriv != nPriv) { /* blocks change size with the array */
+      sqlite3_free(pCur->aPriv);
+      pCur->nPriv = 0;
+      pCur->aPriv = sqlite3_malloc64((sqlite3_uint64)nPriv);
       if (pCur->aPriv == 0) return SQLITE_NOMEM;
+      pCur->nPriv = nPriv;
     }
     aDst = pCur->aPriv;
     pCur->iPrivChunk = -1;
@@ -642,6 +646,7 @@ int cvCursorFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr,
   rc = cvFilter(pCursor, idxNum, idxStr, argc, argv);
   if (rc != SQLITE_OK && pTab->bRemote && pTab->iLibRc == CATERVA_E_CHANGED) {
     cvResetScan((CvCursor *)pCursor);
+    ((CvCursor *)pCursor)->iPrivChunk = -1;
     rc = cvRemoteReopen(pTab);
     if (rc == SQLITE_OK) rc = cvFilter(pCursor, idxNum, idxStr, argc, argv);
   }

@@ -201,6 +201,7 @@ struct CvCursor {
   const uint8_t *aData;               /* Its decompressed items, or NULL if not fetched */
   CvCacheEntry *pEntry;               /* Pinned cache entry aData points into, or NULL */
   uint8_t *aPriv;                     /* Private block buffer when the cache has no room */
+  int64_t nPriv;                      /* Its bytes */
   int64_t iPrivChunk;                 /* Chunk of the block held in aPriv (< 0: none) */
   int32_t iPrivBlock;                 /* Block number of the block held in aPriv */
   CvVarPos *aVarPos;                  /* Current block of each further array (nVar) */

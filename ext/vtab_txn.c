@@ -104,11 +104,19 @@ void cvFillInit(CvVtab *pTab, caterva_array *pArr) {
   (void)caterva_array_set_fill(pTab->pConn->pCtx, pArr, a, 0);
 }
 
-/* Make pArr the table's array: geometry, item fill, cache. */
-static void cvInstall(CvVtab *pTab, caterva_array *pArr) {
+/* Make pArr the table's array: geometry, item fill, cache (anew when the blocks changed
+** size: a file replaced by an array with other blocks). SQLITE_BUSY when the blocks changed
+** while a cursor still reads one of the old ones. */
+static int cvInstall(CvVtab *pTab, caterva_array *pArr) {
   pTab->pArr = pArr;
   cvInitGeometry(pTab);
   cvCacheInvalidate(&pTab->cache);
+  if (cvCacheResize(&pTab->cache, pTab->nBlockItem * pTab->item.szItem, pTab->szCache) ==
+      SQLITE_OK)
+    return SQLITE_OK;
+  cvSetError(pTab, "caterva: '%s' was replaced by an array with other blocks while it was "
+                   "being read: run the statement again", pTab->zPath);
+  return SQLITE_BUSY;
 }
 
 /* Open the array again (mode CATERVA_OPEN_READ or _WRITE) and install it. */
@@ -131,7 +139,7 @@ static int cvReopen(CvVtab *pTab, int mode) {
     cvFillInit(pTab, pNew);
   }
   rc = cvRetire(pTab, pTab->pArr);
-  cvInstall(pTab, pNew);
+  if (cvInstall(pTab, pNew) != SQLITE_OK && rc == SQLITE_OK) rc = SQLITE_BUSY;
   pTab->bWritable = mode == CATERVA_OPEN_WRITE;
   return rc;
 }

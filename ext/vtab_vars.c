@@ -11,9 +11,9 @@
  * decompresses a variable's blocks only when it reads that variable's column (colUsed), each
  * block once while the cache holds it.
  *
- * Such tables are read-only: a write to several files cannot be committed atomically (a
- * crash between the files would leave one variable changed and not the other), so writes go
- * through a table over one array.
+ * Writes to such tables commit all their arrays as one (vtab_vars_txn.c, core/group.c): a
+ * crash between the files' commits is undone by the next writer, so that every array holds
+ * the same transaction.
  */
 #include "config.h"
 
@@ -126,6 +126,7 @@ void cvVarsFree(CvVtab *pTab) {
   for (int i = 0; i < pTab->nVar; i++) {
     cvCacheClear(&pTab->aVar[i].cache);
     caterva_array_free(pTab->aVar[i].pArr);
+    caterva_lock_free(pTab->aVar[i].pLock);
     sqlite3_free(pTab->aVar[i].zPath);
   }
   sqlite3_free(pTab->aVar);
@@ -161,8 +162,24 @@ int cvVarsRefresh(CvVtab *pTab) {
     if (bSame) continue;
     caterva_array_free(p->pArr);
     p->pArr = pNew;
-    cvVarGeometry(p);
-    cvCacheInvalidate(&p->cache);
+    p->bWritable = 0;
+    cvVarReset(p);
+  }
+  return SQLITE_OK;
+}
+
+void cvVarReset(CvVar *p) {
+  cvVarGeometry(p);
+  cvCacheInvalidate(&p->cache);
+}
+
+int cvVarsGrow(CvVtab *pTab) {
+  for (int i = 0; i < pTab->nVar; i++) {
+    CvVar *p = &pTab->aVar[i];
+    int r = caterva_array_resize(pTab->pConn->pCtx, p->pArr, pTab->aShape);
+    if (r < 0) return cvLibError(pTab, r);
+    p->bWrote = 1;
+    cvVarReset(p);
   }
   return SQLITE_OK;
 }

@@ -89,6 +89,13 @@ static int cvVarMatches(CvVtab *pTab, const char *zPath, caterva_array *pArr, ch
   return rc;
 }
 
+/* Does a pending group journal lie next to the first array or zPath? */
+static int cvVarsPendingAt(CvVtab *pTab, const char *zPath) {
+  caterva_ctx *pCtx = pTab->pConn->pCtx;
+  return caterva_group_journal(pCtx, pTab->zPath, 0, 0) == CATERVA_GROUP_PENDING ||
+         caterva_group_journal(pCtx, zPath, 0, 0) == CATERVA_GROUP_PENDING;
+}
+
 int cvVarsOpen(CvVtab *pTab, const CvOptions *pOpt, char **pzErr) {
   caterva_ctx *pCtx = pTab->pConn->pCtx;
   int i, r;
@@ -109,7 +116,13 @@ int cvVarsOpen(CvVtab *pTab, const CvOptions *pOpt, char **pzErr) {
                                caterva_strerror(r), zMsg[0] ? ": " : "", zMsg);
       return r == CATERVA_E_NOMEM ? SQLITE_NOMEM : SQLITE_ERROR;
     }
-    if (cvVarMatches(pTab, p->zPath, p->pArr, pzErr) != SQLITE_OK) return SQLITE_ERROR;
+    if (cvVarMatches(pTab, p->zPath, p->pArr, pzErr) != SQLITE_OK) {
+      /* a group commit interrupted between its arrays: accepted, reads are refused and
+      ** the table's first write finishes it (vtab_vars_txn.c) */
+      if (!cvVarsPendingAt(pTab, p->zPath)) return SQLITE_ERROR;
+      sqlite3_free(*pzErr);
+      *pzErr = 0;
+    }
     if (cvItemTypeInit(&p->item, caterva_array_dtype(p->pArr), caterva_array_itemsize(p->pArr),
                        &zErr)) {
       *pzErr = sqlite3_mprintf("caterva: '%s': %s", p->zPath, zErr ? zErr : "out of memory");

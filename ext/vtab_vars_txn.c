@@ -106,12 +106,9 @@ static int cvVarBegin(CvVtab *pTab, CvVar *p) {
     caterva_array *pNew = 0;
     r = cvArrayOpen(pTab->pConn, p->zPath, CATERVA_OPEN_WRITE, &pTab->remote, &pNew);
     if (r < 0) return cvLibError(pTab, r);
-    if (caterva_array_ndim(pNew) != pTab->nDim ||
-        caterva_array_itemsize(pNew) != p->item.szItem ||
-        memcmp(caterva_array_shape(pNew), pTab->aShape, sizeof(int64_t) * (size_t)pTab->nDim)) {
+    if (caterva_array_ndim(pNew) != pTab->nDim || caterva_array_itemsize(pNew) != p->item.szItem) {
       caterva_array_free(pNew);
-      cvSetError(pTab, "caterva: '%s' no longer has the shape or the item size of the table's "
-                       "first array: it cannot be written with it", p->zPath);
+      cvSetError(pTab, "caterva: '%s' was replaced by an array of another kind", p->zPath);
       return SQLITE_ERROR;
     }
     caterva_schunk_set_flags(caterva_array_schunk(pNew),
@@ -124,6 +121,11 @@ static int cvVarBegin(CvVtab *pTab, CvVar *p) {
     p->bWritable = 1;
     cvVarReset(p);
     if (r != SQLITE_OK) return r;
+  }
+  if (memcmp(caterva_array_shape(p->pArr), pTab->aShape, sizeof(int64_t) * (size_t)pTab->nDim)) {
+    cvSetError(pTab, "caterva: '%s' no longer has the shape of the table's first array '%s': "
+                     "the table cannot write them together", p->zPath, pTab->zPath);
+    return SQLITE_ERROR;
   }
   if (!p->bCollected) {
     p->bCollected = 1;

@@ -8,9 +8,9 @@ statement (both unchanged), every result checked against a model; two connection
 each other (SQLITE_BUSY at once, or the second waits and both writes land); no journal is
 left after a commit; ENOSPC/EIO injected into each counted call of a two-array commit
 (CATERVA_FAIL_IO) leaves both arrays old or both new once the next writer has run; a
-journal left by a writer that died (a copy of the files and journal taken between the two
-array commits) makes reads refuse, a reader changes nothing, and the next write puts both
-arrays back to the same transaction.
+writer killed while the leader's journal exists leaves a pending group: reads of the table
+are refused, a reader changes nothing, and the next write puts both arrays back to the same
+transaction.
 
 Environment: top_builddir (the build tree), CATERVA_PRELOAD (ASan runtime in sanitizer builds).
 """

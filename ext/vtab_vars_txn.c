@@ -231,7 +231,11 @@ int cvVarsCommit(CvVtab *pTab) {
       else cvCacheInvalidate(&pTab->aVar[i - 1].cache);
     }
   }
-  for (int i = 0; i < pTab->nVar; i++) pTab->aVar[i].bWrote = 0;
+  for (int i = 0; i < pTab->nVar; i++) {
+    /* blocks cached by the scans of this transaction may predate its writes */
+    if (pTab->bDirty) cvCacheInvalidate(&pTab->aVar[i].cache);
+    pTab->aVar[i].bWrote = 0;
+  }
   cvVarsUnlock(pTab);
   cvTxnEnd(pTab);
   return SQLITE_OK;

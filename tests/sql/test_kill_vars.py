@@ -132,10 +132,12 @@ def main_body(tmp):
             pa = os.path.join(d, "a" + (".b2frame" if sa == "sparse" else ".b2nd"))
             pb = os.path.join(d, "b" + (".b2frame" if sb == "sparse" else ".b2nd"))
             db = connect()
-            for p, dt in ((pa, "float64"), (pb, "int32")):
+            for p, dt, st in ((pa, "float64", sa), (pb, "int32", sb)):
                 db.execute("CREATE VIRTUAL TABLE temp.mk USING caterva('%s', shape='%d,%d', "
-                           "dtype='%s', chunks='3,4', blocks='1,2', dims='t,s', fill=0)"
-                           % (p, ROWS0, COLS, dt))
+                           "dtype='%s', chunks='3,4', blocks='1,2', dims='t,s', fill=0, "
+                           "sparse=%d)" % (p, ROWS0, COLS, dt, st == "sparse"))
+                if os.path.isdir(p) != (st == "sparse"):
+                    bad.append("%s was not created as a %s frame" % (p, st))
                 db.execute("DROP TABLE temp.mk")
             db.close()
             pairs[(sa, sb)] = [d, pa, pb, 0]

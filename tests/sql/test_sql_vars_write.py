@@ -40,9 +40,11 @@ def create_pair(tmp, tag, store_a, store_b):
     pa = os.path.join(tmp, tag + "_a" + (".b2frame" if store_a == "sparse" else ".b2nd"))
     pb = os.path.join(tmp, tag + "_b" + (".b2frame" if store_b == "sparse" else ".b2nd"))
     db = connect()
-    for p, dt, fill in ((pa, "float64", "nan"), (pb, "int32", "-1")):
+    for p, dt, fill, st in ((pa, "float64", "nan", store_a), (pb, "int32", "-1", store_b)):
         db.execute("CREATE VIRTUAL TABLE temp.mk USING caterva('%s', shape='%d,%d', dtype='%s', "
-                   "chunks='2,3', blocks='1,2', dims='t,s', fill=%s)" % (p, ROWS, COLS, dt, fill))
+                   "chunks='2,3', blocks='1,2', dims='t,s', fill=%s, sparse=%d)"
+                   % (p, ROWS, COLS, dt, fill, st == "sparse"))
+        assert os.path.isdir(p) == (st == "sparse")
         db.execute("DROP TABLE temp.mk")
     db.close()
     return pa, pb

@@ -289,7 +289,11 @@ static int restore_sparse(caterva_ctx *ctx, const gj_rec *r) {
   }
   cat_io_sync_parent(idx);
 leave:
-  if (rc < 0 && ctx != NULL) cat_error(ctx, rc, "cannot put back '%s': %s", r->path, ctx->errmsg);
+  if (rc < 0 && ctx != NULL) {
+    char why[CAT_ERRMSG_SIZE];
+    snprintf(why, sizeof why, "%s", ctx->errmsg);
+    cat_error(ctx, rc, "cannot put back '%s': %s", r->path, why);
+  }
   free(cur);
   free(tmp);
   free(idx);

@@ -321,13 +321,24 @@ static int restore_all(caterva_ctx *ctx, const gj *j, uint32_t n) {
 
 /* ---- the group commit ------------------------------------------------------------------ */
 
+/* The real path of p (malloc'ed: realpath's own allocation would bypass the library's
+ * allocation hooks), or NULL. */
+static char *real_path(const char *p) {
+  char *b = malloc(PATH_MAX);
+  if (b != NULL && realpath(p, b) == NULL) {
+    free(b);
+    b = NULL;
+  }
+  return b;
+}
+
 /* What restores sc's committed state. */
 static int rec_take(caterva_ctx *ctx, caterva_schunk *sc, gj_rec *r) {
   struct stat st;
   char *idx = NULL;
   size_t n = 0;
   int rc = CATERVA_OK;
-  r->path = realpath(sc->path, NULL);
+  r->path = real_path(sc->path);
   CAT_CHECK(leave, r->path != NULL, CATERVA_E_IO, "cannot resolve '%s'", sc->path);
   r->store = sc->store;
   if (sc->store == CATERVA_STORE_SPARSE) {

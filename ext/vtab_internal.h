@@ -509,6 +509,9 @@ int cvLockWaitOn(CvVtab *pTab, const char *zPath, caterva_lock **ppLock, int bWr
 ** already; the other arrays the journal names are locked for the time of it. */
 int cvRecover(CvVtab *pTab, const char *zPath, char **azHeld, int nHeld);
 int cvBusyTimeout(sqlite3 *db);
+/* The real path of zPath (sqlite3_malloc'ed), or NULL when it cannot be resolved or out of
+** memory. */
+char *cvRealPath(const char *zPath);
 /* The first array's part of xBegin, its lock held: reopened for writing if needed, leftovers
 ** collected once, its transaction begun. */
 int cvBeginFirst(CvVtab *pTab);

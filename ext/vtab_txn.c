@@ -46,6 +46,7 @@ SQLITE_EXTENSION_INIT3
 
 #include "vtab_internal.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,13 +268,22 @@ static void cvCollect(CvVtab *pTab) {
   (void)caterva_schunk_collect(pTab->pConn->pCtx, caterva_array_schunk(pTab->pArr), 0, 0);
 }
 
+char *cvRealPath(const char *zPath) {
+  char *z = sqlite3_malloc(PATH_MAX);
+  if (z && realpath(zPath, z) == 0) {
+    sqlite3_free(z);
+    z = 0;
+  }
+  return z;
+}
+
 /* A table over one array: an interrupted group commit that included it is finished first. */
 static int cvRecoverOwn(CvVtab *pTab) {
-  char *zReal = realpath(pTab->zPath, 0);
+  char *zReal = cvRealPath(pTab->zPath);
   int rc;
   if (zReal == 0) return SQLITE_OK; /* the reopen reports it */
   rc = cvRecover(pTab, pTab->zPath, &zReal, 1);
-  free(zReal);
+  sqlite3_free(zReal);
   return rc;
 }
 

@@ -59,7 +59,7 @@ typedef struct CvOrder {
 } CvOrder;
 
 static void cvOrderFree(CvOrder *o) {
-  for (int i = 0; i < o->n; i++) free(o->azReal[i]);
+  for (int i = 0; i < o->n; i++) sqlite3_free(o->azReal[i]);
   o->n = 0;
 }
 
@@ -67,7 +67,7 @@ static int cvOrderBuild(CvVtab *pTab, CvOrder *o) {
   int n = pTab->nVar + 1;
   memset(o, 0, sizeof(*o));
   for (int i = 0; i < n; i++) {
-    char *z = realpath(cvPathOf(pTab, i), 0);
+    char *z = cvRealPath(cvPathOf(pTab, i));
     int k;
     if (z == 0) {
       cvOrderFree(o);

@@ -11,8 +11,12 @@
  *
  *   xBegin       take the array's lock (the `.b2lock` sidecar, c-blosc2's protocol: flock
  *                LOCK_EX, generation counter + 1), waiting up to the connection's busy
- *                timeout, else SQLITE_BUSY; make sure the handle is current and writable;
- *                caterva_array_begin. Nothing on disk changes.
+ *                timeout, else SQLITE_BUSY; finish a group commit of several arrays that a
+ *                crash interrupted and that named this one (cvRecover: the journal
+ *                `<path>.cvjournal`, core/group.c); make sure the handle is current and
+ *                writable; caterva_array_begin. Nothing else on disk changes.
+ *
+ * A table over several arrays (nVar > 0) has its own versions of these (vtab_vars_txn.c).
  *   xUpdate      (vtab_write.c) cells go to the write-back cache; full chunks and evicted ones
  *                are written past the committed end of the file (never over a committed
  *                byte).

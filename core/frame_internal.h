@@ -255,6 +255,11 @@ void cat_file_unlink_chunk(const caterva_schunk *sc, int64_t num);
  * transaction; the list's memory is kept for the next one). */
 void cat_file_unlink_written(caterva_schunk *sc, int64_t keep);
 void cat_file_forget_written(caterva_schunk *sc);
+/* The journal copy of a group commit next to the frame at path: `<path>.cvjournal` (a
+ * trailing '/' left out; malloc'ed, NULL when out of memory). Opening a frame for writing
+ * fails with CATERVA_E_BUSY while one exists (group.c finishes it). */
+#define CAT_JOURNAL_SUFFIX ".cvjournal"
+char *cat_file_journal_name(const char *path);
 /* Save sc as a new frame at path. */
 int cat_file_save(caterva_ctx *ctx, caterva_schunk *sc, const char *path, int store);
 /* Serialise sc as a packed contiguous frame into a new malloc'ed buffer. */

@@ -45,7 +45,6 @@
 #include <unistd.h>
 
 #define GJ_MAGIC "CVGROUP1"
-#define GJ_SUFFIX ".cvjournal"
 #define GJ_SPARSE_INDEX "chunks.b2frame"
 #define GJ_MAX_BYTES ((int64_t)INT32_MAX)
 
@@ -73,18 +72,8 @@ static void gj_free(gj *j) {
   memset(j, 0, sizeof *j);
 }
 
-/* `<path>.cvjournal`, a trailing '/' of a directory left out. */
-static char *journal_name(const char *path) {
-  size_t n = strlen(path);
-  char *s;
-  while (n > 1 && path[n - 1] == '/') n--;
-  s = malloc(n + sizeof GJ_SUFFIX);
-  if (s != NULL) {
-    memcpy(s, path, n);
-    memcpy(s + n, GJ_SUFFIX, sizeof GJ_SUFFIX);
-  }
-  return s;
-}
+/* `<path>.cvjournal` (frame_file.c, whose write opens refuse arrays that have one). */
+static char *journal_name(const char *path) { return cat_file_journal_name(path); }
 
 static uint64_t fnv64(const uint8_t *p, size_t n) {
   uint64_t h = 14695981039346656037ULL;

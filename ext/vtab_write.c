@@ -16,6 +16,11 @@
  * out of range (other than growth along the first dimension), and a value the dtype cannot
  * hold are errors; the statement then fails and SQLite rolls it back (vtab_txn.c). Cells
  * go through the array's write-back cache (core/wcache.c).
+ *
+ * A table over several arrays writes each value column to its own array at the same cell:
+ * INSERT all of them, UPDATE those it sets (xColumn reports the others unchanged, and their
+ * arrays are not written), DELETE every array's fill; growth grows every array. They commit
+ * as one (vtab_vars_txn.c).
  */
 #include "config.h"
 

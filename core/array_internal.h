@@ -188,6 +188,11 @@ int cat_array_check_writable(caterva_ctx *ctx, const caterva_array *a);
  * stores get their statistics stored at leave. */
 int cat_array_txn_enter(caterva_ctx *ctx, caterva_array *a);
 int cat_array_txn_leave(caterva_ctx *ctx, caterva_array *a, int own, int rc);
+/* caterva_array_commit in two halves (wcache.c): everything fallible before the commit
+ * point (flush the cache, store the statistics), then the super-chunk's commit. The group
+ * commit (group.c) runs the first half of every array before the first second half. */
+int cat_array_commit_prepare(caterva_ctx *ctx, caterva_array *a);
+int cat_array_commit_finish(caterva_ctx *ctx, caterva_array *a, int sync);
 
 /* ---- wcache.c: the write-back cache (above array_txn.c) -------------------------------- */
 

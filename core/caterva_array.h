@@ -283,6 +283,38 @@ int caterva_array_rollback_to(caterva_ctx *ctx, caterva_array *a, int level);
 int caterva_array_commit(caterva_ctx *ctx, caterva_array *a, int sync);
 int caterva_array_rollback(caterva_ctx *ctx, caterva_array *a);
 
+/* -- one commit across several arrays (group.c) -- */
+
+#define CATERVA_GROUP_MAX 128    /**< arrays of one group commit */
+#define CATERVA_GROUP_NONE 0     /**< no journal next to the array */
+#define CATERVA_GROUP_PENDING 1  /**< a group commit was interrupted before its commit point */
+#define CATERVA_GROUP_STALE 2    /**< a journal copy left after its group committed (or torn) */
+
+/** Commit the open transactions of n arrays (local files, distinct) as one: after a crash at
+ * any instant, caterva_group_recover finds every array in its state at begin or every one in
+ * its new state. The caller holds every array's exclusive lock from begin until this returns;
+ * locks (n entries, may be NULL or hold NULLs) get their generation counters incremented
+ * once more after the last array commits (caterva_lock_bump). The journal is a file
+ * `<path>.cvjournal` next to every array while the commit runs (the protocol is in group.c).
+ * sync = 0 skips the fsyncs. On failure the files are as they were at begin -- or, if even
+ * putting them back failed, the journal stays for the next writer's recovery -- and every
+ * array object must be rolled back (caterva_array_rollback; those that had committed report
+ * that no transaction is open) and opened again. A commit that would rewrite a contiguous
+ * file whole (its metalayers changed length) fails with CATERVA_E_UNSUPPORTED. */
+int caterva_array_commit_group(caterva_ctx *ctx, caterva_array **a, int n, int sync,
+                               caterva_lock **locks);
+/** The journal next to the array at path: CATERVA_GROUP_NONE, _PENDING or _STALE, and in
+ * *paths (caller frees with caterva_group_free_paths; may be NULL) the real paths of the
+ * arrays it names (none when the journal is torn), *n of them. Reads only. */
+int caterva_group_journal(caterva_ctx *ctx, const char *path, char ***paths, int *n);
+void caterva_group_free_paths(char **paths, int n);
+/** Finish the group commit whose journal lies next to path: a pending one puts every array
+ * it names back to its state before it (CATERVA_GROUP_PENDING in *outcome), a stale copy is
+ * removed (CATERVA_GROUP_STALE); then no copy of it remains. The caller holds the exclusive
+ * lock of every array caterva_group_journal names, and reopens handles of them afterwards.
+ * Sparse chunk files of the undone commit are left to caterva_schunk_collect. */
+int caterva_group_recover(caterva_ctx *ctx, const char *path, int *outcome);
+
 /* -- block statistics (blockstats.c) -- */
 
 /** Per-block statistics: for numeric and boolean little-endian dtypes, every block of every

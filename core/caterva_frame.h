@@ -271,6 +271,10 @@ int caterva_lock_open_existing(caterva_ctx *ctx, const char *path, caterva_lock 
 int caterva_lock_exclusive(caterva_ctx *ctx, caterva_lock *lk, uint64_t *gen);
 /** Take the shared lock without waiting; CATERVA_E_BUSY while a writer holds it. */
 int caterva_lock_shared(caterva_ctx *ctx, caterva_lock *lk);
+/** While holding the exclusive lock: increment the generation counter once more (its new value
+ * in *gen, may be NULL), telling readers that the frame changed again (the group commit does
+ * it after its last array commits: caterva_array_commit_group). */
+int caterva_lock_bump(caterva_ctx *ctx, caterva_lock *lk, uint64_t *gen);
 /** Release whatever lock lk holds (NULL and "not held" accepted). */
 int caterva_lock_release(caterva_lock *lk);
 /** Read the generation counter without locking (0 for a new sidecar). */

@@ -790,11 +790,41 @@ int cat_file_copy_mapped(caterva_schunk *sc, const uint8_t *p, size_t n, uint8_t
 
 /* ---- entry points ------------------------------------------------------------------------ */
 
+char *cat_file_journal_name(const char *path) {
+  size_t n = strlen(path);
+  char *s;
+  while (n > 1 && path[n - 1] == '/') n--;
+  s = malloc(n + sizeof CAT_JOURNAL_SUFFIX);
+  if (s != NULL) {
+    memcpy(s, path, n);
+    memcpy(s + n, CAT_JOURNAL_SUFFIX, sizeof CAT_JOURNAL_SUFFIX);
+  }
+  return s;
+}
+
+/* A writer must not change an array that the journal of an interrupted group commit names
+ * (group.c) before that commit is finished: its recovery would undo the change. */
+static int check_no_journal(caterva_ctx *ctx, const char *path) {
+  struct stat st;
+  char *jp = cat_file_journal_name(path);
+  int rc = CATERVA_OK;
+  CAT_CHECK(leave, jp != NULL, CATERVA_E_NOMEM, "out of memory");
+  CAT_CHECK(leave, lstat(jp, &st) != 0 && errno == ENOENT, CATERVA_E_BUSY,
+            "'%s' is named by '%s', the journal of an interrupted commit of several arrays: "
+            "finish it first (caterva_group_recover, or any write through a caterva table)",
+            path, jp);
+leave:
+  free(jp);
+  return rc;
+}
+
 int cat_file_open(caterva_ctx *ctx, caterva_schunk *sc, const char *path, int mode) {
   struct stat st;
+  int rc;
   sc->writable = mode == CATERVA_OPEN_WRITE;
   sc->path = strdup(path);
   if (sc->path == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  if (sc->writable && (rc = check_no_journal(ctx, path)) < 0) return rc;
   if (stat(path, &st) != 0) return io_fail(ctx, "cannot open", path);
   if (S_ISDIR(st.st_mode)) return sparse_open(ctx, sc);
   if (S_ISREG(st.st_mode)) return contiguous_open(ctx, sc);

@@ -123,6 +123,7 @@ struct caterva_schunk {
   bool no_autocompact;       /* never compact on our own (the caller holds the lock) */
   bool retain_maps;          /* keep old maps until freed (CATERVA_SC_RETAIN_MAPS) */
   bool nosync;               /* sparse: chunk files and index not fsync'ed (CATERVA_SC_NOSYNC) */
+  bool keep_replaced;        /* sparse: a commit keeps the chunk files it replaces (group.c) */
   cat_map *retired;          /* maps kept alive by retain_maps (n == 0: malloc'ed bytes) */
   uint64_t seen_ino;         /* inode of the file (contiguous) or chunks.b2frame (sparse) */
   int64_t seen_mtime;        /* sparse: modification time of chunks.b2frame, ns */
@@ -254,6 +255,11 @@ void cat_file_unlink_chunk(const caterva_schunk *sc, int64_t num);
  * transaction; the list's memory is kept for the next one). */
 void cat_file_unlink_written(caterva_schunk *sc, int64_t keep);
 void cat_file_forget_written(caterva_schunk *sc);
+/* The journal copy of a group commit next to the frame at path: `<path>.cvjournal` (a
+ * trailing '/' left out; malloc'ed, NULL when out of memory). Opening a frame for writing
+ * fails with CATERVA_E_BUSY while one exists (group.c finishes it). */
+#define CAT_JOURNAL_SUFFIX ".cvjournal"
+char *cat_file_journal_name(const char *path);
 /* Save sc as a new frame at path. */
 int cat_file_save(caterva_ctx *ctx, caterva_schunk *sc, const char *path, int store);
 /* Serialise sc as a packed contiguous frame into a new malloc'ed buffer. */
@@ -292,5 +298,11 @@ void cat_remote_pin(caterva_schunk *sc, int64_t i, int delta);
 
 /* A header (meta_changed) or trailer change inside a transaction: made durable at commit. */
 int cat_txn_note_change(caterva_schunk *sc, bool meta_changed);
+/* Whether the open transaction's commit writes in place (false: it would rewrite a contiguous
+ * file whose header changed length, through a temporary file and rename). */
+bool cat_txn_commit_in_place(const caterva_schunk *sc);
+/* Sparse: the chunk files of the committed state that the open transaction's index no longer
+ * names (*nums malloc'ed, owned by the caller; NULL and 0 for other stores). */
+int cat_txn_replaced(caterva_ctx *ctx, const caterva_schunk *sc, int64_t **nums, int64_t *n);
 
 #endif /* CAT_FRAME_INTERNAL_H */

@@ -130,6 +130,19 @@ fail:
 
 int caterva_lock_shared(caterva_ctx *ctx, caterva_lock *lk) { return take(ctx, lk, LOCK_SH); }
 
+int caterva_lock_bump(caterva_ctx *ctx, caterva_lock *lk, uint64_t *gen) {
+  uint64_t seq = 0;
+  uint8_t b[8];
+  if (lk == NULL || lk->held != LOCK_EX)
+    return cat_error(ctx, CATERVA_E_INVALID, "lock: the exclusive lock is not held");
+  if (seq_read(lk, &seq) != 0) return cat_io_error(ctx, "cannot read the lock file", lk->path);
+  cat_put_le64(b, seq + 1);
+  if (pwrite(lk->fd, b, sizeof b, CAT_LOCK_SEQ_OFFSET) != (ssize_t)sizeof b)
+    return cat_io_error(ctx, "cannot update the generation counter of", lk->path);
+  if (gen != NULL) *gen = seq + 1;
+  return CATERVA_OK;
+}
+
 int caterva_lock_release(caterva_lock *lk) {
   if (lk == NULL || lk->held == 0) return CATERVA_OK;
   lk->held = 0;

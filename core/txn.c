@@ -289,7 +289,8 @@ int caterva_schunk_rollback(caterva_ctx *ctx, caterva_schunk *sc) {
 static void remove_unreferenced(caterva_schunk *sc, const cat_txn *t) {
   int64_t *live = NULL, n = 0;
   if (cat_file_live_chunks(NULL, sc, &live, &n) < 0) return;
-  for (int64_t i = 0; i < t->begin.nchunks; i++) {
+  /* a group commit (group.c) keeps the committed state's files until its journal is gone */
+  for (int64_t i = 0; i < t->begin.nchunks && !sc->keep_replaced; i++) {
     int64_t num = t->begin.entries[i];
     if (num >= 0 && !cat_file_is_live(live, n, num)) cat_file_unlink_chunk(sc, num);
   }
@@ -301,6 +302,30 @@ static void remove_unreferenced(caterva_schunk *sc, const cat_txn *t) {
 /* Chunk files written by the open transaction (sparse) are recorded for its rollback. */
 static bool header_in_place(const caterva_schunk *sc) {
   return cat_frame_header_len(sc) == sc->header_len && sc->header_len <= CAT_ATOMIC_HEADER_MAX;
+}
+
+bool cat_txn_commit_in_place(const caterva_schunk *sc) {
+  return sc->txn == NULL || sc->store != CATERVA_STORE_CONTIGUOUS || !sc->txn->meta_dirty ||
+         header_in_place(sc);
+}
+
+int cat_txn_replaced(caterva_ctx *ctx, const caterva_schunk *sc, int64_t **nums, int64_t *n) {
+  int64_t *live = NULL, nlive = 0;
+  int rc = CATERVA_OK;
+  *nums = NULL;
+  *n = 0;
+  if (sc->txn == NULL || sc->store != CATERVA_STORE_SPARSE || sc->txn->begin.nchunks == 0)
+    return CATERVA_OK;
+  CAT_TRY(leave, cat_file_live_chunks(ctx, sc, &live, &nlive));
+  *nums = malloc((size_t)sc->txn->begin.nchunks * sizeof **nums);
+  CAT_CHECK(leave, *nums != NULL, CATERVA_E_NOMEM, "out of memory");
+  for (int64_t i = 0; i < sc->txn->begin.nchunks; i++) {
+    int64_t num = sc->txn->begin.entries[i];
+    if (num >= 0 && !cat_file_is_live(live, nlive, num)) (*nums)[(*n)++] = num;
+  }
+leave:
+  free(live);
+  return rc;
 }
 
 int caterva_schunk_commit(caterva_ctx *ctx, caterva_schunk *sc, int sync) {

@@ -419,16 +419,25 @@ int caterva_array_rollback_to(caterva_ctx *ctx, caterva_array *a, int level) {
   return rc;
 }
 
-int caterva_array_commit(caterva_ctx *ctx, caterva_array *a, int sync) {
+int cat_array_commit_prepare(caterva_ctx *ctx, caterva_array *a) {
   int rc = caterva_array_flush(ctx, a);
   if (rc < 0) return rc;
   /* the statistics go into the trailer this commit writes */
   rc = cat_bs_store(ctx, a);
   if (rc < 0) return rc;
   drop_wmarks(a->wc, -1);
-  rc = caterva_schunk_commit(ctx, a->sc, sync);
+  return CATERVA_OK;
+}
+
+int cat_array_commit_finish(caterva_ctx *ctx, caterva_array *a, int sync) {
+  int rc = caterva_schunk_commit(ctx, a->sc, sync);
   if (rc >= 0) cat_bs_end(a);
   return rc;
+}
+
+int caterva_array_commit(caterva_ctx *ctx, caterva_array *a, int sync) {
+  int rc = cat_array_commit_prepare(ctx, a);
+  return rc < 0 ? rc : cat_array_commit_finish(ctx, a, sync);
 }
 
 int caterva_array_rollback(caterva_ctx *ctx, caterva_array *a) {

@@ -685,6 +685,10 @@ static CV_NOINLINE int cvColumnSlow(CvCursor *pCur, sqlite3_context *pCtx, int i
     else sqlite3_result_int64(pCtx, pCur->aCoord[iCol]);
   } else if (iCol > pTab->nDim + pTab->nVar) {
     sqlite3_result_int64(pCtx, pCur->aCoord[iCol - pTab->nDim - pTab->nVar - 1]);
+  } else if (iCol >= pTab->nDim && pTab->nVar > 0 && sqlite3_vtab_nochange(pCtx)) {
+    /* an UPDATE of a table over several arrays that does not set this value column: it is
+    ** reported unchanged, and its array is not written (vtab_write.c) */
+    return SQLITE_OK;
   } else if (iCol > pTab->nDim) {
     return cvVarColumn(pCur, pCtx, iCol - pTab->nDim - 1);
   } else if (iCol == pTab->nDim) {
@@ -709,7 +713,9 @@ static CV_NOINLINE int cvColumnSlow(CvCursor *pCur, sqlite3_context *pCtx, int i
 */
 int cvCursorColumn(sqlite3_vtab_cursor *pCursor, sqlite3_context *pCtx, int iCol) {
   CvCursor *pCur = (CvCursor *)pCursor;
-  if (iCol == pCur->iValueCol && pCur->aData) { /* never for a bcolz cursor: it has -1 */
+  /* never for a bcolz cursor (iValueCol -1) nor over several arrays (aVarPos: cvColumnSlow
+  ** reports an unchanged value column to an UPDATE) */
+  if (iCol == pCur->iValueCol && pCur->aData && pCur->aVarPos == 0) {
     if (pCur->eFast == CV_FAST_F8) {
       double r;
       memcpy(&r, pCur->aData + (pCur->iOffEnd - pCur->nFast) * 8, 8);

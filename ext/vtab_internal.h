@@ -59,7 +59,14 @@ typedef struct CvVarPos CvVarPos;
 ** type and block cache. */
 struct CvVar {
   char *zPath;                        /* Its file or directory */
-  caterva_array *pArr;                /* Read-only */
+  caterva_array *pArr;                /* Read-only, or writable once written */
+  caterva_lock *pLock;                /* Its .b2lock sidecar, or NULL */
+  uint64_t iGen;                      /* Generation counter the array reflects */
+  uint64_t iGenLocked;                /* The counter after our last exclusive lock */
+  int bWritable;                      /* pArr was opened for writing */
+  int bCollected;                     /* killed writers' leftovers removed */
+  int bWrote;                         /* Cells written in this transaction */
+  uint8_t aFill[16];                  /* The item DELETE writes */
   CvItemType item;                    /* How its items become SQL values */
   int32_t aChunk[CV_MAX_DIM];         /* Chunk shape */
   int32_t aBlock[CV_MAX_DIM];         /* Block shape */
@@ -124,6 +131,7 @@ struct CvVtab {
   int bCommitted;                     /* xSync has committed it; xCommit releases */
   int bDirty;                         /* Cells written since the block cache was cleared */
   int bWrote;                         /* Cells written in this transaction */
+  int bGroupFailed;                   /* A commit of several arrays failed: reopen them all */
   int bSync;                          /* synchronous: fsync at commit */
   int bLockReads;                     /* lock_reads=1: LOCK_SH while cursors are open */
   int bReadLocked;                    /* ... and it is held now */
@@ -373,6 +381,10 @@ void cvVarsFree(CvVtab *pTab);
 /* At a statement's start: read again the arrays another writer changed; an error when they
 ** no longer have the table's shape. */
 int cvVarsRefresh(CvVtab *pTab);
+/* After the first array grew (INSERT): grow every further array to its shape. */
+int cvVarsGrow(CvVtab *pTab);
+/* Recompute variable p's partitioning after it was opened again (and drop its blocks). */
+void cvVarReset(CvVar *p);
 /* The item of variable iVar at cell aCoord (through pPos, the cursor's block of it). */
 int cvVarItem(CvVtab *pTab, int iVar, CvVarPos *pPos, const int64_t *aCoord,
               const uint8_t **ppItem);
@@ -492,6 +504,45 @@ void cvFreeRetired(CvVtab *pTab);
 /* The fill item of pArr for DELETE and growth: its `_FillValue`, else NaN for floats and
 ** zero otherwise; given to the array (in memory) and kept in pTab->aFill. */
 void cvFillInit(CvVtab *pTab, caterva_array *pArr);
+/* The same for any item type: the fill item of pArr into aFill[16]. */
+void cvFillInitItem(CvConn *pConn, const CvItemType *pItem, uint8_t *aFill, caterva_array *pArr);
+/* Keep an array that cursors may still read until none is open (or free it now). */
+int cvRetire(CvVtab *pTab, caterva_array *pArr);
+/* Take zPath's lock (*ppLock, opened or created on first use): exclusive (bWrite; the new
+** generation counter in *pGen) or shared, waiting up to the connection's busy timeout. */
+int cvLockWaitOn(CvVtab *pTab, const char *zPath, caterva_lock **ppLock, int bWrite,
+                 uint64_t *pGen);
+/* Finish or undo an interrupted group commit whose journal lies next to zPath (an array
+** this handle is about to write), holding the locks of the azHeld[0..nHeld) real paths
+** already; the other arrays the journal names are locked for the time of it. */
+int cvRecover(CvVtab *pTab, const char *zPath, char **azHeld, int nHeld);
+int cvBusyTimeout(sqlite3 *db);
+/* The real path of zPath (sqlite3_malloc'ed), or NULL when it cannot be resolved or out of
+** memory. */
+char *cvRealPath(const char *zPath);
+/* The first array's part of xBegin, its lock held: reopened for writing if needed, leftovers
+** collected once, its transaction begun. */
+int cvBeginFirst(CvVtab *pTab);
+/* The first array's part of a statement's start (reopened if another handle committed). */
+int cvStatementStartFirst(CvVtab *pTab);
+/* The end of a transaction either way: flags reset, the first array's lock released. */
+void cvTxnEnd(CvVtab *pTab);
+void cvSleepMs(int ms);
+
+/* ---- vtab_vars_txn.c: transactions of tables over several arrays ------------------------ */
+
+int cvVarsBegin(CvVtab *pTab);
+int cvVarsSync(CvVtab *pTab);
+int cvVarsCommit(CvVtab *pTab);
+int cvVarsRollback(CvVtab *pTab);
+int cvVarsSavepoint(CvVtab *pTab, int iSavepoint, int eOp);
+/* At a statement's start: every array as of one moment (no group commit half done). */
+int cvVarsStatementStart(CvVtab *pTab);
+/* Inside a write transaction, before a scan: the further arrays' own writes visible. */
+int cvVarsPrepareRead(CvVtab *pTab);
+#define CV_SP_SAVE 0
+#define CV_SP_RELEASE 1
+#define CV_SP_ROLLBACK 2
 
 /* ---- vtab_write.c ------------------------------------------------------------------------- */
 

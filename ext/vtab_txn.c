@@ -11,8 +11,12 @@
  *
  *   xBegin       take the array's lock (the `.b2lock` sidecar, c-blosc2's protocol: flock
  *                LOCK_EX, generation counter + 1), waiting up to the connection's busy
- *                timeout, else SQLITE_BUSY; make sure the handle is current and writable;
- *                caterva_array_begin. Nothing on disk changes.
+ *                timeout, else SQLITE_BUSY; finish a group commit of several arrays that a
+ *                crash interrupted and that named this one (cvRecover: the journal
+ *                `<path>.cvjournal`, core/group.c); make sure the handle is current and
+ *                writable; caterva_array_begin. Nothing else on disk changes.
+ *
+ * A table over several arrays (nVar > 0) has its own versions of these (vtab_vars_txn.c).
  *   xUpdate      (vtab_write.c) cells go to the write-back cache; full chunks and evicted ones
  *                are written past the committed end of the file (never over a committed
  *                byte).
@@ -46,12 +50,14 @@ SQLITE_EXTENSION_INIT3
 
 #include "vtab_internal.h"
 
+#include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 /* The connection's busy timeout in ms (PRAGMA busy_timeout), 0 if none or unknown. */
-static int cvBusyTimeout(sqlite3 *db) {
+int cvBusyTimeout(sqlite3 *db) {
   sqlite3_stmt *pStmt = 0;
   int ms = 0;
   if (sqlite3_prepare_v2(db, "PRAGMA busy_timeout", -1, &pStmt, 0) == SQLITE_OK &&
@@ -61,7 +67,7 @@ static int cvBusyTimeout(sqlite3 *db) {
   return ms > 0 ? ms : 0;
 }
 
-static void cvSleepMs(int ms) {
+void cvSleepMs(int ms) {
   struct timespec ts;
   ts.tv_sec = ms / 1000;
   ts.tv_nsec = (long)(ms % 1000) * 1000000L;
@@ -69,7 +75,7 @@ static void cvSleepMs(int ms) {
 }
 
 /* Keep an array that cursors may still read until none is open. */
-static int cvRetire(CvVtab *pTab, caterva_array *pArr) {
+int cvRetire(CvVtab *pTab, caterva_array *pArr) {
   CvRetired *p;
   if (pArr == 0) return SQLITE_OK;
   if (pTab->nCursor == 0) {
@@ -93,15 +99,19 @@ void cvFreeRetired(CvVtab *pTab) {
   }
 }
 
-void cvFillInit(CvVtab *pTab, caterva_array *pArr) {
+void cvFillInitItem(CvConn *pConn, const CvItemType *pItem, uint8_t *aFill, caterva_array *pArr) {
   uint8_t a[16];
-  int n = pTab->item.szItem;
-  memset(pTab->aFill, 0, sizeof(pTab->aFill));
+  int n = pItem->szItem;
+  memset(aFill, 0, 16);
   if (n > 16) return;
-  if (caterva_array_get_fill(pArr, a, (int)sizeof(a)) <= 0 && pTab->item.eKind == CV_ITEM_FLOAT)
-    (void)cvNumberToItem(&pTab->item, NAN, a);
-  memcpy(pTab->aFill, a, (size_t)n);
-  (void)caterva_array_set_fill(pTab->pConn->pCtx, pArr, a, 0);
+  if (caterva_array_get_fill(pArr, a, (int)sizeof(a)) <= 0 && pItem->eKind == CV_ITEM_FLOAT)
+    (void)cvNumberToItem(pItem, NAN, a);
+  memcpy(aFill, a, (size_t)n);
+  (void)caterva_array_set_fill(pConn->pCtx, pArr, a, 0);
+}
+
+void cvFillInit(CvVtab *pTab, caterva_array *pArr) {
+  cvFillInitItem(pTab->pConn, &pTab->item, pTab->aFill, pArr);
 }
 
 /* Make pArr the table's array: geometry, item fill, cache (anew when the blocks changed
@@ -161,14 +171,16 @@ int cvPrepareRead(CvVtab *pTab) {
     int r = caterva_array_flush(pCtx, pTab->pArr);
     if (r < 0) return cvLibError(pTab, r);
   }
+  if (pTab->nVar > 0) {
+    int rc = cvVarsPrepareRead(pTab);
+    if (rc != SQLITE_OK) return rc;
+  }
   if (pTab->bDirty) {
     cvCacheInvalidate(&pTab->cache);
     pTab->bDirty = 0;
   }
   return SQLITE_OK;
 }
-
-static int cvStatementStartFirst(CvVtab *pTab);
 
 int cvRemoteReopen(CvVtab *pTab) {
   pTab->iLibRc = 0;
@@ -182,14 +194,12 @@ int cvRemoteVerify(CvVtab *pTab) {
 }
 
 int cvStatementStart(CvVtab *pTab) {
-  int rc = cvStatementStartFirst(pTab);
-  if (rc == SQLITE_OK && pTab->nVar > 0 && !pTab->bInTxn && pTab->nCursor == 0)
-    rc = cvVarsRefresh(pTab);
-  return rc;
+  if (pTab->nVar > 0) return cvVarsStatementStart(pTab);
+  return cvStatementStartFirst(pTab);
 }
 
 /* The first array of the table: read it again if another writer committed. */
-static int cvStatementStartFirst(CvVtab *pTab) {
+int cvStatementStartFirst(CvVtab *pTab) {
   caterva_ctx *pCtx = pTab->pConn->pCtx;
   int rc = SQLITE_OK, bLocked = 0;
   if (pTab->bInTxn || pTab->nCursor > 0) return SQLITE_OK;
@@ -216,24 +226,23 @@ static int cvStatementStartFirst(CvVtab *pTab) {
   return rc;
 }
 
-/* Take the exclusive (bWrite) or shared lock, waiting up to the busy timeout. */
-static int cvLockWait(CvVtab *pTab, int bWrite) {
+int cvLockWaitOn(CvVtab *pTab, const char *zPath, caterva_lock **ppLock, int bWrite,
+                 uint64_t *pGen) {
   caterva_ctx *pCtx = pTab->pConn->pCtx;
   int rc, waited = 0, timeout = -1, step = 1;
-  if (pTab->pLock == 0 && !pTab->bRemote &&
-      caterva_lock_open(pCtx, pTab->zPath, &pTab->pLock) < 0) /* the first writer creates it */
-    pTab->pLock = 0;
-  if (pTab->pLock == 0) {
+  if (*ppLock == 0 && !pTab->bRemote &&
+      caterva_lock_open(pCtx, zPath, ppLock) < 0) /* the first writer creates it */
+    *ppLock = 0;
+  if (*ppLock == 0) {
     cvSetError(pTab, "caterva: cannot lock '%s': its lock file '%s.b2lock' cannot be created",
-               pTab->zPath, pTab->zPath);
+               zPath, zPath);
     return SQLITE_READONLY;
   }
   for (;;) {
     uint64_t g = 0;
-    rc = bWrite ? caterva_lock_exclusive(pCtx, pTab->pLock, &g)
-                : caterva_lock_shared(pCtx, pTab->pLock);
+    rc = bWrite ? caterva_lock_exclusive(pCtx, *ppLock, &g) : caterva_lock_shared(pCtx, *ppLock);
     if (rc == CATERVA_OK) {
-      if (bWrite) pTab->iGenLocked = g;
+      if (bWrite && pGen) *pGen = g;
       return SQLITE_OK;
     }
     if (rc != CATERVA_E_BUSY) return cvLibError(pTab, rc);
@@ -243,8 +252,37 @@ static int cvLockWait(CvVtab *pTab, int bWrite) {
     waited += step;
     if (step < 50) step *= 2;
   }
-  cvSetError(pTab, "caterva: '%s' is locked by another writer", pTab->zPath);
+  cvSetError(pTab, "caterva: '%s' is locked by another writer", zPath);
   return SQLITE_BUSY;
+}
+
+/* Take the table's (first array's) lock, waiting up to the busy timeout. */
+static int cvLockWait(CvVtab *pTab, int bWrite) {
+  return cvLockWaitOn(pTab, pTab->zPath, &pTab->pLock, bWrite, &pTab->iGenLocked);
+}
+
+int cvRecover(CvVtab *pTab, const char *zPath, char **azHeld, int nHeld) {
+  caterva_ctx *pCtx = pTab->pConn->pCtx;
+  caterva_lock *aLock[CATERVA_GROUP_MAX];
+  char **az = 0;
+  int n = 0, nLock = 0, i, k, r, rc = SQLITE_OK, outcome = 0;
+  r = caterva_group_journal(pCtx, zPath, &az, &n);
+  if (r < 0) return cvLibError(pTab, r);
+  if (r == CATERVA_GROUP_NONE) return SQLITE_OK;
+  /* the arrays of the interrupted group that this handle does not hold yet */
+  for (i = 0; i < n && i < CATERVA_GROUP_MAX && rc == SQLITE_OK; i++) {
+    for (k = 0; k < nHeld && strcmp(az[i], azHeld[k]) != 0; k++) {
+    }
+    if (k < nHeld) continue;
+    aLock[nLock] = 0;
+    rc = cvLockWaitOn(pTab, az[i], &aLock[nLock], 1, 0);
+    if (aLock[nLock]) nLock++;
+  }
+  if (rc == SQLITE_OK && (r = caterva_group_recover(pCtx, zPath, &outcome)) < 0)
+    rc = cvLibError(pTab, r);
+  for (i = 0; i < nLock; i++) caterva_lock_free(aLock[i]);
+  caterva_group_free_paths(az, n);
+  return rc;
 }
 
 /* The first write transaction of this handle, under the exclusive lock and before it
@@ -255,12 +293,31 @@ static void cvCollect(CvVtab *pTab) {
   (void)caterva_schunk_collect(pTab->pConn->pCtx, caterva_array_schunk(pTab->pArr), 0, 0);
 }
 
+char *cvRealPath(const char *zPath) {
+  char *z = sqlite3_malloc(PATH_MAX);
+  if (z && realpath(zPath, z) == 0) {
+    sqlite3_free(z);
+    z = 0;
+  }
+  return z;
+}
+
+/* A table over one array: an interrupted group commit that included it is finished first. */
+static int cvRecoverOwn(CvVtab *pTab) {
+  char *zReal = cvRealPath(pTab->zPath);
+  int rc;
+  if (zReal == 0) return SQLITE_OK; /* the reopen reports it */
+  rc = cvRecover(pTab, pTab->zPath, &zReal, 1);
+  sqlite3_free(zReal);
+  return rc;
+}
+
 /* xBegin. */
 int cvTxnBegin(sqlite3_vtab *pVtab) {
   CvVtab *pTab = (CvVtab *)pVtab;
-  caterva_ctx *pCtx = pTab->pConn->pCtx;
-  int rc, r;
+  int rc;
   if (pTab->bInTxn) return SQLITE_OK;
+  if (pTab->nVar > 0 && !pTab->bRemote) return cvVarsBegin(pTab);
   if (pTab->bRemote) {
     cvSetError(pTab, "caterva: '%s' is a remote array: remote arrays are read-only",
                pTab->zPath);
@@ -272,6 +329,23 @@ int cvTxnBegin(sqlite3_vtab *pVtab) {
   }
   rc = cvLockWait(pTab, 1);
   if (rc != SQLITE_OK) return rc;
+  rc = cvRecoverOwn(pTab);
+  if (rc != SQLITE_OK) {
+    caterva_lock_release(pTab->pLock);
+    return rc;
+  }
+  rc = cvBeginFirst(pTab);
+  if (rc != SQLITE_OK) {
+    caterva_lock_release(pTab->pLock);
+    return rc;
+  }
+  pTab->bInTxn = 1;
+  return SQLITE_OK;
+}
+
+int cvBeginFirst(CvVtab *pTab) {
+  caterva_ctx *pCtx = pTab->pConn->pCtx;
+  int rc = SQLITE_OK, r;
   /* Someone else wrote since we last did (the counter moved by more than our own lock) or
   ** our handle is read-only: open it again, under the lock. */
   if (!pTab->bWritable || pTab->iGenLocked != pTab->iGen + 1 ||
@@ -279,17 +353,12 @@ int cvTxnBegin(sqlite3_vtab *pVtab) {
     rc = cvReopen(pTab, CATERVA_OPEN_WRITE);
   if (rc == SQLITE_OK && !pTab->bCollected) cvCollect(pTab);
   if (rc == SQLITE_OK && (r = caterva_array_begin(pCtx, pTab->pArr)) < 0) rc = cvLibError(pTab, r);
-  if (rc != SQLITE_OK) {
-    caterva_lock_release(pTab->pLock);
-    return rc;
-  }
-  pTab->iGen = pTab->iGenLocked;
-  pTab->bInTxn = 1;
-  return SQLITE_OK;
+  if (rc == SQLITE_OK) pTab->iGen = pTab->iGenLocked;
+  return rc;
 }
 
 /* End of a transaction either way: the lock goes. */
-static void cvTxnEnd(CvVtab *pTab) {
+void cvTxnEnd(CvVtab *pTab) {
   pTab->bInTxn = 0;
   /* blocks cached by the scans of this transaction may predate its writes */
   if (pTab->bDirty) cvCacheInvalidate(&pTab->cache);
@@ -303,6 +372,7 @@ int cvTxnSync(sqlite3_vtab *pVtab) {
   CvVtab *pTab = (CvVtab *)pVtab;
   int r;
   if (!pTab->bInTxn) return SQLITE_OK;
+  if (pTab->nVar > 0) return cvVarsSync(pTab);
   /* nothing was written (an UPDATE that matched no cell): no commit, no fsync */
   if (pTab->bWrote) {
     r = caterva_array_commit(pTab->pConn->pCtx, pTab->pArr, pTab->bSync);
@@ -321,6 +391,7 @@ int cvTxnCommit(sqlite3_vtab *pVtab) {
   CvVtab *pTab = (CvVtab *)pVtab;
   caterva_schunk *sc;
   if (!pTab->bInTxn) return SQLITE_OK;
+  if (pTab->nVar > 0) return cvVarsCommit(pTab);
   if (!pTab->bCommitted) (void)cvTxnSync(pVtab);
   pTab->bCommitted = 0;
   sc = caterva_array_schunk(pTab->pArr);
@@ -351,6 +422,7 @@ int cvTxnRollback(sqlite3_vtab *pVtab) {
   CvVtab *pTab = (CvVtab *)pVtab;
   int r;
   if (!pTab->bInTxn) return SQLITE_OK;
+  if (pTab->nVar > 0) return cvVarsRollback(pTab);
   pTab->bCommitted = 0;
   r = caterva_array_rollback(pTab->pConn->pCtx, pTab->pArr);
   cvInitGeometry(pTab);
@@ -368,6 +440,7 @@ int cvTxnSavepoint(sqlite3_vtab *pVtab, int iSavepoint) {
   CvVtab *pTab = (CvVtab *)pVtab;
   int r;
   if (!pTab->bInTxn) return SQLITE_OK;
+  if (pTab->nVar > 0) return cvVarsSavepoint(pTab, iSavepoint, CV_SP_SAVE);
   r = caterva_array_savepoint(pTab->pConn->pCtx, pTab->pArr, iSavepoint);
   return r < 0 ? cvLibError(pTab, r) : SQLITE_OK;
 }
@@ -375,6 +448,7 @@ int cvTxnSavepoint(sqlite3_vtab *pVtab, int iSavepoint) {
 int cvTxnRelease(sqlite3_vtab *pVtab, int iSavepoint) {
   CvVtab *pTab = (CvVtab *)pVtab;
   if (!pTab->bInTxn) return SQLITE_OK;
+  if (pTab->nVar > 0) return cvVarsSavepoint(pTab, iSavepoint, CV_SP_RELEASE);
   (void)caterva_array_release(pTab->pConn->pCtx, pTab->pArr, iSavepoint);
   return SQLITE_OK;
 }
@@ -383,6 +457,7 @@ int cvTxnRollbackTo(sqlite3_vtab *pVtab, int iSavepoint) {
   CvVtab *pTab = (CvVtab *)pVtab;
   int r;
   if (!pTab->bInTxn) return SQLITE_OK;
+  if (pTab->nVar > 0) return cvVarsSavepoint(pTab, iSavepoint, CV_SP_ROLLBACK);
   r = caterva_array_rollback_to(pTab->pConn->pCtx, pTab->pArr, iSavepoint);
   cvInitGeometry(pTab);
   cvCacheInvalidate(&pTab->cache);

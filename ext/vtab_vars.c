@@ -11,9 +11,9 @@
  * decompresses a variable's blocks only when it reads that variable's column (colUsed), each
  * block once while the cache holds it.
  *
- * Such tables are read-only: a write to several files cannot be committed atomically (a
- * crash between the files would leave one variable changed and not the other), so writes go
- * through a table over one array.
+ * Writes to such tables commit all their arrays as one (vtab_vars_txn.c, core/group.c): a
+ * crash between the files' commits is undone by the next writer, so that every array holds
+ * the same transaction.
  */
 #include "config.h"
 
@@ -89,6 +89,13 @@ static int cvVarMatches(CvVtab *pTab, const char *zPath, caterva_array *pArr, ch
   return rc;
 }
 
+/* Does a pending group journal lie next to the first array or zPath? */
+static int cvVarsPendingAt(CvVtab *pTab, const char *zPath) {
+  caterva_ctx *pCtx = pTab->pConn->pCtx;
+  return caterva_group_journal(pCtx, pTab->zPath, 0, 0) == CATERVA_GROUP_PENDING ||
+         caterva_group_journal(pCtx, zPath, 0, 0) == CATERVA_GROUP_PENDING;
+}
+
 int cvVarsOpen(CvVtab *pTab, const CvOptions *pOpt, char **pzErr) {
   caterva_ctx *pCtx = pTab->pConn->pCtx;
   int i, r;
@@ -109,7 +116,13 @@ int cvVarsOpen(CvVtab *pTab, const CvOptions *pOpt, char **pzErr) {
                                caterva_strerror(r), zMsg[0] ? ": " : "", zMsg);
       return r == CATERVA_E_NOMEM ? SQLITE_NOMEM : SQLITE_ERROR;
     }
-    if (cvVarMatches(pTab, p->zPath, p->pArr, pzErr) != SQLITE_OK) return SQLITE_ERROR;
+    if (cvVarMatches(pTab, p->zPath, p->pArr, pzErr) != SQLITE_OK) {
+      /* a group commit interrupted between its arrays: accepted, reads are refused and
+      ** the table's first write finishes it (vtab_vars_txn.c) */
+      if (!cvVarsPendingAt(pTab, p->zPath)) return SQLITE_ERROR;
+      sqlite3_free(*pzErr);
+      *pzErr = 0;
+    }
     if (cvItemTypeInit(&p->item, caterva_array_dtype(p->pArr), caterva_array_itemsize(p->pArr),
                        &zErr)) {
       *pzErr = sqlite3_mprintf("caterva: '%s': %s", p->zPath, zErr ? zErr : "out of memory");
@@ -126,6 +139,7 @@ void cvVarsFree(CvVtab *pTab) {
   for (int i = 0; i < pTab->nVar; i++) {
     cvCacheClear(&pTab->aVar[i].cache);
     caterva_array_free(pTab->aVar[i].pArr);
+    caterva_lock_free(pTab->aVar[i].pLock);
     sqlite3_free(pTab->aVar[i].zPath);
   }
   sqlite3_free(pTab->aVar);
@@ -161,8 +175,24 @@ int cvVarsRefresh(CvVtab *pTab) {
     if (bSame) continue;
     caterva_array_free(p->pArr);
     p->pArr = pNew;
-    cvVarGeometry(p);
-    cvCacheInvalidate(&p->cache);
+    p->bWritable = 0;
+    cvVarReset(p);
+  }
+  return SQLITE_OK;
+}
+
+void cvVarReset(CvVar *p) {
+  cvVarGeometry(p);
+  cvCacheInvalidate(&p->cache);
+}
+
+int cvVarsGrow(CvVtab *pTab) {
+  for (int i = 0; i < pTab->nVar; i++) {
+    CvVar *p = &pTab->aVar[i];
+    int r = caterva_array_resize(pTab->pConn->pCtx, p->pArr, pTab->aShape);
+    if (r < 0) return cvLibError(pTab, r);
+    p->bWrote = 1;
+    cvVarReset(p);
   }
   return SQLITE_OK;
 }

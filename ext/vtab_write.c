@@ -16,6 +16,11 @@
  * out of range (other than growth along the first dimension), and a value the dtype cannot
  * hold are errors; the statement then fails and SQLite rolls it back (vtab_txn.c). Cells
  * go through the array's write-back cache (core/wcache.c).
+ *
+ * A table over several arrays writes each value column to its own array at the same cell:
+ * INSERT all of them, UPDATE those it sets (xColumn reports the others unchanged, and their
+ * arrays are not written), DELETE every array's fill; growth grows every array. They commit
+ * as one (vtab_vars_txn.c).
  */
 #include "config.h"
 
@@ -89,8 +94,9 @@ static int cvGrow(CvVtab *pTab, int64_t iNew) {
   }
   r = caterva_array_resize(pCtx, pTab->pArr, aShape);
   if (r < 0) return cvLibError(pTab, r);
+  pTab->bWrote = 1;
   cvInitGeometry(pTab);
-  return SQLITE_OK;
+  return cvVarsGrow(pTab); /* a table over several arrays grows them all */
 }
 
 /* Index k of an INSERT: from the dimension column (a label, or an index when the dimension
@@ -167,27 +173,46 @@ static int cvUpdateCoords(CvVtab *pTab, sqlite3_value **argv, int64_t *aCoord) {
   return rc;
 }
 
+/* The value column of further array i at aCoord: pVal converted (nothing when an UPDATE
+** leaves the column unchanged), or the array's fill for a DELETE (pVal NULL). */
+static int cvVarWrite(CvVtab *pTab, int i, sqlite3_value *pVal, const int64_t *aCoord) {
+  CvVar *p = &pTab->aVar[i];
+  uint8_t aItem[256];
+  const uint8_t *pItem = p->aFill;
+  char *zErr = 0;
+  int r;
+  if (pVal) {
+    if (sqlite3_value_nochange(pVal)) return SQLITE_OK;
+    if (cvValueToItem(&p->item, pVal, aItem, &zErr)) {
+      cvSetError(pTab, "caterva: %s (the value column of '%s')", zErr ? zErr : "out of memory",
+                 p->zPath);
+      sqlite3_free(zErr);
+      return SQLITE_MISMATCH;
+    }
+    pItem = aItem;
+  }
+  r = caterva_array_set_item(pTab->pConn->pCtx, p->pArr, aCoord, pItem);
+  if (r < 0) return cvLibError(pTab, r);
+  p->bWrote = 1;
+  return SQLITE_OK;
+}
+
 int cvUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 *pRowid) {
   CvVtab *pTab = (CvVtab *)pVtab;
   int64_t aCoord[CV_MAX_DIM];
   uint8_t aItem[256];
   const uint8_t *pItem = aItem;
   char *zErr = 0;
-  int rc = SQLITE_OK, r, k;
-  if (pTab->nVar > 0) {
-    /* several files cannot be committed atomically: see vtab_vars.c */
-    cvSetError(pTab, "caterva: a table over several arrays is read-only; write through a "
-                     "table over one of them (CREATE VIRTUAL TABLE x USING caterva('%s'))",
-               pTab->zPath);
-    return SQLITE_READONLY;
-  }
+  int rc = SQLITE_OK, r, k, bValue = 1;
   if (!pTab->bInTxn) rc = cvTxnBegin(pVtab);
   if (rc != SQLITE_OK) return rc;
   if (argc == 1) {                                     /* DELETE */
     rc = cvRowidCoords(pTab, sqlite3_value_int64(argv[0]), aCoord);
     pItem = pTab->aFill;
   } else {
-    if (cvValueToItem(&pTab->item, argv[2 + pTab->nDim], aItem, &zErr)) {
+    /* a table over several arrays: a value column the UPDATE does not set is unchanged */
+    bValue = !sqlite3_value_nochange(argv[2 + pTab->nDim]);
+    if (bValue && cvValueToItem(&pTab->item, argv[2 + pTab->nDim], aItem, &zErr)) {
       cvSetError(pTab, "caterva: %s (column %s)", zErr ? zErr : "out of memory",
                  pTab->azCol[pTab->nDim]);
       sqlite3_free(zErr);
@@ -204,8 +229,13 @@ int cvUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 
     }
   }
   if (rc != SQLITE_OK) return rc;
-  r = caterva_array_set_item(pTab->pConn->pCtx, pTab->pArr, aCoord, pItem);
-  if (r < 0) return cvLibError(pTab, r);
-  pTab->bDirty = pTab->bWrote = 1;
-  return SQLITE_OK;
+  if (bValue) {
+    r = caterva_array_set_item(pTab->pConn->pCtx, pTab->pArr, aCoord, pItem);
+    if (r < 0) return cvLibError(pTab, r);
+    pTab->bWrote = 1;
+  }
+  pTab->bDirty = 1;
+  for (k = 0; k < pTab->nVar && rc == SQLITE_OK; k++)
+    rc = cvVarWrite(pTab, k, argc == 1 ? 0 : argv[3 + pTab->nDim + k], aCoord);
+  return rc;
 }

@@ -201,9 +201,13 @@ static int run_pieces(caterva_ctx *ctx, cat_rstore *rs, const caterva_schunk *sc
   first = calloc((size_t)n + 1, sizeof *first);
   CAT_CHECK(leave, g != NULL && first != NULL, CATERVA_E_NOMEM, "out of memory");
   for (int64_t k = 0; k < n;) {
-    int64_t end = p[k].off + p[k].len, m = k + 1;
+    int64_t end = p[k].off + p[k].len, m = k + 1, useful = p[k].len;
+    /* merged: closer than the gap, and what lies between them at most a quarter of what the
+     * request carries that is needed (fetched bytes stay within 1.25x of the needed ones) */
     while (m < n && strcmp(p[m].url, p[k].url) == 0 && p[m].off <= end + gap &&
-           p[m].off + p[m].len - p[k].off <= CAT_RMAXREQ) {
+           p[m].off + p[m].len - p[k].off <= CAT_RMAXREQ &&
+           4 * (p[m].off > end ? p[m].off - end : 0) <= useful + p[m].len) {
+      useful += p[m].len;
       if (p[m].off + p[m].len > end) end = p[m].off + p[m].len;
       m++;
     }

@@ -226,6 +226,9 @@ void cat_bs_set_geom(caterva_array *a, const cat_geom *g);
 int cat_bs_reshaped(caterva_ctx *ctx, caterva_array *a, const int64_t *old_shape);
 /* Write the statistics into the trailer when they changed. */
 int cat_bs_store(caterva_ctx *ctx, caterva_array *a);
+/* The block starts recorded for chunk nchunk (a->g.nblocks of them) into out: 1, or 0 when
+ * none are recorded. Unverified: a remote reader checks them against the chunk's header. */
+int cat_bs_block_starts(const caterva_array *a, int64_t nchunk, uint32_t *out);
 /* Transactions: begin, savepoint marks, release, rollback to a mark or to the start, end
  * (commit). */
 int cat_bs_begin(caterva_ctx *ctx, caterva_array *a);

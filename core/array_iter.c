@@ -258,6 +258,7 @@ enum { SERVE_BLOCKS, SERVE_FILL, SERVE_WHOLE, SERVE_NODATA };
 
 struct caterva_block_iter {
   caterva_ctx *ctx;
+  const caterva_array *a;
   caterva_schunk *sc;
   const cat_geom *g;
   int flags;                         /* CATERVA_ITER_* */
@@ -362,6 +363,7 @@ int caterva_block_iter_new(caterva_ctx *ctx, caterva_array *a, const int64_t *st
   it = calloc(1, sizeof *it);
   CAT_CHECK(leave, it != NULL, CATERVA_E_NOMEM, "out of memory");
   it->ctx = ctx;
+  it->a = a;
   it->sc = a->sc;
   it->g = g;
   it->flags = flags;
@@ -574,9 +576,15 @@ static int remote_wants(caterva_block_iter *it, int64_t *from, int use_cur, int6
     }
     (*nchunks)++;
     if (nsel > 0) {
+      uint32_t *st = malloc((size_t)g->nblocks * sizeof *st);
       w[n].nchunk = cat_geom_chunk_number(g, from);
       w[n].blocks = sel;
       w[n].nblocks = nsel;
+      if (st != NULL && cat_bs_block_starts(it->a, w[n].nchunk, st)) {
+        w[n].starts = st; /* owned by the list */
+        st = NULL;
+      }
+      free(st);
       bytes += (int64_t)nsel * g->blocksize;
       n++;
     } else {

@@ -30,7 +30,10 @@
  *    16      per block, in block order, 40 bytes
  *              0  8  min     8  8  max     16  8  sum
  *             24  4  present items (u32)   28  4  NaN items (u32)
- *             32  4  flags (bit 0: the integer sum overflowed)   36  4  0
+ *             32  4  flags (bit 0: the integer sum overflowed)
+ *             36  4  where the block's compressed bytes start in the chunk (its entry of
+ *                    the chunk's block-start table; 0: not recorded -- files written
+ *                    before it was, memcpyed chunks)
  *   then 0 to 7 zero bytes, so that the vlmetalayer's length (bin header included) is a
  *   multiple of 8 and the trailer compresses it with an 8-byte shuffle.
  *
@@ -42,6 +45,10 @@
  * this: every edit of a chunk recomputes its statistics (the schunk tells us through its
  * edit hook), transactions keep snapshots of them at every savepoint, and commit writes
  * them with the index and the trailer.
+ *
+ * The block starts let a remote reader ask for a chunk's header and the blocks it needs in one
+ * wave (frame_remote.c checks them against the header that arrives in the same wave: a start
+ * recorded for other bytes costs a second wave, never a wrong block).
  *
  * In memory: one immutable, reference-counted record per chunk position (the snapshot of a
  * savepoint is an array of record pointers, so savepoints cost a pointer per chunk).
@@ -99,10 +106,24 @@ static void rec_unref(bs_rec *r) {
   if (r != NULL && --r->refs == 0) free(r);
 }
 
+/* A record has its blocks' statistics, then their starts (uint32 each). */
 static bs_rec *rec_new(int32_t nblocks) {
-  bs_rec *r = calloc(1, sizeof *r + (size_t)nblocks * sizeof(caterva_block_stats));
+  bs_rec *r = calloc(1, sizeof *r + (size_t)nblocks * (sizeof(caterva_block_stats) + 4));
   if (r != NULL) r->refs = 1;
   return r;
+}
+
+static uint32_t *rec_starts(bs_rec *r, int32_t nblocks) { return (uint32_t *)(r->b + nblocks); }
+
+/* Record the block starts of chunk bytes in r (left 0 when the chunk has no table). */
+static void rec_set_starts(bs_rec *r, int32_t nblocks, const uint8_t *chunk, int32_t cbytes) {
+  cat_chunk_span sp;
+  int32_t need;
+  uint32_t *st = rec_starts(r, nblocks);
+  if (chunk == NULL || cat_chunk_span_init(chunk, cbytes, cbytes, &sp, &need) < 0 ||
+      sp.table == 0 || sp.plain || sp.whole_only || sp.nblocks != nblocks)
+    return;
+  for (int32_t j = 0; j < nblocks; j++) st[j] = cat_le32(chunk + sp.table + 4 * (size_t)j);
 }
 
 static void recs_free(bs_rec **rec, int64_t n) {
@@ -394,12 +415,16 @@ static bs_rec *rec_for_chunk(caterva_ctx *ctx, const cat_bstats *bs, const cat_g
     if (special == CATERVA_SPECIAL_NAN && g->itemsize != 4 && g->itemsize != 8) return NULL;
     return rec_uniform(bs, g, n, item, special_fp(special));
   }
-  if (img != NULL) return rec_compute(bs, g, n, img, fingerprint(chunk, (size_t)cbytes));
-  buf = malloc((size_t)g->chunksize);
-  if (buf != NULL && caterva_chunk_decompress(ctx, chunk, (size_t)cbytes, buf, g->chunksize) ==
-                         g->chunksize)
-    r = rec_compute(bs, g, n, buf, fingerprint(chunk, (size_t)cbytes));
-  free(buf);
+  if (img != NULL) {
+    r = rec_compute(bs, g, n, img, fingerprint(chunk, (size_t)cbytes));
+  } else {
+    buf = malloc((size_t)g->chunksize);
+    if (buf != NULL && caterva_chunk_decompress(ctx, chunk, (size_t)cbytes, buf, g->chunksize) ==
+                           g->chunksize)
+      r = rec_compute(bs, g, n, buf, fingerprint(chunk, (size_t)cbytes));
+    free(buf);
+  }
+  if (r != NULL) rec_set_starts(r, bs->nblocks, chunk, cbytes);
   return r;
 }
 
@@ -451,6 +476,7 @@ void cat_bs_edit_hook(void *arg, caterva_ctx *ctx, int op, int64_t pos, const ui
     r = rec_for_chunk(ctx, bs, bs->geom != NULL ? bs->geom : &a->g, pos, chunk, cbytes, special,
                       bs->hint_pos == pos ? bs->hint_img : NULL);
   }
+  if (r != NULL) rec_set_starts(r, bs->nblocks, chunk, cbytes);
   rec_unref(bs->rec[pos]);
   bs->rec[pos] = r; /* NULL (out of memory, undecodable): unknown, never wrong */
 }
@@ -676,9 +702,11 @@ static int stored_size(const cat_bstats *bs, int ndim, int64_t *size) {
 
 static uint64_t scalar_bits(caterva_scalar v) { return v.u; }
 
-static void encode_chunk(const cat_bstats *bs, const bs_rec *r, uint8_t *p) {
+static void encode_chunk(const cat_bstats *bs, bs_rec *r, uint8_t *p) {
+  const uint32_t *st;
   memset(p, 0, BS_CHUNK_HEAD + (size_t)bs->nblocks * BS_REC);
   if (r == NULL) return;
+  st = rec_starts(r, bs->nblocks);
   put64(p, r->fp);
   p += BS_CHUNK_HEAD;
   for (int32_t b = 0; b < bs->nblocks; b++, p += BS_REC) {
@@ -689,6 +717,7 @@ static void encode_chunk(const cat_bstats *bs, const bs_rec *r, uint8_t *p) {
     put32(p + 24, (uint32_t)s->nvalid);
     put32(p + 28, (uint32_t)s->nnan);
     put32(p + 32, s->sum_overflow ? BS_FLAG_SUM_OVERFLOW : 0);
+    put32(p + 36, st[b]);
   }
 }
 
@@ -744,6 +773,7 @@ static bool decode_chunks(cat_bstats *bs, const uint8_t *p) {
     if (r == NULL) return false;
     r->fp = cat_le64(p);
     for (int32_t b = 0; b < bs->nblocks; b++, q += BS_REC) {
+      rec_starts(r, bs->nblocks)[b] = cat_le32(q + 36);
       caterva_block_stats *s = &r->b[b];
       s->min.u = cat_le64(q);
       s->max.u = cat_le64(q + 8);
@@ -810,6 +840,20 @@ leave:
 }
 
 /* ---- reading ------------------------------------------------------------------------- */
+
+int cat_bs_block_starts(const caterva_array *a, int64_t nchunk, uint32_t *out) {
+  const cat_bstats *bs = a->bs;
+  bs_rec *r;
+  const uint32_t *st;
+  if (bs == NULL || bs->broken || nchunk < 0 || nchunk >= bs->n || bs->n != a->g.nchunks ||
+      bs->nblocks != a->g.nblocks || (r = bs->rec[nchunk]) == NULL)
+    return 0;
+  st = rec_starts(r, bs->nblocks);
+  for (int32_t j = 0; j < bs->nblocks; j++)
+    if (st[j] == 0) return 0;
+  memcpy(out, st, (size_t)bs->nblocks * sizeof *out);
+  return 1;
+}
 
 /* The bytes to hash for a chunk at p: a copy read from the file when the chunk lies in a
 ** file's map (cheaper than faulting its pages in), else p itself. */

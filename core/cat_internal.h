@@ -86,6 +86,10 @@ typedef struct cat_want {
   int64_t nchunk;
   const int32_t *blocks;
   int32_t nblocks;
+  /* where the chunk's blocks start, as recorded when it was written (all of its blocks), or
+   * NULL: then the blocks may be asked with the header, in the same wave (checked against
+   * the header when it arrives) */
+  const uint32_t *starts;
 } cat_want;
 /* A super-chunk read from a server: 1, else 0. */
 int cat_sc_is_remote(const caterva_schunk *sc);
@@ -113,7 +117,7 @@ int cat_fa_submit(cat_fetchahead *fa, caterva_ctx *ctx, caterva_schunk *sc, cat_
 int cat_fa_take(cat_fetchahead *fa, caterva_ctx *ctx, int64_t tag, cat_want **w, int *n,
                 int64_t *nchunks);
 void cat_fa_free(cat_fetchahead *fa);
-void cat_wants_free(cat_want *w, int n);
+void cat_wants_free(cat_want *w, int n); /* frees w, and each blocks and starts */
 
 /* ---- chunk edit notifications (schunk.c -> blockstats.c) ------------------------------ */
 

@@ -72,7 +72,10 @@ cat_fetchahead *cat_fa_new(void) {
 }
 
 void cat_wants_free(cat_want *w, int n) {
-  for (int k = 0; w != NULL && k < n; k++) free((int32_t *)w[k].blocks);
+  for (int k = 0; w != NULL && k < n; k++) {
+    free((int32_t *)w[k].blocks);
+    free((uint32_t *)w[k].starts);
+  }
   free(w);
 }
 

@@ -599,6 +599,8 @@ static int64_t runs_of(const cat_want *w) {
   return runs;
 }
 
+static bool hints_usable(const cat_want *w, int64_t nblk, int64_t room, int64_t guess);
+
 /* Should the first wave fetch the wanted chunks whole (contiguous frames, whose index gives
  * their sizes), saving the second wave? When it is faster on the link measured so far -- the
  * blocks cost a wave of headers, then a wave of one request per run of blocks with their
@@ -606,13 +608,14 @@ static int64_t runs_of(const cat_want *w) {
  * -- and fetches at most four times the bytes the blocks need. */
 static bool whole_upfront(const cat_rstore *rs, const caterva_schunk *sc, const cat_want *w,
                           int n, int64_t nblk, int64_t guess) {
-  int64_t chunks = 0, runs = 0, part = 0, all = 0;
+  int64_t chunks = 0, runs = 0, part = 0, all = 0, hinted = 0;
   double t_blocks, t_whole;
   if (sc->store != CATERVA_STORE_CONTIGUOUS) return false;
   for (int k = 0; k < n; k++) {
     int64_t room = chunk_room(sc, w[k].nchunk);
     if (sc->entries[w[k].nchunk] < 0 || room < 0) continue;
     chunks++;
+    hinted += hints_usable(&w[k], nblk, room, guess);
     all += room;
     if (w[k].nblocks < 0 || (int64_t)w[k].nblocks >= nblk) {
       runs++;
@@ -622,22 +625,119 @@ static bool whole_upfront(const cat_rstore *rs, const caterva_schunk *sc, const 
       part += room * w[k].nblocks / nblk;
     }
   }
-  t_blocks = cat_remote_wave_cost(rs->rm, chunks, chunks * guess) +
-             cat_remote_wave_cost(rs->rm, runs, part);
+  /* blocks whose starts were recorded come with the headers: one wave */
+  t_blocks = hinted == chunks
+                 ? cat_remote_wave_cost(rs->rm, chunks + runs, chunks * guess + part)
+                 : cat_remote_wave_cost(rs->rm, chunks, chunks * guess) +
+                       cat_remote_wave_cost(rs->rm, runs, part);
   t_whole = cat_remote_wave_cost(rs->rm, chunks, all);
   /* bytes count too (object stores bill them): never more than four times what is needed */
   return chunks > 0 && t_whole > 0 && t_whole <= t_blocks && all <= 4 * (part + chunks * guess);
 }
 
+/* A range of wanted blocks asked with the header (from the block starts recorded when the
+ * chunk was written): blocks w->blocks[b0, b1) of chunk i, predicted at [lo, hi). */
+typedef struct rspec {
+  int q;                 /* its get */
+  int64_t i;
+  const cat_want *w;
+  int32_t b0, b1;
+  int32_t lo, hi;
+} rspec;
+
+/* Where block j ends by the recorded starts: the next larger start, else the chunk's end. */
+static int64_t hinted_end(const uint32_t *st, int64_t nblk, int32_t j, int64_t room) {
+  int64_t end = room;
+  for (int64_t b = 0; b < nblk; b++)
+    if (st[b] > st[j] && st[b] < end) end = st[b];
+  return end;
+}
+
+/* The recorded starts of chunk w (room bytes) usable? */
+static bool hints_usable(const cat_want *w, int64_t nblk, int64_t room, int64_t guess) {
+  if (w->starts == NULL || room < 0 || w->nblocks <= 0) return false;
+  (void)guess;
+  for (int64_t b = 0; b < nblk; b++) /* after the header and the block-start table */
+    if (w->starts[b] < CATERVA_CHUNK_HEADER_SIZE + 4 * nblk || w->starts[b] >= room) return false;
+  for (int32_t k = 0; k < w->nblocks; k++)
+    if (w->blocks[k] < 0 || w->blocks[k] >= nblk) return false;
+  return true;
+}
+
+/* Add gets for the wanted blocks of w (runs of blocks lying next to each other: one get). */
+static int add_specs(caterva_ctx *ctx, cat_get *g, int *ng, rspec *sp, int *nsp, const cat_want *w,
+                     const char *url, int64_t base, int64_t nblk, int64_t room) {
+  int rc = CATERVA_OK;
+  for (int32_t k = 0; k < w->nblocks;) {
+    int32_t m = k + 1;
+    int64_t lo = w->starts[w->blocks[k]];
+    int64_t hi = hinted_end(w->starts, nblk, w->blocks[k], room);
+    while (m < w->nblocks && w->starts[w->blocks[m]] == hi) {
+      hi = hinted_end(w->starts, nblk, w->blocks[m], room);
+      m++;
+    }
+    g[*ng].url = url;
+    g[*ng].off = base + lo;
+    g[*ng].len = hi - lo;
+    g[*ng].dst = malloc((size_t)(hi - lo));
+    CAT_CHECK(leave, g[*ng].dst != NULL, CATERVA_E_NOMEM, "out of memory");
+    sp[*nsp] = (rspec){*ng, w->nchunk, w, k, m, (int32_t)lo, (int32_t)hi};
+    (*ng)++;
+    (*nsp)++;
+    k = m;
+  }
+leave:
+  return rc;
+}
+
+/* After the header wave: take the blocks asked with it when the header says they lie where
+ * the recorded starts said (else they are asked again in the next wave). */
+static void take_specs(caterva_ctx *ctx, cat_rstore *rs, const cat_get *g, const rspec *sp,
+                       int nsp) {
+  for (int s = 0; s < nsp; s++) {
+    cat_rchunk *c = &rs->ch[sp[s].i];
+    int32_t need, *ends = NULL, lo, hi;
+    bool ok = true;
+    if (c->buf == NULL || c->whole || g[sp[s].q].got != sp[s].hi - sp[s].lo ||
+        learn_layout(ctx, c, sp[s].i, &need) != 1 || c->blk == NULL || c->sp.plain ||
+        block_ends(c, &ends) < 0 || ends == NULL) {
+      free(ends);
+      continue;
+    }
+    for (int32_t k = sp[s].b0; k < sp[s].b1 && ok; k++) {
+      int32_t j = sp[s].w->blocks[k];
+      block_range(c, ends, j, &lo, &hi);
+      ok = lo == (int32_t)sp[s].w->starts[j] && hi <= sp[s].hi && lo >= sp[s].lo &&
+           hi <= c->cbytes;
+    }
+    if (ok) {
+      memcpy(c->buf + sp[s].lo, g[sp[s].q].dst, (size_t)(sp[s].hi - sp[s].lo));
+      for (int32_t k = sp[s].b0; k < sp[s].b1; k++) {
+        int32_t j = sp[s].w->blocks[k];
+        block_range(c, ends, j, &lo, &hi);
+        if (c->blk[j] == 0)
+          c->blk[j] = cat_chunk_span_reach(c->buf, c->cbytes, j, hi) >= 0 ? 1 : 3;
+      }
+      cat_remote_count_needed(rs->rm, sp[s].hi - sp[s].lo);
+    }
+    free(ends);
+  }
+}
+
 /* Wave 1: the first bytes of every wanted stored chunk not seen yet (all of it when small,
- * or when wanted whole and its size is known from the index). */
+ * or when wanted whole and its size is known from the index), and with them the wanted
+ * blocks of chunks whose block starts were recorded when they were written. */
 static int wave_headers(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc,
                         const cat_want *w, int n, char **urls, uint64_t keep) {
-  cat_get *g = calloc((size_t)n, sizeof *g);
-  int64_t guess, nblk, *who = calloc((size_t)n, sizeof *who);
-  int ng = 0, rc = CATERVA_OK;
+  cat_get *g = NULL;
+  rspec *sp = NULL;
+  int64_t guess, nblk, *who = calloc((size_t)n, sizeof *who), cap = n;
+  int ng = 0, nh = 0, nsp = 0, rc = CATERVA_OK;
   bool upfront;
-  CAT_CHECK(leave, g != NULL && who != NULL, CATERVA_E_NOMEM, "out of memory");
+  for (int k = 0; k < n; k++) cap += w[k].nblocks > 0 ? w[k].nblocks : 0;
+  g = calloc((size_t)cap, sizeof *g);
+  sp = calloc((size_t)cap, sizeof *sp);
+  CAT_CHECK(leave, g != NULL && sp != NULL && who != NULL, CATERVA_E_NOMEM, "out of memory");
   nblk = sc->blocksize > 0 ? cat_ceil_div64(sc->chunksize, sc->blocksize) : 1024;
   guess = CATERVA_CHUNK_HEADER_SIZE + 4 + 4 * nblk;
   upfront = cat_remote_whole_chunks(rs->rm) || whole_upfront(rs, sc, w, n, nblk, guess);
@@ -645,7 +745,7 @@ static int wave_headers(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc,
     int64_t i = w[k].nchunk, room = chunk_room(sc, i), len = guess;
     bool dup = false;
     if (sc->entries[i] < 0 || rs->ch[i].buf != NULL) continue;
-    for (int q = 0; q < ng; q++) dup |= who[q] == i;
+    for (int q = 0; q < nh; q++) dup |= who[q] == i;
     if (dup) continue;
     /* small, or wanted whole or mostly: the whole chunk at once when the index says its
      * size (contiguous frames) */
@@ -660,20 +760,28 @@ static int wave_headers(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc,
     g[ng].short_ok = room < 0; /* a chunk file may be shorter than asked */
     g[ng].dst = malloc((size_t)len);
     CAT_CHECK(leave, g[ng].dst != NULL, CATERVA_E_NOMEM, "out of memory");
-    who[ng++] = i;
+    who[nh++] = i;
+    ng++;
+    if (len == guess && !cat_remote_whole_chunks(rs->rm) && hints_usable(&w[k], nblk, room, guess))
+      CAT_TRY(leave, add_specs(ctx, g, &ng, sp, &nsp, &w[k], urls[k], chunk_off(sc, i), nblk, room));
   }
   if (ng == 0) goto leave;
   expect_version(rs, sc, g, ng);
   CAT_TRY(leave, cat_remote_get(ctx, rs->rm, g, ng));
   for (int q = 0; q < ng; q++) CAT_TRY(leave, check_answer(ctx, rs, sc, &g[q]));
   checked(rs, g, ng);
-  for (int q = 0; q < ng; q++) {
-    CAT_TRY(leave, learn_header(ctx, rs, sc, who[q], g[q].dst, g[q].got, keep));
+  for (int q = 0, h = 0; q < ng; q++) {
+    bool spec = false;
+    for (int s = 0; s < nsp && !spec; s++) spec = sp[s].q == q;
+    if (spec) continue;
+    CAT_TRY(leave, learn_header(ctx, rs, sc, who[h++], g[q].dst, g[q].got, keep));
     cat_remote_count_needed(rs->rm, g[q].got);
   }
+  take_specs(ctx, rs, g, sp, nsp);
 leave:
   for (int q = 0; g != NULL && q < ng; q++) free(g[q].dst);
   free(g);
+  free(sp);
   free(who);
   return rc;
 }
@@ -868,7 +976,7 @@ int cat_remote_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, const int3
     CAT_CHECK(leave, rc == 0, CATERVA_E_CHANGED, "'%s' changed since it was opened", rs->url);
   }
   if (!have_blocks(c, blocks, nblocks)) {
-    cat_want w = {i, blocks, nblocks};
+    cat_want w = {i, blocks, nblocks, NULL};
     CAT_TRY(leave, prefetch_locked(ctx, sc, &w, 1));
     CAT_CHECK(leave, have_blocks(c, blocks, nblocks), CATERVA_E_CORRUPT,
               "chunk %lld: its bytes could not all be fetched", (long long)i);

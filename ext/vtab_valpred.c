@@ -114,7 +114,8 @@ static int cvValKeep(void *pArg, int64_t iChunk, int32_t iBlock) {
   CvValPred *p = (CvValPred *)pArg;
   caterva_block_stats st;
   int i, rc = caterva_array_block_stats(p->pCtx, p->pArr, iChunk, iBlock, &st);
-  if (rc <= 0) return rc;  /* unknown: keep; an error stops the scan */
+  if (rc < 0) return rc;   /* an error stops the scan */
+  if (rc == 0) return 1;   /* no statistics to trust (none, or written for other bytes): keep */
   if (p->bIsNull && !caterva_block_stats_may_match(p->eType, &st, CATERVA_CMP_ISNULL, 0))
     return 0;
   if (p->bNotNull && !caterva_block_stats_may_match(p->eType, &st, CATERVA_CMP_NOTNULL, 0))

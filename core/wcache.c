@@ -132,13 +132,24 @@ static void dirty_blocks(const cat_geom *g, const cat_wentry *e, uint8_t *dirty)
   }
 }
 
-/* Items [i0, i0 + cnt) of the image not written are taken from old (the same items). */
+/* Items [i0, i0 + cnt) of the image not written are taken from old (the same items): runs
+ * of 64 at once where a bitmap word is all clear (a slab UPDATE writes few rows of a block). */
 static void merge_unwritten(const cat_geom *g, cat_wentry *e, const uint8_t *old, int64_t i0,
                             int64_t cnt) {
   size_t is = (size_t)g->itemsize;
-  for (int64_t i = i0; i < i0 + cnt; i++)
-    if (!(e->bits[i >> 6] >> (i & 63) & 1))
-      memcpy(e->img + (size_t)i * is, old + (size_t)(i - i0) * is, is);
+  int64_t i = i0, end = i0 + cnt;
+  while (i < end) {
+    uint64_t w = e->bits[i >> 6];
+    int64_t run = 64 - (i & 63);
+    if (run > end - i) run = end - i;
+    if ((w >> (i & 63)) == 0) { /* nothing written from i to the end of the word */
+      memcpy(e->img + (size_t)i * is, old + (size_t)(i - i0) * is, (size_t)run * is);
+    } else if (~w >> (i & 63) != 0) {
+      for (int64_t k = i; k < i + run; k++)
+        if (!(w >> (k & 63) & 1)) memcpy(e->img + (size_t)k * is, old + (size_t)(k - i0) * is, is);
+    }
+    i += run;
+  }
 }
 
 /* The re-encoding of a partly written chunk from its changed blocks only (cat_chunk_patch):

@@ -3,7 +3,8 @@
  * core/chunk.c, used by the write cache in core/wcache.c), byte by byte.
  *
  * For every codec, filter pipeline (none, shuffle, bitshuffle, bytedelta, trunc_prec), typesize
- * 1, 2, 4, 8 and 16, split on and off, and chunks whose last block is short, a chunk is
+ * 1, 2, 4, 8 and 16, split on and off, and chunks whose last block is short, a chunk (whose
+ * block 1 is random bytes, stored raw inside the compressed chunk) is
  * compressed, some of its blocks are changed (none, one, the first, the last, every other,
  * all), and the chunk is patched with those blocks flagged:
  *  - the patched chunk decodes to exactly the new content (trunc_prec, which is lossy: to
@@ -90,6 +91,9 @@ static void run_case(caterva_ctx *ctx, const pcase *pc) {
   cp.filters_meta[5] = pc->meta;
   if (pc->filter == CATERVA_BYTEDELTA) cp.filters[4] = CATERVA_SHUFFLE;
   make_data(src, n, pc->typesize, pc->filter == CATERVA_TRUNC_PREC, 1);
+  /* block 1 incompressible: its streams are stored raw inside the compressed chunk */
+  if (pc->filter != CATERVA_TRUNC_PREC)
+    for (int32_t i = bs; i < 2 * bs && i < n; i++) src[i] = (uint8_t)next_rand();
   cb0 = caterva_chunk_compress(ctx, &cp, src, n, c0, CAP(n));
   if (cb0 <= 0 || cb0 >= n + 32) {
     tap_ok(0, "codec %d filter %d ts %d: the test data compresses (%d)", pc->codec, pc->filter,

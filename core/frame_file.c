@@ -112,7 +112,7 @@ static int write_atomic(caterva_ctx *ctx, const char *path, emit_fn emit, void *
     goto leave;
   }
   CAT_TRY(fail, emit(ctx, arg, fd, tmp));
-  if (sync) CAT_TRY(fail, cat_io_fsync(ctx, fd, tmp));
+  if (sync) CAT_TRY(fail, cat_io_fdatasync(ctx, fd, tmp)); /* the rename is synced below */
   close(fd);
   fd = -1;
   CAT_TRY(fail, cat_io_rename(ctx, tmp, path));
@@ -431,7 +431,7 @@ static int contiguous_put(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *c
 static int contiguous_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
                              int64_t nbytes, bool full_header, bool sync) {
   plan pl;
-  uint8_t fixed[CAT_FH_SIZE], old[CAT_ATOMIC_HEADER_MAX];
+  uint8_t fixed[CAT_FH_SIZE], old[CAT_ATOMIC_HEADER_MAX], *tail = NULL;
   int64_t f0 = sc->frame_len, off = sc->wend, section = off - sc->header_len, hlen;
   int rc;
   memset(&pl, 0, sizeof pl);
@@ -444,11 +444,15 @@ static int contiguous_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entr
    * our encoding of the metalayers has the length of the one on disk. */
   CAT_CHECK(undo, !full_header || pl.header_len == sc->header_len, CATERVA_E_INVALID,
             "internal: header length changed in an in-place commit");
-  CAT_TRY(undo, cat_io_pwrite(ctx, sc->fd, pl.index, (size_t)pl.index_len, off, sc->path));
-  off += pl.index_len;
-  CAT_TRY(undo, cat_io_pwrite(ctx, sc->fd, pl.trailer, (size_t)pl.trailer_len, off, sc->path));
-  off += pl.trailer_len;
-  if (sync) CAT_TRY(undo, cat_io_fsync(ctx, sc->fd, sc->path));
+  /* index and trailer in one write */
+  tail = malloc((size_t)pl.index_len + (size_t)pl.trailer_len + 1);
+  CAT_CHECK(undo, tail != NULL, CATERVA_E_NOMEM, "out of memory");
+  if (pl.index_len) memcpy(tail, pl.index, (size_t)pl.index_len);
+  memcpy(tail + pl.index_len, pl.trailer, (size_t)pl.trailer_len);
+  CAT_TRY(undo, cat_io_pwrite(ctx, sc->fd, tail, (size_t)pl.index_len + (size_t)pl.trailer_len,
+                              off, sc->path));
+  off += pl.index_len + pl.trailer_len;
+  if (sync) CAT_TRY(undo, cat_io_fdatasync(ctx, sc->fd, sc->path)); /* size included */
   /* the header as it is, to put back if the commit cannot be made durable */
   hlen = full_header ? pl.header_len : CAT_FH_COMMIT_END;
   CAT_CHECK(undo, hlen <= (int64_t)sizeof old, CATERVA_E_INVALID, "internal: header too long");
@@ -463,14 +467,14 @@ static int contiguous_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entr
   }
   /* A failed header write changed nothing (pwrite of one sector); keep the undo path. */
   CAT_TRY(undo, rc);
-  if (sync && (rc = cat_io_fsync(ctx, sc->fd, sc->path)) < 0) {
+  if (sync && (rc = cat_io_fdatasync(ctx, sc->fd, sc->path)) < 0) { /* same size: no times */
     /* Not durable: put the old header back, so that the failure leaves the old state, as a
      * failure before the commit point does. If even that fails, the file holds either. */
     char keep[CAT_ERRMSG_SIZE];
     snprintf(keep, sizeof keep, "%s", ctx != NULL ? ctx->errmsg : "");
     if (cat_io_pwrite(ctx, sc->fd, old, (size_t)hlen, 0, sc->path) >= 0 &&
         cat_io_truncate(ctx, sc->fd, f0, sc->path) >= 0 &&
-        cat_io_fsync(ctx, sc->fd, sc->path) >= 0) {
+        cat_io_fdatasync(ctx, sc->fd, sc->path) >= 0) {
       if (ctx != NULL) snprintf(ctx->errmsg, sizeof ctx->errmsg, "%s", keep);
       sc->wend = f0;
       goto leave;
@@ -490,6 +494,7 @@ undo:
   (void)!ftruncate(sc->fd, (off_t)f0);
   sc->wend = f0;
 leave:
+  free(tail);
   plan_free(&pl);
   return rc;
 }
@@ -542,7 +547,7 @@ static int write_chunk_file(caterva_ctx *ctx, const char *dir, int64_t num, cons
     goto leave;
   }
   rc = cat_io_write(ctx, fd, chunk, (size_t)cbytes, path);
-  if (rc >= 0 && sync) rc = cat_io_fsync(ctx, fd, path);
+  if (rc >= 0 && sync) rc = cat_io_fdatasync(ctx, fd, path); /* its name: the index's rename */
   if (rc < 0) (void)unlink(path); /* no partial file left behind (a full disk) */
 leave:
   if (fd >= 0) close(fd);

@@ -133,13 +133,22 @@ typedef struct pieces {
   size_t n[4];
 } pieces;
 
+/* The pieces in one write (a sparse frame's header, index and trailer: small). */
 static int emit_pieces(caterva_ctx *ctx, void *arg, int fd, const char *path) {
   pieces *pc = arg;
+  size_t total = 0, at = 0;
+  uint8_t *buf;
+  int rc;
+  for (int k = 0; k < 4; k++) total += pc->n[k];
+  buf = malloc(total ? total : 1);
+  if (buf == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
   for (int k = 0; k < 4; k++) {
-    int rc = pc->n[k] ? cat_io_write(ctx, fd, pc->p[k], pc->n[k], path) : CATERVA_OK;
-    if (rc < 0) return rc;
+    if (pc->n[k]) memcpy(buf + at, pc->p[k], pc->n[k]);
+    at += pc->n[k];
   }
-  return CATERVA_OK;
+  rc = total ? cat_io_write(ctx, fd, buf, total, path) : CATERVA_OK;
+  free(buf);
+  return rc;
 }
 
 /* ---- layout of a packed frame ----------------------------------------------------------- */

@@ -19,7 +19,9 @@
  * set, when ../shared is there), a Blosc 1.x chunk, and chunks whose block size, typesize,
  * filters or codec format differ from the parameters asked for.
  * Through the array API: a cell write into one block of a stored chunk, flushed, leaves the
- * other blocks' compressed bytes as they were, and the array reads back right.
+ * other blocks' compressed bytes as they were, and the array reads back right; a chunk whose
+ * cells are all written is stored without reading the old one (its file replaced by garbage
+ * first), while a one-cell write into such a chunk fails.
  */
 #include "cat_internal.h"
 #include "caterva.h"
@@ -364,6 +366,80 @@ static void through_array(caterva_ctx *ctx) {
   caterva_array_free(a);
 }
 
+/* A chunk whose cells are all written is compressed from the cache alone, never read: its
+ * stored file in a sparse frame is replaced by garbage first; writing every cell of it
+ * succeeds and reads back, while writing one cell of another damaged chunk fails (that write
+ * must read the chunk, and the garbage is detected). */
+static void whole_chunk_not_read(caterva_ctx *ctx) {
+  char dir[256], path[512], file[600];
+  caterva_array_params p;
+  caterva_array *a = NULL;
+  enum { D0 = 32, D1 = 16 };
+  static double buf[D0 * D1], back[D0 * D1];
+  uint8_t junk[64];
+  int64_t lo[2] = {0, 0}, hi[2] = {D0, D1};
+  int ok = 1, rc;
+  const char *t = getenv("TMPDIR");
+  snprintf(dir, sizeof dir, "%s/test_chunk_patch.XXXXXX", t && *t ? t : "/tmp");
+  if (mkdtemp(dir) == NULL) {
+    tap_ok(0, "temporary directory");
+    return;
+  }
+  snprintf(path, sizeof path, "%s/a.b2frame", dir);
+  caterva_array_params_init(&p);
+  p.ndim = 2;
+  p.shape[0] = D0;
+  p.shape[1] = D1;
+  p.chunkshape[0] = 16; /* two chunks: rows 0-15 and 16-31 */
+  p.chunkshape[1] = D1;
+  p.blockshape[0] = 4;
+  p.blockshape[1] = D1;
+  p.dtype = "float64";
+  p.store = CATERVA_STORE_SPARSE;
+  p.path = path;
+  for (int i = 0; i < D0 * D1; i++) buf[i] = i * 0.5;
+  ok = caterva_array_from_buffer(ctx, &p, buf, sizeof buf, &a) == 0;
+  caterva_array_free(a);
+  a = NULL;
+  memset(junk, 0xA5, sizeof junk);
+  for (int c = 0; c < 2 && ok; c++) { /* both chunk files: 00000000.chunk, 00000001.chunk */
+    FILE *f;
+    snprintf(file, sizeof file, "%s/%08X.chunk", path, c);
+    f = fopen(file, "wb");
+    ok = f != NULL && fwrite(junk, 1, sizeof junk, f) == sizeof junk;
+    if (f != NULL) fclose(f);
+  }
+  ok = ok && caterva_array_open(ctx, path, CATERVA_OPEN_WRITE, &a) == 0;
+  for (int64_t r = 0; r < 16 && ok; r++)
+    for (int64_t c = 0; c < D1 && ok; c++) {
+      int64_t coord[2] = {r, c};
+      double v = -(double)(r * D1 + c);
+      buf[r * D1 + c] = v;
+      ok = caterva_array_set_item(ctx, a, coord, &v) == 0;
+    }
+  ok = ok && caterva_array_flush(ctx, a) == 0;
+  tap_ok(ok, "every cell of a chunk whose stored bytes are garbage written: stored without "
+             "reading them (%s)", ok ? "" : caterva_ctx_errmsg(ctx));
+  {
+    int64_t coord[2] = {20, 3};
+    double v = 1.0;
+    rc = caterva_array_set_item(ctx, a, coord, &v);
+    if (rc == 0) rc = caterva_array_flush(ctx, a);
+    tap_ok(rc < 0, "one cell of the other damaged chunk: its stored bytes are read and refused "
+                   "(%d: %s)", rc, caterva_ctx_errmsg(ctx));
+  }
+  caterva_array_free(a);
+  a = NULL;
+  ok = caterva_array_open(ctx, path, CATERVA_OPEN_READ, &a) == 0;
+  hi[0] = 16;
+  tap_ok(ok && caterva_array_get_slice(ctx, a, lo, hi, back, 16 * D1 * sizeof(double)) == 0 &&
+             memcmp(back, buf, 16 * D1 * sizeof(double)) == 0,
+         "the chunk written whole reads back");
+  caterva_array_free(a);
+  snprintf(file, sizeof file, "rm -rf '%s'", dir);
+  if (system(file) != 0) tap_diag("could not remove %s", dir);
+}
+
 int main(void) {
   caterva_ctx *ctx = NULL;
   if (caterva_ctx_new(1, &ctx) < 0) return 1;
@@ -371,6 +447,7 @@ int main(void) {
   refusals(ctx);
   dictionary(ctx);
   through_array(ctx);
+  whole_chunk_not_read(ctx);
   caterva_ctx_free(ctx);
   return tap_done();
 }

@@ -17,7 +17,8 @@
  * compresses whole), each kind tested: special chunks (zeros, a repeated value), memcpyed
  * chunks (clevel 0 and incompressible data), DELTA, a zstd dictionary chunk (from the golden
  * set, when ../shared is there), a Blosc 1.x chunk, and chunks whose block size, typesize,
- * filters or codec format differ from the parameters asked for.
+ * filters or codec format differ from the parameters asked for. Truncated and bit-flipped old
+ * chunks are refused or patched without reading outside them.
  * Through the array API: a cell write into one block of a stored chunk, flushed, leaves the
  * other blocks' compressed bytes as they were, and the array reads back right; a chunk whose
  * cells are all written is stored without reading the old one (its file replaced by garbage
@@ -440,12 +441,52 @@ static void whole_chunk_not_read(caterva_ctx *ctx) {
   if (system(file) != 0) tap_diag("could not remove %s", dir);
 }
 
+/* The old chunk comes from a file: truncated and bit-flipped chunks must be refused or
+ * patched without reading outside them (checked by the ASan/UBSan build); a result the patch
+ * accepts must be a chunk the decoder reads to its size or refuses cleanly. */
+static void damaged_old(caterva_ctx *ctx) {
+  enum { N = 4096 * 6 };
+  caterva_cparams cp;
+  uint8_t *src = malloc(N), *c = malloc(CAP(N)), *bad = malloc(CAP(N)), *out = malloc(CAP(N));
+  uint8_t *dec = malloc(N), dirty[6] = {1, 0, 1, 0, 0, 1};
+  int32_t cb, calls = 0, refused_n = 0, decodable = 1;
+  base_cparams(&cp);
+  make_data(src, N, 4, 0, 5);
+  cb = caterva_chunk_compress(ctx, &cp, src, N, c, CAP(N));
+  for (int32_t len = 0; len < cb; len += 1 + len / 16) { /* truncations */
+    int32_t r = cat_chunk_patch(ctx, &cp, c, len, src, N, dirty, out, CAP(N));
+    calls++;
+    refused_n += r < 0;
+  }
+  for (int k = 0; k < 3000; k++) { /* one to three flipped bits */
+    int32_t r;
+    memcpy(bad, c, (size_t)cb);
+    for (int f = 0; f <= k % 3; f++) bad[next_rand() % (uint32_t)cb] ^= (uint8_t)(1u << (next_rand() % 8));
+    r = cat_chunk_patch(ctx, &cp, bad, cb, src, N, dirty, out, CAP(N));
+    calls++;
+    refused_n += r < 0;
+    if (r > 0) {
+      int32_t d = caterva_chunk_decompress(ctx, out, (size_t)r, dec, N);
+      decodable &= d == N || d < 0;
+    }
+  }
+  tap_ok(decodable && refused_n > 0 && refused_n < calls,
+         "%d damaged old chunks: %d refused, the others patched into chunks the decoder reads "
+         "or refuses cleanly", (int)calls, (int)refused_n);
+  free(src);
+  free(c);
+  free(bad);
+  free(out);
+  free(dec);
+}
+
 int main(void) {
   caterva_ctx *ctx = NULL;
   if (caterva_ctx_new(1, &ctx) < 0) return 1;
   pipelines(ctx);
   refusals(ctx);
   dictionary(ctx);
+  damaged_old(ctx);
   through_array(ctx);
   whole_chunk_not_read(ctx);
   caterva_ctx_free(ctx);

@@ -371,17 +371,27 @@ leave:
   return rc;
 }
 
-/* Append n copies of one special chunk. */
+/* Append n copies of one special chunk, in one edit of the super-chunk (a file store
+ * writes the stored copies of a value fill in large writes, or sparse files synced once). */
 static int append_special(caterva_ctx *ctx, caterva_array *a, int kind, const void *value,
                           int64_t n) {
   int rc = CATERVA_OK;
+  int64_t *map = NULL, old = caterva_schunk_nchunks(a->sc);
   uint8_t chunk[CATERVA_CHUNK_HEADER_SIZE + 256];
   int32_t cbytes = caterva_chunk_make_special(kind, a->g.chunksize, a->g.itemsize,
                                               a->g.blocksize, value, chunk, sizeof chunk);
   CAT_TRY(leave, cbytes);
-  for (int64_t i = 0; i < n; i++)
-    CAT_TRY(leave, caterva_schunk_append_chunk(ctx, a->sc, chunk, cbytes));
+  if (n <= 1) { /* one chunk (a copy chunk by chunk): no map of the whole index */
+    int64_t r = n == 1 ? caterva_schunk_append_chunk(ctx, a->sc, chunk, cbytes) : 0;
+    rc = r < 0 ? (int)r : CATERVA_OK;
+    goto leave;
+  }
+  map = malloc((size_t)(old + n) * sizeof *map);
+  CAT_CHECK(leave, map != NULL, CATERVA_E_NOMEM, "out of memory");
+  for (int64_t i = 0; i < old + n; i++) map[i] = i < old ? i : -1; /* the old chunks stay */
+  rc = cat_sc_remap(ctx, a->sc, map, old + n, chunk, cbytes);
 leave:
+  free(map);
   return rc;
 }
 

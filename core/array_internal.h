@@ -219,6 +219,10 @@ void cat_bs_remap_hook(void *arg, caterva_ctx *ctx, const int64_t *map, int64_t 
 /* The uncompressed image of the chunk about to be stored at pos (NULL: none), so that the
  * hook need not decompress it; or, for a raw copy, the record of a's chunk apos. */
 void cat_bs_hint(caterva_array *a, int64_t pos, const uint8_t *img);
+/* Like cat_bs_hint for a chunk re-encoded only in the blocks where dirty[b] != 0 (img is
+ * right there only); the other blocks keep their statistics, which the caller has checked
+ * against the chunk before the edit (caterva_array_block_stats). */
+void cat_bs_hint_blocks(caterva_array *a, int64_t pos, const uint8_t *img, const uint8_t *dirty);
 void cat_bs_hint_copy(caterva_array *b, int64_t pos, caterva_array *a, int64_t apos);
 /* While a resize renumbers chunks: the geometry new chunks are computed for (NULL: a->g). */
 void cat_bs_set_geom(caterva_array *a, const cat_geom *g);

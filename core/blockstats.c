@@ -95,7 +95,9 @@ struct cat_bstats {
   bs_mark *marks;         /* begin mark first, then savepoints in increasing level */
   int nmarks, capmarks;
   int64_t hint_pos;       /* chunk position of the hint, -1: none */
-  const uint8_t *hint_img;/* its uncompressed image */
+  const uint8_t *hint_img;/* its uncompressed image (with hint_dirty: right only in the
+                           * blocks flagged there) */
+  const uint8_t *hint_dirty; /* NULL, or per block: changed (the others kept their bytes) */
   bs_rec *hint_rec;       /* or its record, taken from another array (a raw copy) */
   const cat_geom *geom;   /* geometry of new chunks while a resize renumbers them, or NULL */
   uint8_t *scratch;       /* verify(): a chunk's bytes copied from the file */
@@ -428,6 +430,27 @@ static bs_rec *rec_for_chunk(caterva_ctx *ctx, const cat_bstats *bs, const cat_g
   return r;
 }
 
+/* The record of chunk n after an edit that re-encoded only the blocks flagged in
+ * bs->hint_dirty (their items are in bs->hint_img): the old record's other blocks, checked
+ * against the chunk before the edit, stay; without one, computed from the new chunk. */
+static bs_rec *rec_patch(caterva_ctx *ctx, const cat_bstats *bs, const cat_geom *g, int64_t n,
+                         const uint8_t *chunk, int32_t cbytes, const bs_rec *old) {
+  int64_t cc[CATERVA_MAX_DIM];
+  bs_rec *r;
+  if (chunk == NULL || old == NULL || !old->verified)
+    return rec_for_chunk(ctx, bs, g, n, chunk, cbytes, CATERVA_SPECIAL_NONE, NULL);
+  r = rec_new(bs->nblocks);
+  if (r == NULL) return NULL;
+  memcpy(r->b, old->b, (size_t)bs->nblocks * sizeof *r->b);
+  cat_geom_chunk_coords(g, n, cc);
+  for (int32_t b = 0; b < bs->nblocks; b++)
+    if (bs->hint_dirty[b])
+      block_compute(bs, g, cc, b, bs->hint_img + (size_t)b * (size_t)g->blocksize, &r->b[b]);
+  r->fp = fingerprint(chunk, (size_t)cbytes);
+  r->verified = true;
+  return r;
+}
+
 /* ---- keeping records in step with the chunks ----------------------------------------- */
 
 /* Make room for (or remove) the position pos. false: out of memory. */
@@ -472,6 +495,9 @@ void cat_bs_edit_hook(void *arg, caterva_ctx *ctx, int op, int64_t pos, const ui
   if (bs->hint_pos == pos && bs->hint_rec != NULL) {
     r = bs->hint_rec;
     r->refs++;
+  } else if (bs->hint_pos == pos && bs->hint_dirty != NULL) {
+    r = rec_patch(ctx, bs, bs->geom != NULL ? bs->geom : &a->g, pos, chunk, cbytes,
+                  bs->rec[pos]);
   } else {
     r = rec_for_chunk(ctx, bs, bs->geom != NULL ? bs->geom : &a->g, pos, chunk, cbytes, special,
                       bs->hint_pos == pos ? bs->hint_img : NULL);
@@ -532,6 +558,12 @@ void cat_bs_hint(caterva_array *a, int64_t pos, const uint8_t *img) {
   a->bs->hint_pos = img != NULL ? pos : -1;
   a->bs->hint_img = img;
   a->bs->hint_rec = NULL;
+  a->bs->hint_dirty = NULL;
+}
+
+void cat_bs_hint_blocks(caterva_array *a, int64_t pos, const uint8_t *img, const uint8_t *dirty) {
+  cat_bs_hint(a, pos, img);
+  if (a->bs != NULL && img != NULL) a->bs->hint_dirty = dirty;
 }
 
 void cat_bs_hint_copy(caterva_array *b, int64_t pos, caterva_array *a, int64_t apos) {
@@ -539,6 +571,7 @@ void cat_bs_hint_copy(caterva_array *b, int64_t pos, caterva_array *a, int64_t a
   b->bs->hint_pos = -1;
   b->bs->hint_img = NULL;
   b->bs->hint_rec = NULL;
+  b->bs->hint_dirty = NULL;
   if (a->bs == NULL || a->bs->broken || apos >= a->bs->n || a->bs->rec[apos] == NULL ||
       !a->bs->rec[apos]->verified || a->bs->stype != b->bs->stype ||
       a->bs->nblocks != b->bs->nblocks)

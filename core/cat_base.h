@@ -155,6 +155,13 @@ int cat_io_pwrite(caterva_ctx *ctx, int fd, const void *buf, size_t n, int64_t o
                   const char *path);
 int cat_io_pread(caterva_ctx *ctx, int fd, void *buf, size_t n, int64_t off, const char *path);
 int cat_io_fsync(caterva_ctx *ctx, int fd, const char *path);
+/* fdatasync: the data and what reading it back needs (size, block map), not the times. Enough
+ * wherever a file's content matters and its directory entry is synced on its own (a new file
+ * before its rename, then the directory) or exists already (a header rewritten in place). */
+int cat_io_fdatasync(caterva_ctx *ctx, int fd, const char *path);
+/* syncfs(2) on the file system holding the open fd: everything written there becomes durable,
+ * and a write-back error of any file since fd was opened is reported (Linux 5.8 and later). */
+int cat_io_syncfs(caterva_ctx *ctx, int fd, const char *path);
 int cat_io_truncate(caterva_ctx *ctx, int fd, int64_t len, const char *path);
 int cat_io_rename(caterva_ctx *ctx, const char *from, const char *to);
 /* rename that fails with CATERVA_E_EXISTS instead of replacing an existing file or directory. */

@@ -79,6 +79,20 @@ int cat_chunk_span_init(const uint8_t *chunk, int32_t have, int32_t cbytes, cat_
  * with the decoder's framing, or -1 when they run past hi (the chunk is then read whole). */
 int32_t cat_chunk_span_reach(const uint8_t *chunk, int32_t cbytes, int32_t j, int32_t hi);
 
+/* ---- re-encoding the changed blocks of a chunk (chunk.c; the write cache) ---------------- */
+
+/* The chunk old (oldlen bytes) with every block j where dirty[j] != 0 compressed anew from
+ * src (the chunk's new content, nbytes; only those blocks' bytes are read) and every other
+ * block's compressed bytes copied as they are; the block-start table is rewritten. Writes it
+ * to dst and returns its cbytes. CATERVA_E_UNSUPPORTED (no message) when old's blocks are
+ * not encoded as cp would encode them (see chunk.c: special, memcpyed, dictionary, DELTA,
+ * another block size, typesize, split, filters or codec format; Blosc 1.x) or the result
+ * would not be smaller than the memcpyed chunk: compress src whole instead. dirty has one
+ * flag per block of old; dstcap as for caterva_chunk_compress. */
+int32_t cat_chunk_patch(caterva_ctx *ctx, const caterva_cparams *cp, const void *old,
+                        int32_t oldlen, const void *src, int32_t nbytes, const uint8_t *dirty,
+                        void *dst, int32_t dstcap);
+
 /* ---- remote reads (schunk.c, frame_remote.c) --------------------------------------------- */
 
 /* Blocks a reader is about to decode from chunk nchunk (nblocks < 0: the whole chunk). */

@@ -870,6 +870,13 @@ static bool cat_split_wanted(const caterva_cparams *cp, int32_t blocksize) {
   }
 }
 
+/* The block size caterva_chunk_compress uses for nbytes bytes. */
+static int32_t cat_chosen_blocksize(const caterva_cparams *cp, int32_t nbytes) {
+  int32_t blocksize = cp->blocksize;
+  if (blocksize == 0) blocksize = cat_auto_blocksize(cp, nbytes, cat_split_wanted(cp, nbytes));
+  return blocksize > nbytes ? nbytes : blocksize;
+}
+
 static int cat_check_cparams(caterva_ctx *ctx, const caterva_cparams *cp) {
   if (cat_codec_format_id(cp->codec) < 0)
     return cat_error(ctx, CATERVA_E_UNSUPPORTED, "unknown codec %d", cp->codec);
@@ -900,6 +907,8 @@ typedef struct cat_enc_job {
   int64_t slot;
   int32_t *outlen;     /* compressed length of each block */
   bool *all_zero;      /* every stream of the block was a zero run */
+  const int32_t *which;/* NULL: task t encodes block t; else block which[t] (a patch), its
+                        * output in slot t */
 } cat_enc_job;
 
 /* Encode one stream of n bytes at in into out: zero run, byte run, codec, or raw. */
@@ -964,9 +973,10 @@ static const uint8_t *cat_filter_block(cat_enc_job *job, int w, int32_t j, const
 
 static int cat_enc_task(void *arg, int64_t t, int w) {
   cat_enc_job *job = arg;
-  int32_t j = (int32_t)t, bsize = job->blocksize, nstreams, neblock;
+  int32_t j = job->which != NULL ? job->which[t] : (int32_t)t, bsize = job->blocksize, nstreams,
+          neblock;
   int64_t off = (int64_t)j * job->blocksize;
-  uint8_t *out = job->out + j * job->slot;
+  uint8_t *out = job->out + t * job->slot;
   const uint8_t *filtered;
   int32_t len = 0;
   int rc;
@@ -985,8 +995,8 @@ static int cat_enc_task(void *arg, int64_t t, int w) {
     len += n;
     all_zero = all_zero && zero;
   }
-  job->outlen[j] = len;
-  job->all_zero[j] = all_zero;
+  job->outlen[t] = len;
+  job->all_zero[t] = all_zero;
   return CATERVA_OK;
 }
 
@@ -1033,10 +1043,10 @@ static int32_t cat_assemble(const cat_enc_job *job, uint8_t *dst, int32_t limit)
   return (int32_t)pos;
 }
 
-static int cat_run_encode(caterva_ctx *ctx, cat_enc_job *job) {
-  if (cat_worth_parallel(ctx, job->nblocks, job->blocksize))
-    return cat_pool_run(ctx->pool, job->nblocks, cat_enc_task, job);
-  for (int32_t j = 0; j < job->nblocks; j++) {
+static int cat_run_encode(caterva_ctx *ctx, cat_enc_job *job, int32_t ntasks) {
+  if (cat_worth_parallel(ctx, ntasks, job->blocksize))
+    return cat_pool_run(ctx->pool, ntasks, cat_enc_task, job);
+  for (int32_t j = 0; j < ntasks; j++) {
     int rc = cat_enc_task(job, j, 0);
     if (rc < 0) return rc;
   }
@@ -1061,9 +1071,7 @@ int32_t caterva_chunk_compress(caterva_ctx *ctx, const caterva_cparams *cp, cons
   if (rc < 0) return rc;
   if (nbytes < 0 || nbytes > CATERVA_CHUNK_MAX_NBYTES || (nbytes > 0 && src == NULL) || dst == NULL)
     return cat_error(ctx, CATERVA_E_INVALID, "bad source buffer of %d bytes", (int)nbytes);
-  blocksize = cp->blocksize;
-  if (blocksize == 0) blocksize = cat_auto_blocksize(cp, nbytes, cat_split_wanted(cp, nbytes));
-  if (blocksize > nbytes) blocksize = nbytes;
+  blocksize = cat_chosen_blocksize(cp, nbytes);
   split = cat_split_wanted(cp, blocksize);
   /* Tiny or clevel-0 chunks are stored as they are, like the reference does. */
   if (cp->clevel == 0 || nbytes < 32 || blocksize <= 0)
@@ -1086,7 +1094,7 @@ int32_t caterva_chunk_compress(caterva_ctx *ctx, const caterva_cparams *cp, cons
   job.out = mem;
   job.outlen = (int32_t *)(void *)(job.out + (size_t)job.slot * (size_t)job.nblocks);
   job.all_zero = (bool *)(job.outlen + job.nblocks);
-  rc = cat_run_encode(ctx, &job);
+  rc = cat_run_encode(ctx, &job, job.nblocks);
   if (rc < 0) {
     rc = cat_error(ctx, rc, "compression failed (%s)", caterva_strerror(rc));
     goto leave;
@@ -1102,6 +1110,127 @@ int32_t caterva_chunk_compress(caterva_ctx *ctx, const caterva_cparams *cp, cons
   rc = cat_assemble(&job, dst, limit);
   if (rc > 0) cat_write_header(dst, cp, nbytes, blocksize, rc, split, false);
   else rc = cat_store_memcpyed(ctx, cp, src, nbytes, blocksize, split, dst, dstcap);
+leave:
+  free(mem);
+  return rc;
+}
+
+/* ---- re-encoding some blocks of a chunk ---------------------------------------------------
+ *
+ * A chunk keeps its blocks as independent compressed runs found through the block-start
+ * table (spec §1.4), so a chunk whose edit touched some blocks can be rebuilt from the old
+ * chunk: the touched blocks compressed anew, the others' bytes copied as they are, the table
+ * rewritten for the new layout. That is only the chunk caterva_chunk_compress would write
+ * when every copied block was encoded the way cp encodes it: the same block size, typesize,
+ * split decision, filters with their meta and codec format (clevel only changes how well a
+ * block compresses, not how it decodes). Chunks whose blocks are not independent runs are
+ * rebuilt whole by the caller: special chunks (no blocks), memcpyed ones (one raw run),
+ * chunks with a zstd/lz4 dictionary (blocks decode against it), DELTA (every block is
+ * encoded against block 0's raw bytes), Blosc 1.x and other versions than we write. */
+
+/* The end of block j's bytes in the parsed chunk ck, or -1 when its streams overrun. */
+static int32_t cat_block_end(const cat_chunk *ck, int32_t j) {
+  int32_t bsize = cat_block_size(&ck->info, j), nstreams = cat_block_nstreams(ck, bsize);
+  int32_t bstart = cat_le32s(ck->p + CAT_HDR + 4 * (size_t)j), cbytes = ck->info.cbytes;
+  cat_rdr r;
+  if (bstart < ck->data_start || bstart >= cbytes) return -1;
+  cat_rdr_init(&r, ck->p + bstart, (size_t)(cbytes - bstart));
+  for (int32_t k = 0; k < nstreams; k++) {
+    int32_t csize;
+    uint8_t token;
+    const uint8_t *payload;
+    if (!cat_rdr_le32(&r, &csize)) return -1;
+    if (csize < 0 && !cat_rdr_u8(&r, &token)) return -1;
+    if (csize > 0 && !cat_rdr_bytes(&r, (size_t)csize, &payload)) return -1;
+  }
+  return cbytes - (int32_t)cat_rdr_left(&r);
+}
+
+/* True when the blocks of the parsed chunk ck decode as cp would encode them. */
+static bool cat_patchable(const cat_chunk *ck, const caterva_cparams *cp, int32_t nbytes,
+                          int32_t blocksize) {
+  const caterva_chunk_info *ci = &ck->info;
+  return ck->hdr == CAT_HDR && ci->version == CAT_VERSION_WRITTEN &&
+         ci->special == CATERVA_SPECIAL_NONE && !ci->memcpyed && !ci->has_dict &&
+         ci->nbytes == nbytes && ci->blocksize == blocksize && ci->typesize == cp->typesize &&
+         ci->split == cat_split_wanted(cp, blocksize) &&
+         cat_codec_format_id(ci->codec) == cat_codec_format_id(cp->codec) &&
+         memcmp(ci->filters, cp->filters, CATERVA_MAX_FILTERS) == 0 &&
+         memcmp(ci->filters_meta, cp->filters_meta, CATERVA_MAX_FILTERS) == 0 &&
+         !cat_has_filter(cp->filters, CATERVA_DELTA);
+}
+
+/* Old blocks copied, the encoded ones (job slots, in list order) placed; 0 if over limit. */
+static int32_t cat_assemble_patch(const cat_enc_job *job, const cat_chunk *old,
+                                  const uint8_t *dirty, uint8_t *dst, int32_t limit) {
+  int64_t pos = CAT_HDR + 4 * (int64_t)job->nblocks;
+  int32_t t = 0;
+  for (int32_t j = 0; j < job->nblocks; j++) {
+    const uint8_t *from;
+    int32_t len;
+    if (dirty[j]) {
+      from = job->out + t * job->slot;
+      len = job->outlen[t++];
+    } else {
+      int32_t start = cat_le32s(old->p + CAT_HDR + 4 * (size_t)j), end = cat_block_end(old, j);
+      if (end < 0) return -1;
+      from = old->p + start;
+      len = end - start;
+    }
+    if (pos + len > limit) return 0;
+    cat_put_le32(dst + CAT_HDR + 4 * (size_t)j, (uint32_t)pos);
+    memcpy(dst + pos, from, (size_t)len);
+    pos += len;
+  }
+  return (int32_t)pos;
+}
+
+int32_t cat_chunk_patch(caterva_ctx *ctx, const caterva_cparams *cp, const void *old,
+                        int32_t oldlen, const void *src, int32_t nbytes, const uint8_t *dirty,
+                        void *dst, int32_t dstcap) {
+  cat_enc_job job;
+  cat_chunk ck;
+  int32_t *which = NULL, ndirty = 0, limit, rc;
+  void *mem = NULL;
+  memset(&job, 0, sizeof job);
+  rc = cat_check_cparams(ctx, cp);
+  if (rc < 0) return rc;
+  if (old == NULL || src == NULL || dirty == NULL || dst == NULL || nbytes <= 0)
+    return cat_error(ctx, CATERVA_E_INVALID, "chunk_patch: NULL or empty argument");
+  job.blocksize = cat_chosen_blocksize(cp, nbytes);
+  if (cp->clevel == 0 || nbytes < 32 || job.blocksize <= 0 ||
+      cat_chunk_parse(old, (size_t)oldlen, &ck) < 0 ||
+      !cat_patchable(&ck, cp, nbytes, job.blocksize))
+    return CATERVA_E_UNSUPPORTED;
+  job.ctx = ctx;
+  job.cp = cp;
+  job.src = src;
+  job.nbytes = nbytes;
+  job.nblocks = ck.info.nblocks;
+  job.split = ck.info.split;
+  job.slot = ((int64_t)job.blocksize + 5 * (int64_t)cp->typesize + 8 + 7) & ~(int64_t)7;
+  for (int32_t j = 0; j < job.nblocks; j++) ndirty += dirty[j] != 0;
+  mem = malloc((size_t)job.slot * (size_t)(ndirty ? ndirty : 1) +
+               (size_t)(ndirty ? ndirty : 1) * (2 * sizeof(int32_t) + sizeof(bool)));
+  if (mem == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  job.out = mem;
+  job.outlen = (int32_t *)(void *)(job.out + (size_t)job.slot * (size_t)(ndirty ? ndirty : 1));
+  which = job.outlen + (ndirty ? ndirty : 1);
+  job.all_zero = (bool *)(which + (ndirty ? ndirty : 1));
+  for (int32_t j = 0, t = 0; j < job.nblocks; j++)
+    if (dirty[j]) which[t++] = j;
+  job.which = which;
+  rc = cat_run_encode(ctx, &job, ndirty);
+  if (rc < 0) {
+    rc = cat_error(ctx, rc, "compression failed (%s)", caterva_strerror(rc));
+    goto leave;
+  }
+  /* like caterva_chunk_compress: never larger than the memcpyed form (the caller makes it) */
+  limit = dstcap < nbytes + CAT_HDR ? dstcap : nbytes + CAT_HDR;
+  rc = cat_assemble_patch(&job, &ck, dirty, dst, limit);
+  if (rc < 0) rc = cat_error(ctx, CATERVA_E_CORRUPT, "chunk to patch: a block overruns it");
+  else if (rc == 0) rc = CATERVA_E_UNSUPPORTED;
+  else cat_write_header(dst, cp, nbytes, job.blocksize, rc, job.split, false);
 leave:
   free(mem);
   return rc;

@@ -118,6 +118,16 @@ int cat_io_fsync(caterva_ctx *ctx, int fd, const char *path) {
   return CATERVA_OK;
 }
 
+int cat_io_fdatasync(caterva_ctx *ctx, int fd, const char *path) {
+  if (injected() || fdatasync(fd) != 0) return cat_io_error(ctx, "cannot sync", path);
+  return CATERVA_OK;
+}
+
+int cat_io_syncfs(caterva_ctx *ctx, int fd, const char *path) {
+  if (injected() || syncfs(fd) != 0) return cat_io_error(ctx, "cannot sync the file system of", path);
+  return CATERVA_OK;
+}
+
 int cat_io_truncate(caterva_ctx *ctx, int fd, int64_t len, const char *path) {
   if (injected() || ftruncate(fd, (off_t)len) != 0)
     return cat_io_error(ctx, "cannot truncate", path);

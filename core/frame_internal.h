@@ -124,6 +124,9 @@ struct caterva_schunk {
   bool retain_maps;          /* keep old maps until freed (CATERVA_SC_RETAIN_MAPS) */
   bool nosync;               /* sparse: chunk files and index not fsync'ed (CATERVA_SC_NOSYNC) */
   bool keep_replaced;        /* sparse: a commit keeps the chunk files it replaces (group.c) */
+  int syncfd;                /* sparse: the directory, opened before chunk files were written
+                              * without an fsync each (cat_file_put_copies); the next synced
+                              * commit makes them durable with one syncfs on it; else -1 */
   cat_map *retired;          /* maps kept alive by retain_maps (n == 0: malloc'ed bytes) */
   uint64_t seen_ino;         /* inode of the file (contiguous) or chunks.b2frame (sparse) */
   int64_t seen_mtime;        /* sparse: modification time of chunks.b2frame, ns */
@@ -211,6 +214,15 @@ int cat_file_create(caterva_ctx *ctx, caterva_schunk *sc);
  * file number) and give its index entry. Nothing refers to it until a commit. */
 int cat_file_put_chunk(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *chunk,
                        int32_t cbytes, int64_t *entry);
+/* For each position i < n with map[i] < 0, write a copy of one stored chunk where no
+ * committed byte lives and set entries[i] (other entries are not touched): contiguous, in
+ * large writes after sc->wend, one copy per position (c-blosc2 updates a chunk of a
+ * contiguous frame in place, so index entries must not share stored bytes); sparse, one new
+ * file per position, without an fsync each: the next synced commit makes them durable at
+ * once (syncfs) before it writes the index that names them. All or nothing: on failure no
+ * copy is left and no entry written. */
+int cat_file_put_copies(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *chunk,
+                        int32_t cbytes, const int64_t *map, int64_t n, int64_t *entries);
 /* Forget the chunk put last at entry (an edit that failed after putting it). */
 void cat_file_drop_chunk(caterva_schunk *sc, int64_t entry);
 /* Make the index entries/n/nbytes durable, with everything written so far: contiguous,

@@ -37,6 +37,7 @@ caterva_schunk *cat_sc_alloc(int store) {
   sc->store = store;
   sc->fd = -1;
   sc->rfd = -1;
+  sc->syncfd = -1;
   sc->frame_len = -1;
   return sc;
 }
@@ -700,6 +701,7 @@ typedef struct sc_remap {
   sc_next nx;         /* new index, data, nbytes, removed_cb */
   int64_t built;      /* new positions filled in so far */
   int64_t added_cb;   /* stored bytes of the new chunks */
+  bool put;           /* file store: the stored fill chunks are written */
 } sc_remap;
 
 /* map must name old chunks in increasing order, and a short last chunk must stay last. */
@@ -726,20 +728,23 @@ static int remap_check(caterva_ctx *ctx, const caterva_schunk *sc, sc_remap *r) 
   return CATERVA_OK;
 }
 
-/* One new position holding a fill chunk: a special entry, the bytes written to the file,
- * or (memory store) an owned copy. */
-static int remap_fill(caterva_ctx *ctx, caterva_schunk *sc, sc_remap *r, int64_t i) {
+/* A new position of a memory store holding a fill chunk: a special entry or an owned copy. */
+static int remap_fill_memory(caterva_ctx *ctx, sc_remap *r, int64_t i) {
   sc_next *nx = &r->nx;
   nx->entries[i] = r->fill.special;
-  nx->nbytes += r->fill.nb;
   if (r->fill.chunk == NULL) return CATERVA_OK;
-  r->added_cb += r->fill.cbytes;
-  if (sc->store != CATERVA_STORE_MEMORY)
-    return cat_file_put_chunk(ctx, sc, r->fill.chunk, r->fill.cbytes, &nx->entries[i]);
   nx->data[i] = malloc((size_t)r->fill.cbytes);
   if (nx->data[i] == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
   memcpy(nx->data[i], r->fill.chunk, (size_t)r->fill.cbytes);
   return CATERVA_OK;
+}
+
+/* The new positions of a file store that hold a stored fill chunk, written in one call. */
+static int remap_fill_file(caterva_ctx *ctx, caterva_schunk *sc, sc_remap *r) {
+  int rc = cat_file_put_copies(ctx, sc, r->fill.chunk, r->fill.cbytes, r->map, r->n,
+                               r->nx.entries);
+  if (rc >= 0) r->put = true;
+  return rc;
 }
 
 /* The new index (and data) in r->nx, and which old chunks go. */
@@ -759,7 +764,10 @@ static int remap_build(caterva_ctx *ctx, caterva_schunk *sc, sc_remap *r) {
   for (; r->built < r->n; r->built++) {
     int64_t i = r->built, m = r->map[i];
     if (m < 0) {
-      int rc = remap_fill(ctx, sc, r, i);
+      int rc = sc->store == CATERVA_STORE_MEMORY ? remap_fill_memory(ctx, r, i) : CATERVA_OK;
+      nx->entries[i] = r->fill.special;
+      nx->nbytes += r->fill.nb;
+      if (r->fill.chunk != NULL) r->added_cb += r->fill.cbytes;
       if (rc < 0) return rc;
       continue;
     }
@@ -768,18 +776,29 @@ static int remap_build(caterva_ctx *ctx, caterva_schunk *sc, sc_remap *r) {
     nx->nbytes += chunk_nbytes(sc, m);
     if (nx->data != NULL && sc->data != NULL) nx->data[i] = sc->data[m];
   }
+  if (sc->store != CATERVA_STORE_MEMORY && r->fill.chunk != NULL && r->added_cb > 0) {
+    int rc = remap_fill_file(ctx, sc, r);
+    if (rc < 0) return rc;
+  }
   for (int64_t j = 0; j < sc->nchunks; j++)
     if (r->gone[j]) nx->removed_cb += stored_cbytes(ctx, sc, j);
   return CATERVA_OK;
 }
 
-/* Undo what remap_build did at the positions before r->built (the last put first). */
+/* Undo what remap_build did: the owned copies of the positions before r->built, or the
+ * stored fill chunks (sparse: each file, the last first; contiguous: the copies lie in
+ * position order, so cutting the file at the first one removes them all). */
 static void remap_unbuild(caterva_schunk *sc, sc_remap *r) {
-  for (int64_t i = r->built - 1; i >= 0; i--) {
-    if (r->map[i] >= 0 || r->fill.chunk == NULL) continue;
-    if (sc->store != CATERVA_STORE_MEMORY) cat_file_drop_chunk(sc, r->nx.entries[i]);
-    else free(r->nx.data[i]);
+  int64_t first = -1;
+  for (int64_t i = 0; i < r->n && r->fill.chunk != NULL; i++) {
+    if (r->map[i] >= 0) continue;
+    if (sc->store == CATERVA_STORE_MEMORY && i < r->built) free(r->nx.data[i]);
+    if (first < 0) first = i;
   }
+  if (r->put && sc->store == CATERVA_STORE_CONTIGUOUS)
+    cat_file_drop_chunk(sc, r->nx.entries[first]);
+  for (int64_t i = r->n - 1; r->put && sc->store == CATERVA_STORE_SPARSE && i >= 0; i--)
+    if (r->map[i] < 0) cat_file_drop_chunk(sc, r->nx.entries[i]);
   free(r->nx.entries);
   free(r->nx.data);
 }

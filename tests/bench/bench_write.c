@@ -1,7 +1,7 @@
 /*
  * bench_write.c -- writing through the caterva virtual table against a plain SQLite table.
  *
- *   bench_write [-e EXT] [-t DIR] [-n NTIME] [-r RUNS] [-c COMMITS] [-k] [-l]
+ *   bench_write [-e EXT] [-t DIR] [-n NTIME] [-r RUNS] [-c COMMITS] [-g N] [-G N] [-k] [-l]
  *
  *   -e  the built extension (default: ../../.libs/caterva.so from this program, tests/bench/)
  *   -t  scratch directory (default $TMPDIR, else /tmp); a directory bench_write.XXXXXX is made
@@ -9,6 +9,9 @@
  *   -n  extent of the first dimension (default 365: the demo's 365 x 180 x 360)
  *   -r  runs of each UPDATE (default 5; the median is reported)
  *   -c  commits timed in each commit measurement (default 21; the median is reported)
+ *   -g  new chunks of the fill growths of section 6 (default 1000000)
+ *   -G  new chunks of the sparse growth with a value fill (default 100000: a million files
+ *       take minutes to create and to remove on ext4; the floor is measured with as many)
  *   -k  keep the scratch files
  *   -l  the load only (section 1 and the sizes; for profiling)
  *
@@ -37,6 +40,14 @@
  *      synchronous=full (fsync) and synchronous=off, and for the plain table with its default
  *      synchronous and with synchronous=OFF.
  *   4. File sizes.
+ *   5. UPDATE s SET value = -1 WHERE a = K (K = 17, 18, ...) on a 200x200x200 float64 array
+ *      (chunks 52x100x100, blocks 13x25x25) against the same UPDATE of a plain WITHOUT ROWID
+ *      table holding the same cells: one slab of 40,000 cells, a quarter of the blocks of
+ *      the four chunks it crosses; the array with zstd 5 (the default) and with lz4.
+ *   6. Growth with a fill value: one INSERT a million chunks (-g) past the end of a float64
+ *      array of 1-item chunks, contiguous and sparse, fill NaN (special index entries) and
+ *      fill 3 (a stored repeated-value chunk per new position); time, bytes and files; and
+ *      the file system's floor for the sparse case (creating as many 40-byte files).
  *
  * The values are integers times a power of two (VALUE_EXPR, NOISY_EXPR below): exactly
  * representable in float32, so the float32 array and the REAL column hold the same numbers
@@ -48,13 +59,16 @@
  * The caterva table lives in a connection of its own (an in-memory main database, so that
  * its transactions write nothing but the array), the plain table in another.
  */
+#define _GNU_SOURCE /* syncfs */
 #include <sqlite3.h>
 
 #include "benchutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,6 +334,7 @@ typedef struct {
   char dir[2048], arr[2200], arr0[2200], arrn[2200], plain[2200];
   long long size_c0, size_cn;  /* the files of the clevel=0 and the noisy loads */
   int ntime, runs, commits;
+  long long grow, grow_sparse;  /* new chunks of the fill growths (-g; -G: sparse, fill 3) */
   long long ncells;
   double sum_c, sum_p;     /* expected sum(value) of each table */
 } Bench;
@@ -673,6 +688,168 @@ static void bench_commit(Bench *b) {
   check_cells(b, "after the commits");
 }
 
+/* 5. UPDATE t SET value = -1 WHERE a = K on the 200x200x200 float64 array: one slab of
+ * 40,000 cells, a quarter of the blocks of the four chunks it crosses (the issue's case); the
+ * array with zstd 5 (the default: Zstd level 9 inside, as the reference maps it) and with lz4,
+ * whose compression costs little, to show what is compression and what is not. */
+static Stat slab_runs(Bench *b, sqlite3 *db, const char *table, double *cpu_out) {
+  double w[MAXRUNS], c[MAXRUNS];
+  char sql[256];
+  Stat st;
+  int r;
+  for (r = 0; r < b->runs; r++) {
+    Timing t;
+    /* a new slab each run (every run changes 40,000 cells), the same ones in every table */
+    snprintf(sql, sizeof(sql), "UPDATE %s SET value = -1 WHERE a = %d", table, 17 + r);
+    t = timed_sql(db, sql);
+    w[r] = t.wall, c[r] = t.cpu;
+    check(sqlite3_changes(db) == 40000, "slab: %s changed %d cells", table, sqlite3_changes(db));
+  }
+  st = stat_of(w, c, b->runs);
+  *cpu_out = st.cpu;
+  return st;
+}
+
+static void bench_slab(Bench *b) {
+  static const struct { const char *name, *codec, *label; } arr[] = {
+      {"s", "zstd", "caterva, zstd 5 + shuffle (the default)"},
+      {"s4", "lz4", "caterva, lz4 5 + shuffle"}};
+  const char *expr = "(time*7 + lat*3 + lon) * 0.25";
+  char sql[3000];
+  double n, sum[2], sp, dummy, cpu;
+  Stat st[2], p;
+  Timing tl[2], tp;
+  size_t i;
+  for (i = 0; i < 2; i++) {
+    snprintf(sql, sizeof(sql),
+             "CREATE VIRTUAL TABLE %s USING caterva('%s/%s.b2nd', shape='200,200,200', "
+             "dtype='float64', chunks='52,100,100', blocks='13,25,25', codec='%s', clevel=5, "
+             "dims='a,b,c')", arr[i].name, b->dir, arr[i].name, arr[i].codec);
+    bench_exec(b->dbc, sql);
+    snprintf(sql, sizeof(sql), "INSERT INTO %s(a, b, c, value) SELECT time, lat, lon, %s "
+             "FROM bench_grid(200, 200, 200)", arr[i].name, expr);
+    tl[i] = timed_sql(b->dbc, sql);
+  }
+  bench_exec(b->dbp, "CREATE TABLE ps(a INTEGER, b INTEGER, c INTEGER, value REAL, "
+                   "PRIMARY KEY(a, b, c)) WITHOUT ROWID");
+  snprintf(sql, sizeof(sql),
+           "INSERT INTO ps(a, b, c, value) SELECT time, lat, lon, %s FROM bench_grid(200, 200, 200)",
+           expr);
+  tp = timed_sql(b->dbp, sql);
+  /* the loads' dirty pages written out first: an fsync on ext4 commits the journal, which
+   * would otherwise wait for them (tens of ms, to whichever table syncs first) */
+  sync();
+  for (i = 0; i < 2; i++) st[i] = slab_runs(b, b->dbc, arr[i].name, &cpu);
+  p = slab_runs(b, b->dbp, "ps", &cpu);
+  for (i = 0; i < 2; i++) {
+    snprintf(sql, sizeof(sql), "SELECT count(*), sum(value) FROM %s", arr[i].name);
+    query2(b->dbc, sql, &n, &sum[i]);
+    check(n == 8e6, "slab: %s holds %.0f cells", arr[i].name, n);
+  }
+  query2(b->dbp, "SELECT sum(value) FROM ps", &sp, &dummy);
+  check(sum[0] == sp && sum[1] == sp, "slab: sums %.17g, %.17g; plain %.17g", sum[0], sum[1], sp);
+  printf("\n### 5. UPDATE s SET value = -1 WHERE a = K: one slab of the 200x200x200 float64 "
+         "array (%d runs, K = 17, 18, ...; own autocommit transaction; ms)\n\n", b->runs);
+  printf("caterva: chunks 52x100x100, blocks 13x25x25, synchronous=full (the default); the slab "
+         "crosses 4 chunks and 16 of the 64 blocks of each: 64 blocks of 65 KB re-encoded, 192 "
+         "copied. Plain: WITHOUT ROWID table, file database, SQLite's defaults. Loads (not "
+         "timed below): caterva zstd %.2f s, lz4 %.2f s, plain %.2f s.\n\n", tl[0].wall / 1e3,
+         tl[1].wall / 1e3, tp.wall / 1e3);
+  printf("| table | cells | median | min | max | CPU median | plain / caterva |\n");
+  printf("|---|---|---:|---:|---:|---:|---:|\n");
+  for (i = 0; i < 2; i++)
+    printf("| %s | 40000 | %.1f | %.1f | %.1f | %.1f | %.2fx (CPU %.2fx) |\n", arr[i].label,
+           st[i].med, st[i].min, st[i].max, st[i].cpu, p.med / st[i].med, p.cpu / st[i].cpu);
+  printf("| plain | 40000 | %.1f | %.1f | %.1f | %.1f | |\n", p.med, p.min, p.max, p.cpu);
+  for (i = 0; i < 2; i++) {
+    snprintf(sql, sizeof(sql), "DROP TABLE %s", arr[i].name);
+    bench_exec(b->dbc, sql);
+  }
+  bench_exec(b->dbp, "DROP TABLE ps");
+  fflush(stdout);
+}
+
+/* Bytes and files under path (a file, or a sparse frame's directory). */
+static void du(const char *path, long long *bytes, long long *files) {
+  char cmd[2600], line[128];
+  FILE *f;
+  *bytes = *files = -1;
+  snprintf(cmd, sizeof(cmd), "find '%s' -type f -printf '%%s\\n' | awk '{s+=$1; n++} END "
+           "{print s+0, n+0}'", path);
+  f = popen(cmd, "r");
+  if (f == NULL) return;
+  if (fgets(line, sizeof(line), f) != NULL) sscanf(line, "%lld %lld", bytes, files);
+  pclose(f);
+}
+
+/* The floor of a sparse growth: n files of 40 bytes created in a new directory, then one
+ * syncfs (what the growth writes, without SQL, the frame or the index). */
+static double files_floor(const char *dir, long long n) {
+  char path[2460];
+  uint8_t chunk[40];
+  double w0 = bench_now_ms();
+  int dfd;
+  memset(chunk, 7, sizeof(chunk));
+  if (mkdir(dir, 0777) != 0) bench_die("mkdir %s: %s", dir, strerror(errno));
+  dfd = open(dir, O_RDONLY | O_DIRECTORY);
+  for (long long i = 0; i < n; i++) {
+    int fd;
+    snprintf(path, sizeof(path), "%s/%08llX.chunk", dir, i);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0 || write(fd, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk))
+      bench_die("%s: %s", path, strerror(errno));
+    close(fd);
+  }
+  if (dfd < 0 || syncfs(dfd) != 0) bench_die("syncfs %s: %s", dir, strerror(errno));
+  close(dfd);
+  return bench_now_ms() - w0;
+}
+
+/* 6. Growth by one INSERT far past the end of a float64 array of 1-item chunks: n new chunks
+ * holding the fill value (NaN: special index entries; 3: stored repeated-value chunks). */
+static void bench_fill_growth(Bench *b) {
+  static const struct { int sparse; const char *fill; } cases[] = {
+      {0, "nan"}, {0, "3"}, {1, "nan"}, {1, "3"}};
+  char sql[5000], path[2400];
+  size_t i;
+  printf("\n### 6. Growth with a fill value: INSERT INTO g VALUES (N, 7) into a float64 array "
+         "of shape 1 and chunks of 1 item (autocommit, synchronous=full)\n\n");
+  printf("| store | fill | new chunks | s | bytes | files |\n");
+  printf("|---|---|---:|---:|---:|---:|\n");
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    long long n = cases[i].sparse && strcmp(cases[i].fill, "3") == 0 ? b->grow_sparse : b->grow;
+    long long bytes, files;
+    double cnt, sum, want;
+    Timing t;
+    snprintf(path, sizeof(path), "%s/g%zu.b2nd", b->dir, i);
+    snprintf(sql, sizeof(sql),
+             "CREATE VIRTUAL TABLE g USING caterva('%s', shape='1', dtype='float64', chunks='1', "
+             "blocks='1', fill=%s, sparse=%d)", path, cases[i].fill, cases[i].sparse);
+    bench_exec(b->dbc, sql);
+    snprintf(sql, sizeof(sql), "INSERT INTO g VALUES (%lld, 7)", n);
+    t = timed_sql(b->dbc, sql);
+    query2(b->dbc, "SELECT count(*), sum(value) FROM g", &cnt, &sum);
+    want = 7 + (strcmp(cases[i].fill, "3") == 0 ? 3.0 * (double)n : 0);
+    check(cnt == (double)(n + 1) && sum == want, "growth %s fill %s: %.0f cells, sum %.17g",
+          cases[i].sparse ? "sparse" : "contiguous", cases[i].fill, cnt, sum);
+    bench_exec(b->dbc, "DROP TABLE g");
+    du(path, &bytes, &files);
+    printf("| %s | %s | %lld | %.3f | %lld | %lld |\n",
+           cases[i].sparse ? "sparse" : "contiguous", cases[i].fill, n, t.wall / 1e3, bytes,
+           files);
+    fflush(stdout);
+    snprintf(sql, sizeof(sql), "rm -rf '%s' '%s.b2lock'", path, path);
+    if (system(sql) != 0) fprintf(stderr, "bench_write: could not remove %s\n", path);
+  }
+  snprintf(path, sizeof(path), "%s/floor", b->dir);
+  printf("\nThe floor of the sparse value-fill growth on this file system: a C loop creating "
+         "%lld files of 40 bytes (open, write, close) and one syncfs: %.3f s.\n",
+         b->grow_sparse, files_floor(path, b->grow_sparse) / 1e3);
+  snprintf(sql, sizeof(sql), "rm -rf '%s'", path);
+  if (system(sql) != 0) fprintf(stderr, "bench_write: could not remove %s\n", path);
+  fflush(stdout);
+}
+
 int main(int argc, char **argv) {
   bench_prog = "bench_write";
   char ext[4096], self[2048], tmpdir[1024];
@@ -686,30 +863,35 @@ int main(int argc, char **argv) {
   b.ntime = 365;
   b.runs = 5;
   b.commits = 21;
+  b.grow = 1000000;
+  b.grow_sparse = 100000;
   snprintf(self, sizeof(self), "%s", argv[0]);
   slash = strrchr(self, '/');
   if (slash) *slash = 0;
   else snprintf(self, sizeof(self), ".");
   snprintf(ext, sizeof(ext), "%s/../../.libs/caterva.so", self);
   snprintf(tmpdir, sizeof(tmpdir), "%s", env && *env ? env : "/tmp");
-  while ((opt = getopt(argc, argv, "e:t:n:r:c:kl")) != -1) {
+  while ((opt = getopt(argc, argv, "e:t:n:r:c:g:G:kl")) != -1) {
     switch (opt) {
       case 'e': snprintf(ext, sizeof(ext), "%s", optarg); break;
       case 't': snprintf(tmpdir, sizeof(tmpdir), "%s", optarg); break;
       case 'n': b.ntime = atoi(optarg); break;
       case 'r': b.runs = atoi(optarg); break;
       case 'c': b.commits = atoi(optarg); break;
+      case 'g': b.grow = atoll(optarg); break;
+      case 'G': b.grow_sparse = atoll(optarg); break;
       case 'k': keep = 1; break;
       case 'l': load_only = 1; break;
       default:
         fprintf(stderr, "usage: bench_write [-e ext.so] [-t dir] [-n ntime] [-r runs] "
-                        "[-c commits] [-k] [-l]\n");
+                        "[-c commits] [-g chunks] [-G chunks] [-k] [-l]\n");
         return 2;
     }
   }
   if (b.ntime < 1 || b.ntime > 100000) bench_die("-n must be from 1 to 100000");
   if (b.runs < 1 || b.runs > MAXRUNS) bench_die("-r must be from 1 to %d", MAXRUNS);
   if (b.commits < 1 || b.commits > MAXRUNS) bench_die("-c must be from 1 to %d", MAXRUNS);
+  if (b.grow < 1 || b.grow_sparse < 1) bench_die("-g and -G must be positive");
   b.ncells = (long long)b.ntime * NLAT * NLON;
   snprintf(b.dir, sizeof(b.dir), "%s/bench_write.XXXXXX", tmpdir);
   if (mkdtemp(b.dir) == NULL) bench_die("mkdtemp %s: %s", b.dir, strerror(errno));
@@ -742,6 +924,8 @@ int main(int argc, char **argv) {
   if (!load_only) {
     bench_update(&b);
     bench_commit(&b);
+    bench_slab(&b);
+    bench_fill_growth(&b);
   }
 
   printf("\n### 4. File sizes\n\n");

@@ -77,8 +77,8 @@ typedef struct sqlcase {
   int txn, grow_first;
 } sqlcase;
 
-#define NCASES 45    /* entries of CASES (checked where the table is) */
-#define NSQLCASES 4  /* entries of SQLCASES */
+#define NCASES 47    /* entries of CASES (checked where the table is) */
+#define NSQLCASES 6  /* entries of SQLCASES */
 extern const icase CASES[];
 extern const sqlcase SQLCASES[];
 

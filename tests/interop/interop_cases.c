@@ -164,6 +164,14 @@ const icase CASES[] = {
     {"w45_sql_u16_2d_lz4hc9_nofilter_sparse_txn", SPARSE, "uint16", 2, {41, 37}, {10, 16},
      {5, 8}, LZ4HC, 9, F_NONE, M0, FC, V_SQL, 0, 0, W_SQL, A_DIMNAMES, 1, 0,
      "written through SQL in one transaction; fill 0 (the default of integer dtypes)"},
+    {"w46_sql_f64_2d_zstd1_valuefill_growth", CONT, "float64", 2, {40, 12}, {2, 6}, {1, 3}, ZSTD,
+     1, F_SHUF, M0, FC, V_SQL, 0, 0, W_SQL, 0, 1, 0,
+     "written through SQL, autocommit statements; fill 2.5: growth from 4 to 40 rows leaves 34 "
+     "chunks holding only the fill, each stored as a repeated-value chunk"},
+    {"w47_sql_i16_3d_lz4_valuefill_sparse_txn", SPARSE, "int16", 3, {30, 5, 4}, {3, 5, 2},
+     {1, 5, 2}, LZ4, 5, F_SHUF, M0, FC, V_SQL, 0, 0, W_SQL, A_DIMNAMES, 1, 0,
+     "written through SQL in one transaction; fill -3: growth from 3 to 30 rows leaves 16 "
+     "chunk files holding only the fill (repeated-value chunks)"},
 };
 _Static_assert(sizeof CASES / sizeof CASES[0] == NCASES, "NCASES counts CASES");
 
@@ -198,6 +206,10 @@ const sqlcase SQLCASES[] = {
     {"w45_sql_u16_2d_lz4hc9_nofilter_sparse_txn", 30,
      "codec=lz4hc, clevel=9, filters=none, sparse=1", "row,col", "", {37, 1, 0}, 11, 60000, 1,
      0, 5, 9, 1, 100, {10, 16, 0}, {19, 31, 0}, 30, 40, 1, 0},
+    {"w46_sql_f64_2d_zstd1_valuefill_growth", 4, "codec=zstd, clevel=1", "", "2.5", {12, 1, 0},
+     0, 1000, 0.5, -3, 1, 2, 2, 1, {3, 6, 0}, {3, 11, 0}, 38, 39, 0, 0},
+    {"w47_sql_i16_3d_lz4_valuefill_sparse_txn", 3, "codec=lz4, clevel=5, sparse=1", "t,y,x",
+     "-3", {20, 4, 1}, 0, 200, 1, -100, 0, 1, 1, 7, {2, 0, 0}, {2, 4, 1}, 28, 29, 1, 0},
 };
 _Static_assert(sizeof SQLCASES / sizeof SQLCASES[0] == NSQLCASES,
                "NSQLCASES counts SQLCASES");

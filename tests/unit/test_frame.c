@@ -772,6 +772,61 @@ static void test_edit_reference(void) {
   edit_reference(dir, "s04_u16_2d_steps_zlib_bitshuffle_sparse.b2frame", 1);
 }
 
+/* Another writer may let several index entries of a contiguous frame share one stored chunk
+ * (readers go by offset). Our update of one of them must write the new chunk elsewhere, never
+ * over the shared bytes: the other entry keeps its content, in this handle, after reopening
+ * and after a compaction. */
+static void test_shared_entries(void) {
+  char path[512];
+  caterva_cparams cp;
+  caterva_schunk *sc = NULL;
+  uint8_t a[RT_CHUNK], b[RT_CHUNK], back[RT_CHUNK], cb[RT_CHUNK + CATERVA_CHUNK_MAX_OVERHEAD];
+  int64_t entries[2];
+  int32_t cbytes;
+  int ok, same = 0;
+  snprintf(path, sizeof path, "%s/shared.b2nd", tmpdir);
+  caterva_cparams_init(&cp);
+  cp.typesize = 4;
+  fill(a, 1, 1);
+  fill(b, 1, 2);
+  cbytes = caterva_chunk_compress(ctx, &cp, b, RT_CHUNK, cb, (int32_t)sizeof cb);
+  ok = caterva_schunk_new(ctx, &cp, RT_CHUNK, CATERVA_STORE_CONTIGUOUS, path, &sc) == 0 &&
+       caterva_schunk_append_buffer(ctx, sc, a, RT_CHUNK) == 1 &&
+       caterva_schunk_append_buffer(ctx, sc, b, RT_CHUNK) == 2;
+  /* commit an index whose two entries name chunk 0's bytes */
+  if (ok) {
+    entries[0] = entries[1] = sc->entries[0];
+    ok = cat_file_commit(ctx, sc, entries, 2, sc->nbytes, sc->cbytes, false, true) == 0;
+    caterva_schunk_set_flags(sc, CATERVA_SC_NO_AUTOCOMPACT); /* keep the index as it is */
+  }
+  caterva_schunk_free(sc);
+  sc = NULL;
+  ok = ok && caterva_schunk_open(ctx, path, CATERVA_OPEN_WRITE, &sc) == 0;
+  same = ok && sc->entries[0] == sc->entries[1] &&
+         caterva_schunk_decompress_chunk(ctx, sc, 1, back, RT_CHUNK) == RT_CHUNK &&
+         memcmp(back, a, RT_CHUNK) == 0;
+  tap_ok(same, "shared entries: an index with two entries on one stored chunk reads both");
+  ok = same && cbytes > 0 && caterva_schunk_update_chunk(ctx, sc, 0, cb, cbytes) == 0;
+  tap_ok(ok && sc->entries[0] != sc->entries[1] &&
+             caterva_schunk_decompress_chunk(ctx, sc, 1, back, RT_CHUNK) == RT_CHUNK &&
+             memcmp(back, a, RT_CHUNK) == 0 &&
+             caterva_schunk_decompress_chunk(ctx, sc, 0, back, RT_CHUNK) == RT_CHUNK &&
+             memcmp(back, b, RT_CHUNK) == 0,
+         "shared entries: updating one writes a new chunk; the other still reads its bytes");
+  if (sc != NULL) caterva_schunk_set_flags(sc, CATERVA_SC_NO_AUTOCOMPACT);
+  caterva_schunk_free(sc);
+  sc = NULL;
+  ok = ok && caterva_schunk_open(ctx, path, CATERVA_OPEN_WRITE, &sc) == 0 &&
+       caterva_schunk_decompress_chunk(ctx, sc, 1, back, RT_CHUNK) == RT_CHUNK &&
+       memcmp(back, a, RT_CHUNK) == 0 && caterva_schunk_compact(ctx, sc, 1) == 0 &&
+       caterva_schunk_decompress_chunk(ctx, sc, 1, back, RT_CHUNK) == RT_CHUNK &&
+       memcmp(back, a, RT_CHUNK) == 0 &&
+       caterva_schunk_decompress_chunk(ctx, sc, 0, back, RT_CHUNK) == RT_CHUNK &&
+       memcmp(back, b, RT_CHUNK) == 0;
+  tap_ok(ok, "shared entries: reopened and compacted, both chunks read right");
+  caterva_schunk_free(sc);
+}
+
 int main(void) {
   const char *t = getenv("TMPDIR");
   snprintf(tmpdir, sizeof tmpdir, "%s/test_frame.XXXXXX", t && *t ? t : "/tmp");
@@ -787,6 +842,7 @@ int main(void) {
   roundtrip(CATERVA_STORE_SPARSE);
   test_crash_states();
   test_edit_reference();
+  test_shared_entries();
   test_malformed();
   caterva_ctx_free(ctx);
   tu_rm_tree(tmpdir);

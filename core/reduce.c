@@ -33,17 +33,18 @@
 #include <math.h>
 #include <stdlib.h>
 
-#define RED_SLOT_BUDGET ((int64_t)32 << 20) /* bytes of slots: bounds a batch's blocks */
+#define RED_SLOT_BUDGET ((int64_t)4 << 20) /* bytes of slots: bounds a batch's blocks */
 #define RED_ROWS_MAX_BYTES ((int64_t)1 << 31)
 
 /* A row's part of one block (or of one block's statistics). */
 typedef struct red_part {
   int64_t n;
   double sum;           /* float items, or an integer sum past int64 (over) */
+  caterva_scalar mn, mx;
+  /* the fields above are all that floats without deviations use */
   int64_t isum;
   int over;
   double k, s1, s2;     /* STD: the shift (first value), sum of x - k, sum of (x - k)^2 */
-  caterva_scalar mn, mx;
 } red_part;
 
 /* An output row. */
@@ -94,10 +95,18 @@ struct caterva_reduce {
 /* ---- folding values into parts ---------------------------------------------------------- */
 
 static void part_init(const caterva_reduce *r, red_part *p) {
-  memset(p, 0, sizeof *p);
+  p->n = 0;
+  p->sum = 0;
   if (r->stype == CATERVA_STATS_FLOAT) {
     p->mn.f = INFINITY;
     p->mx.f = -INFINITY;
+    if (r->std) p->k = p->s1 = p->s2 = 0;
+    return;
+  }
+  p->isum = 0;
+  p->over = 0;
+  p->k = p->s1 = p->s2 = 0;
+  if (0) {
   } else if (r->stype == CATERVA_STATS_INT) {
     p->mn.i = INT64_MAX;
     p->mx.i = INT64_MIN;
@@ -107,7 +116,7 @@ static void part_init(const caterva_reduce *r, red_part *p) {
   }
 }
 
-static inline void part_f(red_part *p, double v, int std) {
+static inline __attribute__((always_inline)) void part_f(red_part *p, double v, int std) {
   if (std) {
     double d;
     if (p->n == 0) p->k = v;
@@ -172,35 +181,78 @@ static inline void part_u(red_part *p, uint64_t v, int std) {
   if (v > p->mx.u) p->mx.u = v;
 }
 
-/* Fold m items at q: into part[lidx[j]] each, or all into part[0] when lidx is NULL. */
-#define RED_RUN(NAME, T, CONV, ADD, PRESENT)                                                \
-  static void NAME(red_part *part, const int32_t *lidx, const uint8_t *q, int64_t m,      \
-                   int std) {                                                             \
+/* How a run of items finds its parts: all in part[0], item j in part[j], or in part[lidx[j]]. */
+#define RED_ONE   0
+#define RED_IDENT 1
+#define RED_LIDX  2
+
+/* Fold m items at q into their parts (mode RED_*). Floats: the common cases -- a run into
+** one part without deviations, and std or not as a constant -- get loops of their own. */
+#define RED_RUN_F(NAME, T, CONV, PRESENT)                                                  \
+  static void NAME##_loop(red_part *part, const int32_t *lidx, const uint8_t *q, int64_t m, \
+                          int mode, const int std) {                                      \
     for (int64_t j = 0; j < m; j++) {                                                     \
       T t;                                                                                \
       memcpy(&t, q + (size_t)j * sizeof t, sizeof t);                                     \
-      if (PRESENT(t)) ADD(lidx ? part + lidx[j] : part, CONV(t), std);                    \
+      if (PRESENT(t))                                                                     \
+        part_f(mode == RED_ONE ? part : part + (mode == RED_IDENT ? j : lidx[j]), CONV(t),   \
+               std);                                                                      \
+    }                                                                                     \
+  }                                                                                       \
+  static void NAME(red_part *part, const int32_t *lidx, const uint8_t *q, int64_t m,       \
+                   int mode, int std) {                                                   \
+    if (mode == RED_ONE && !std) {                                                        \
+      double s = 0, mn = part->mn.f, mx = part->mx.f;                                     \
+      int64_t n = 0;                                                                      \
+      for (int64_t j = 0; j < m; j++) {                                                   \
+        T t;                                                                              \
+        memcpy(&t, q + (size_t)j * sizeof t, sizeof t);                                   \
+        if (PRESENT(t)) {                                                                 \
+          double v = CONV(t);                                                             \
+          n++;                                                                            \
+          s += v;                                                                         \
+          mn = v < mn ? v : mn;                                                           \
+          mx = v > mx ? v : mx;                                                           \
+        }                                                                                 \
+      }                                                                                   \
+      part->n += n;                                                                       \
+      part->sum += s;                                                                     \
+      part->mn.f = mn;                                                                    \
+      part->mx.f = mx;                                                                    \
+    } else if (std) {                                                                     \
+      NAME##_loop(part, lidx, q, m, mode, 1);                                             \
+    } else {                                                                              \
+      NAME##_loop(part, lidx, q, m, mode, 0);                                             \
     }                                                                                     \
   }
-#define RED_ALWAYS(t) 1
+/* Integers: one loop. */
+#define RED_RUN(NAME, T, CONV, ADD)                                                        \
+  static void NAME(red_part *part, const int32_t *lidx, const uint8_t *q, int64_t m,       \
+                   int mode, int std) {                                                   \
+    for (int64_t j = 0; j < m; j++) {                                                     \
+      T t;                                                                                \
+      memcpy(&t, q + (size_t)j * sizeof t, sizeof t);                                     \
+      ADD(mode == RED_ONE ? part : part + (mode == RED_IDENT ? j : lidx[j]), CONV(t), std);  \
+    }                                                                                     \
+  }
 #define RED_NOTNAN(t) ((t) == (t))
 #define RED_HALFOK(t) ((t & 0x7C00) != 0x7C00 || (t & 0x3FF) == 0)
 #define RED_ID(t) (t)
 #define RED_BOOL(t) ((int64_t)((t) != 0))
-RED_RUN(run_f8, double, RED_ID, part_f, RED_NOTNAN)
-RED_RUN(run_f4, float, (double), part_f, RED_NOTNAN)
-RED_RUN(run_f2, uint16_t, cat_half_to_double, part_f, RED_HALFOK)
-RED_RUN(run_b1, uint8_t, RED_BOOL, part_i, RED_ALWAYS)
-RED_RUN(run_i1, int8_t, (int64_t), part_i, RED_ALWAYS)
-RED_RUN(run_i2, int16_t, (int64_t), part_i, RED_ALWAYS)
-RED_RUN(run_i4, int32_t, (int64_t), part_i, RED_ALWAYS)
-RED_RUN(run_i8, int64_t, RED_ID, part_i, RED_ALWAYS)
-RED_RUN(run_u1, uint8_t, (uint64_t), part_u, RED_ALWAYS)
-RED_RUN(run_u2, uint16_t, (uint64_t), part_u, RED_ALWAYS)
-RED_RUN(run_u4, uint32_t, (uint64_t), part_u, RED_ALWAYS)
-RED_RUN(run_u8, uint64_t, RED_ID, part_u, RED_ALWAYS)
+RED_RUN_F(run_f8, double, RED_ID, RED_NOTNAN)
+RED_RUN_F(run_f4, float, (double), RED_NOTNAN)
+RED_RUN_F(run_f2, uint16_t, cat_half_to_double, RED_HALFOK)
+RED_RUN(run_b1, uint8_t, RED_BOOL, part_i)
+RED_RUN(run_i1, int8_t, (int64_t), part_i)
+RED_RUN(run_i2, int16_t, (int64_t), part_i)
+RED_RUN(run_i4, int32_t, (int64_t), part_i)
+RED_RUN(run_i8, int64_t, RED_ID, part_i)
+RED_RUN(run_u1, uint8_t, (uint64_t), part_u)
+RED_RUN(run_u2, uint16_t, (uint64_t), part_u)
+RED_RUN(run_u4, uint32_t, (uint64_t), part_u)
+RED_RUN(run_u8, uint64_t, RED_ID, part_u)
 
-typedef void (*red_run_fn)(red_part *, const int32_t *, const uint8_t *, int64_t, int);
+typedef void (*red_run_fn)(red_part *, const int32_t *, const uint8_t *, int64_t, int, int);
 
 static red_run_fn run_fn(const caterva_reduce *r) {
   switch (r->kind * 16 + r->itemsize) {
@@ -244,12 +296,12 @@ static void slot_fill(const caterva_reduce *r, red_slot *sl, const caterva_block
   const red_run_fn run = run_fn(r);
   int64_t lstr[CATERVA_MAX_DIM], bstr[CATERVA_MAX_DIM], cnt[CATERVA_MAX_DIM];
   int64_t ext[CATERVA_MAX_DIM], m, boff = 0, loff = 0;
-  int last;
+  int last, mode;
   sl->nchunk = blk->nchunk;
   sl->nparts = 1;
   if (nd == 0) {
     part_init(r, sl->part);
-    run(sl->part, NULL, blk->data, 1, r->std);
+    run(sl->part, NULL, blk->data, 1, RED_ONE, r->std);
     return;
   }
   for (int k = 0; k < nd; k++) {
@@ -272,6 +324,9 @@ static void slot_fill(const caterva_reduce *r, red_slot *sl, const caterva_block
     last--;
     m *= ext[last];
   }
+  mode = r->dims[last].mode == CATERVA_RED_REDUCE ? RED_ONE
+         : r->dims[last].mode == CATERVA_RED_KEEP  ? RED_IDENT
+                                                   : RED_LIDX;
   for (int k = 0; k < nd; k++) boff += (blk->start[k] - blk->origin[k]) * bstr[k];
   for (;;) {
     const uint8_t *q = blk->data + (size_t)boff * (size_t)r->itemsize;
@@ -279,8 +334,7 @@ static void slot_fill(const caterva_reduce *r, red_slot *sl, const caterva_block
     loff = 0;
     for (k = 0; k < last; k++)
       if (r->dims[k].mode != CATERVA_RED_REDUCE) loff += sl->lidx[k][cnt[k]] * lstr[k];
-    if (r->dims[last].mode == CATERVA_RED_REDUCE) run(sl->part + loff, NULL, q, m, r->std);
-    else run(sl->part + loff, sl->lidx[last], q, m, r->std);
+    run(sl->part + loff, sl->lidx[last], q, m, mode, r->std);
     for (k = last - 1; k >= 0; k--) {
       if (++cnt[k] < ext[k]) {
         boff += bstr[k];
@@ -312,15 +366,22 @@ static double part_sum(const red_part *p, int stype) {
 }
 
 /* Neumaier's compensated addition of v to s + c. */
-static void neumaier(double *s, double *c, double v) {
+static inline void neumaier(double *s, double *c, double v) {
   double t = *s + v;
   if (fabs(*s) >= fabs(v)) *c += (*s - t) + v;
   else *c += (v - t) + *s;
   *s = t;
 }
 
-static void row_merge(const caterva_reduce *r, red_row *w, const red_part *p) {
+static inline void row_merge(const caterva_reduce *r, red_row *w, const red_part *p) {
   if (p->n == 0) return;
+  if (!r->std && r->stype == CATERVA_STATS_FLOAT) { /* the common case, short */
+    if (w->n == 0 || p->mn.f < w->mn.f) w->mn.f = p->mn.f;
+    if (w->n == 0 || p->mx.f > w->mx.f) w->mx.f = p->mx.f;
+    neumaier(&w->s, &w->c, p->sum);
+    w->n += p->n;
+    return;
+  }
   if (r->std) {
     double m2 = p->s2 - p->s1 * p->s1 / (double)p->n;
     if (m2 < 0) m2 = 0;
@@ -357,21 +418,22 @@ static void row_merge(const caterva_reduce *r, red_row *w, const red_part *p) {
   w->n += p->n;
 }
 
-/* Merge the queued statistics blocks of chunks up to nchunk (all: INT64_MAX). */
-static void queue_flush(caterva_reduce *r, int64_t nchunk) {
-  while (r->headqueue < r->nqueue && r->queue[r->headqueue].nchunk <= nchunk) {
-    const red_queued *q = &r->queue[r->headqueue++];
-    row_merge(r, &r->rows[q->row], &q->part);
+/* Merge the queued statistics blocks of chunks up to nchunk (all: INT64_MAX) whose rows lie
+** in [rlo, rhi), from entry *head on. */
+static void queue_merge(caterva_reduce *r, int64_t *head, int64_t nchunk, int64_t rlo,
+                        int64_t rhi) {
+  while (*head < r->nqueue && r->queue[*head].nchunk <= nchunk) {
+    const red_queued *q = &r->queue[(*head)++];
+    if (q->row >= rlo && q->row < rhi) row_merge(r, &r->rows[q->row], &q->part);
   }
-  if (r->headqueue == r->nqueue) r->headqueue = r->nqueue = 0;
 }
 
-/* Merge slot sl's parts into their rows. */
-static void slot_merge(caterva_reduce *r, const red_slot *sl) {
+/* Merge slot sl's parts whose rows lie in [rlo, rhi) into them. */
+static void slot_merge(caterva_reduce *r, const red_slot *sl, int64_t rlo, int64_t rhi) {
   int32_t cnt[CATERVA_MAX_DIM];
   const int nd = r->nd;
   if (nd == 0) {
-    row_merge(r, r->rows, sl->part);
+    if (rlo == 0) row_merge(r, r->rows, sl->part);
     return;
   }
   memset(cnt, 0, sizeof cnt);
@@ -380,7 +442,7 @@ static void slot_merge(caterva_reduce *r, const red_slot *sl) {
     int k;
     for (k = 0; k < nd; k++)
       if (r->dims[k].mode != CATERVA_RED_REDUCE) row += sl->glob[k][cnt[k]] * r->stride[k];
-    row_merge(r, &r->rows[row], &sl->part[i]);
+    if (row >= rlo && row < rhi) row_merge(r, &r->rows[row], &sl->part[i]);
     for (k = nd - 1; k >= 0; k--) {
       if (++cnt[k] < sl->nloc[k]) break;
       cnt[k] = 0;
@@ -388,15 +450,47 @@ static void slot_merge(caterva_reduce *r, const red_slot *sl) {
   }
 }
 
+/* The merge of a batch: slots [0, nslot) and the queue, on ntask tasks (rows split evenly). */
+typedef struct red_merge {
+  caterva_reduce *r;
+  int32_t nslot;
+  int ntask;
+} red_merge;
+
+/* cat_task_fn: task t merges, in sequence order, the parts of rows of its share. Every row
+** is merged by one task in the same order as with one task: the results do not depend on
+** the number of tasks. */
+static int merge_task(void *arg, int64_t t, int w) {
+  const red_merge *m = arg;
+  caterva_reduce *r = m->r;
+  int64_t rlo = r->nrows * t / m->ntask, rhi = r->nrows * (t + 1) / m->ntask;
+  int64_t head = r->headqueue;
+  (void)w;
+  for (int32_t i = 0; i < m->nslot; i++) {
+    queue_merge(r, &head, r->slots[i].nchunk, rlo, rhi);
+    slot_merge(r, &r->slots[i], rlo, rhi);
+  }
+  queue_merge(r, &head, INT64_MAX, rlo, rhi);
+  return CATERVA_OK;
+}
+
+/* Merge the first nslot slots and the queue into the rows, on the context's threads when
+** there is enough to share. */
+static void merge_batch(caterva_reduce *r, int32_t nslot) {
+  red_merge m = {r, nslot, 1};
+  int64_t nparts = r->nqueue - r->headqueue;
+  for (int32_t i = 0; i < nslot; i++) nparts += r->slots[i].nparts;
+  if (r->ctx != NULL && r->ctx->pool != NULL && nparts >= 8192 && r->nrows >= 64)
+    m.ntask = r->ctx->nthreads;
+  if (m.ntask > 1) (void)cat_pool_run(r->ctx->pool, m.ntask, merge_task, &m);
+  else (void)merge_task(&m, 0, 0);
+  r->headqueue = r->nqueue = 0;
+}
+
 /* caterva_block_done_fn */
 static int red_done(void *arg, int64_t lo, int64_t hi) {
   caterva_reduce *r = arg;
-  for (int64_t s = lo; s < hi; s++) {
-    const red_slot *sl = &r->slots[s - lo];
-    queue_flush(r, sl->nchunk);
-    slot_merge(r, sl);
-  }
-  queue_flush(r, INT64_MAX);
+  merge_batch(r, (int32_t)(hi - lo));
   r->seq0 = hi;
   return CATERVA_OK;
 }
@@ -588,7 +682,7 @@ int caterva_reduce_add(caterva_ctx *ctx, caterva_reduce *r, const int64_t *lo,
   r->seq0 = 0;
   r->ctx = ctx;
   rc = caterva_block_iter_visit(it, r->nslots, red_visit, red_done, r);
-  queue_flush(r, INT64_MAX);
+  if (rc >= 0) merge_batch(r, 0); /* statistics blocks after the last decoded one */
 leave:
   caterva_block_iter_free(it);
   return rc;

@@ -1,45 +1,48 @@
 /*
- * fn_reduce.c -- caterva_reduce('<table or path>', op, axes): reductions of an array over some
- * of its dimensions, computed in C over decompressed blocks (and over block statistics where
- * they answer a whole block), as a table-valued function.
+ * fn_reduce.c -- caterva_reduce('<table or path>', op, axes): count, sum, mean, min, max and
+ * standard deviation of an array over some of its dimensions, or grouped by calendar fields
+ * of a time dimension, as a table-valued function over the engine of core/reduce.c.
  *
  *   SELECT d1 AS lat, value FROM caterva_reduce('temp', 'mean', 'time,lon');
  *   SELECT value FROM caterva_reduce('temp', 'max', '');               -- the whole array
  *   SELECT d1 AS lat, d2 AS lon, value, n FROM caterva_reduce('temp', 'sum', 'time')
  *    WHERE d0 BETWEEN '2023-01-01' AND '2023-01-30' AND d1 > 60;       -- a box, in labels
- *   SELECT d1_index, value FROM caterva_reduce('temp', 'max', 'time,lon') WHERE d1_index < 10;
+ *   SELECT min, mean, max, std FROM caterva_reduce('temp', 'stats', 'lat,lon')
+ *    WHERE d0 = '2023-06-01';                                          -- every statistic
+ *   SELECT d0 AS month, d1, d2, value FROM caterva_reduce('temp', 'mean', 'time:month');
  *
- * Columns: d0 ... d15 stand for the array's dimensions in array order. A dimension that
- * remains gives each row's coordinate there: its label when the array has a coordinate for
- * it (REAL, or ISO 8601 TEXT for instants, as the caterva table's columns), else its index;
- * reduced dimensions (and those past ndim) are NULL. The hidden columns d0_index ... d15_index give the
- * same coordinates as indices. `value` is the reduction, `n` the number of present
- * (non-NaN) cells that went into it. Hidden columns: arr (the table or path), op (count,
- * sum, mean, min, max) and axes (a comma list of dimension names -- the table's column
- * names or the file's `_ARRAY_DIMENSIONS`, else d0, d1, ... -- or numbers; empty or NULL:
- * every dimension). Constraints (=, <, <=, >, >=, BETWEEN, IN) on dk compare labels exactly as
- * the caterva table's dimension columns do (vtab_coord.c), those on dk_index indices; both restrict
- * the box, for reduced and remaining dimensions alike, and are exact (omit is set). An IN
- * list restricts its dimension to the indices it names: a reduced dimension is reduced over
- * all of them together (SQLite would otherwise call xFilter once per value, giving one row
- * per value), a remaining one gives a row for each.
+ * Columns: d0 ... d15 stand for the array's dimensions in array order. A kept dimension
+ * gives each row's coordinate there: its label when the array has a coordinate for it
+ * (REAL, or ISO 8601 TEXT for instants, as the caterva table's columns), else its index; a
+ * grouped one gives the group's key (fn_reduce_group.c); reduced dimensions (and those past
+ * ndim) are NULL. The hidden columns d0_index ... d15_index give the same coordinates as
+ * indices (a group: its first index in the box). `value` is the statistic op names (NULL for
+ * op 'stats'), `n` the number of present (non-NaN) cells that went into it; the hidden
+ * columns count, sum, mean, min, max and std give every statistic of the row, computed in
+ * the same pass (std, the population standard deviation, only when op is std or stats or
+ * the column is read: it needs every block decompressed). Hidden columns: arr (the table or
+ * path), op (count, sum, mean/avg, min, max, std, stats) and axes (a comma list of
+ * dimension names -- the table's column names or the file's `_ARRAY_DIMENSIONS`, else d0,
+ * d1, ... -- or numbers, each optionally followed by ":group", e.g. "time:month"; empty or
+ * NULL: every dimension reduced). Constraints (=, <, <=, >, >=, BETWEEN, IN) on dk compare
+ * labels exactly as the caterva table's dimension columns do (vtab_coord.c), those on
+ * dk_index indices; both restrict the box, for reduced, grouped and kept dimensions alike,
+ * and are exact (omit is set). An IN list restricts its dimension to the indices it names:
+ * a reduced dimension is reduced over all of them together (SQLite would otherwise call
+ * xFilter once per value, giving one row per value), a grouped one forms groups of them,
+ * a kept one gives a row for each.
  *
  * The columns cannot carry the dimensions' names: an eponymous virtual table declares its
  * columns once per connection in xConnect, before any argument is seen, and the arguments
  * of one statement may name arrays with different dimensions. A TEMP VIEW renames them
- * (see the README).
+ * (see docs/sql-reference.md).
  *
  * Semantics follow SQL's aggregates over the same cells: NaN cells are NULL and left out;
- * count counts the present cells; sum, min, max of no present cell are NULL; mean is sum /
- * count as REAL. Integer dtypes give INTEGER sum, min and max (a sum that overflows int64 is
- * given as REAL, where SQLite's sum() would fail). Float sums are accumulated in double in
- * block order (SQLite adds in row order): results agree with GROUP BY to within
- * n * 2^-52 * sum(|x|) (reassociation), and exactly for integers.
- *
- * How: the block iterator walks the blocks of the box (decompressing the ones it needs in
- * parallel on the connection's threads); a block that lies wholly inside the box and spans
- * one output row (no remaining dimension varies inside it) is answered by its statistics
- * without being decompressed, when it has them.
+ * count counts the present cells; sum, min, max, mean and std of no present cell are NULL;
+ * mean is sum / count as REAL. Integer dtypes give INTEGER sum, min and max (a sum that
+ * overflows int64 is given as REAL, where SQLite's sum() would fail). How sums are added,
+ * their error bound, and why the results do not depend on the number of threads: see
+ * core/reduce.c.
  */
 #include "config.h"
 
@@ -152,13 +155,14 @@ static int cvRedDisconnect(sqlite3_vtab *pVtab) {
 
 /*
 ** xBestIndex. idxStr holds two characters per xFilter argument: an operator (CV_OP_EQ ...
-** CV_OP_GT, as in vtab_plan.c) and a column, as in vtab_plan.c: CV_LABEL_DIM + k for dk (labels when
-** the dimension has a coordinate), CV_INDEX_DIM + k for dk_index (indices); 'R' arr, 'P' op,
-** 'X' axes. arr and op must be given (=); every usable bound on a dimension is taken and
-** omitted (label ranges are exact, as the caterva table's are). An IN list on a dimension
-** (CV_OP_IN) comes whole to one xFilter call (sqlite3_vtab_in) and restricts the dimension
-** to its indices: a reduced dimension is reduced over all of them, a kept one gives a row
-** for each.
+** CV_OP_GT, as in vtab_plan.c) and a column, as in vtab_plan.c: CV_LABEL_DIM + k for dk
+** (labels when the dimension has a coordinate), CV_INDEX_DIM + k for dk_index (indices);
+** 'R' arr, 'P' op, 'X' axes. arr and op must be given (=); every usable bound on a
+** dimension is taken and omitted (label ranges are exact, as the caterva table's are). An IN
+** list on a dimension (CV_OP_IN) comes whole to one xFilter call (sqlite3_vtab_in) and
+** restricts the dimension to its indices: a reduced dimension is reduced over all of them,
+** a kept one gives a row for each. idxNum: CV_RED_PLAN, and CV_RED_WANT_STD when colUsed
+** says the std column is read (so that std is computed only when asked for).
 */
 static int cvRedBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   char *zPlan = sqlite3_malloc64((sqlite3_uint64)pInfo->nConstraint * 2 + 1);

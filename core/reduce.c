@@ -86,6 +86,8 @@ struct caterva_reduce {
   int64_t sublo[CATERVA_MAX_DIM], subhi[CATERVA_MAX_DIM]; /* the sub-box being added */
   red_slot *slots;
   int32_t nslots;
+  red_part *partbuf;              /* every slot's parts */
+  int32_t *idxbuf;                /* every slot's index lists */
   int64_t seq0;                   /* sequence number of slots[0] in the current batch */
   red_queued *queue;
   int64_t nqueue, capqueue, headqueue;
@@ -219,6 +221,31 @@ static inline void part_u(red_part *p, uint64_t v, int std) {
       part->sum += s;                                                                     \
       part->mn.f = mn;                                                                    \
       part->mx.f = mx;                                                                    \
+    } else if (mode == RED_ONE) {                                                         \
+      double s = 0, mn = part->mn.f, mx = part->mx.f, k = part->k, s1 = part->s1,         \
+             s2 = part->s2;                                                               \
+      int64_t n = part->n;                                                                \
+      for (int64_t j = 0; j < m; j++) {                                                   \
+        T t;                                                                              \
+        memcpy(&t, q + (size_t)j * sizeof t, sizeof t);                                   \
+        if (PRESENT(t)) {                                                                 \
+          double v = CONV(t), d;                                                          \
+          if (n++ == 0) k = v;                                                            \
+          d = v - k;                                                                      \
+          s1 += d;                                                                        \
+          s2 += d * d;                                                                    \
+          s += v;                                                                         \
+          mn = v < mn ? v : mn;                                                           \
+          mx = v > mx ? v : mx;                                                           \
+        }                                                                                 \
+      }                                                                                   \
+      part->n = n;                                                                        \
+      part->sum += s;                                                                     \
+      part->mn.f = mn;                                                                    \
+      part->mx.f = mx;                                                                    \
+      part->k = k;                                                                        \
+      part->s1 = s1;                                                                      \
+      part->s2 = s2;                                                                      \
     } else if (std) {                                                                     \
       NAME##_loop(part, lidx, q, m, mode, 1);                                             \
     } else {                                                                              \
@@ -555,7 +582,21 @@ static int red_keep(void *arg, int64_t nchunk, int32_t nblock) {
 
 /* ---- the API ------------------------------------------------------------------------------- */
 
-/* Slots for up to nslots blocks: the most parts a block can have, and its index lists. */
+/* The most blocks the box can have, capped at cap (batches never need more slots). */
+static int64_t box_blocks(const caterva_reduce *r, int64_t cap) {
+  const cat_geom *g = &r->a->g;
+  int64_t n = 1;
+  for (int k = 0; k < r->nd && n < cap; k++) {
+    int64_t lo = r->dims[k].lo, hi = r->dims[k].hi, bs = g->blockshape[k];
+    int64_t cs = g->chunkshape[k];
+    /* blocks restart at every chunk: one more per chunk boundary crossed */
+    n *= (hi - lo + bs) / bs + hi / cs - lo / cs + 1;
+  }
+  return n < cap ? n : cap;
+}
+
+/* Slots for the blocks of a batch: room for the most parts a block can have, and its index
+** lists, in two allocations (a small box gets few slots). */
 static int slots_new(caterva_ctx *ctx, caterva_reduce *r) {
   int rc = CATERVA_OK;
   const cat_geom *g = &r->a->g;
@@ -570,16 +611,16 @@ static int slots_new(caterva_ctx *ctx, caterva_reduce *r) {
   per = nparts * (int64_t)sizeof(red_part) + nidx * (int64_t)sizeof(int32_t);
   r->nslots = (int32_t)(RED_SLOT_BUDGET / per);
   if (r->nslots < 1) r->nslots = 1;
-  if (r->nslots > 8192) r->nslots = 8192;
+  r->nslots = (int32_t)box_blocks(r, r->nslots < 8192 ? r->nslots : 8192);
   r->slots = calloc((size_t)r->nslots, sizeof *r->slots);
-  CAT_CHECK(leave, r->slots != NULL, CATERVA_E_NOMEM, "out of memory");
+  r->partbuf = malloc((size_t)r->nslots * (size_t)nparts * sizeof *r->partbuf);
+  r->idxbuf = malloc((size_t)r->nslots * (size_t)(nidx > 0 ? nidx : 1) * sizeof *r->idxbuf);
+  CAT_CHECK(leave, r->slots != NULL && r->partbuf != NULL && r->idxbuf != NULL,
+            CATERVA_E_NOMEM, "out of memory");
   for (int32_t i = 0; i < r->nslots; i++) {
     red_slot *sl = &r->slots[i];
-    int32_t *idx;
-    sl->part = malloc((size_t)nparts * sizeof *sl->part);
-    idx = malloc((size_t)(nidx > 0 ? nidx : 1) * sizeof *idx);
-    CAT_CHECK(leave, sl->part != NULL && idx != NULL, CATERVA_E_NOMEM, "out of memory");
-    sl->glob[0] = idx; /* freed through glob[0]: every list lies in this one allocation */
+    int32_t *idx = r->idxbuf + (size_t)i * (size_t)(nidx > 0 ? nidx : 1);
+    sl->part = r->partbuf + (size_t)i * (size_t)nparts;
     for (int k = 0; k < r->nd; k++) {
       if (r->dims[k].mode == CATERVA_RED_REDUCE) continue;
       sl->glob[k] = idx;
@@ -714,10 +755,8 @@ int64_t caterva_reduce_stats_blocks(const caterva_reduce *r) { return r ? r->fro
 
 void caterva_reduce_free(caterva_reduce *r) {
   if (r == NULL) return;
-  for (int32_t i = 0; r->slots != NULL && i < r->nslots; i++) {
-    free(r->slots[i].part);
-    free(r->slots[i].glob[0]);
-  }
+  free(r->partbuf);
+  free(r->idxbuf);
   for (int k = 0; k < CATERVA_MAX_DIM; k++) free(r->gids[k]);
   free(r->slots);
   free(r->queue);

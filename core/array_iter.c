@@ -1197,12 +1197,14 @@ int caterva_block_iter_visit(caterva_block_iter *it, int32_t max_batch,
   if (max_batch < 1 || max_batch > READ_BATCH_BLOCKS) max_batch = READ_BATCH_BLOCKS;
   ra_discard(it);
   b = malloc(sizeof *b);
+  if (b != NULL) {
+    b->nreq = 0;
+    b->blocks = NULL;
+    b->nblocks = b->cap = 0;
+  }
   vcs = malloc(READ_BATCH_CHUNKS * sizeof *vcs);
   CAT_CHECK(leave, b != NULL && vcs != NULL, CATERVA_E_NOMEM, "out of memory");
   v.vcs = vcs;
-  b->nreq = 0;
-  b->blocks = NULL;
-  b->nblocks = b->cap = 0;
   for (;;) {
     if (!it->have_chunk) {
       memcpy(it->cc, it->c0, sizeof it->cc);

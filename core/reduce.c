@@ -562,7 +562,7 @@ static int red_keep(void *arg, int64_t nchunk, int32_t nblock) {
   if (r->nqueue == r->capqueue) {
     int64_t cap = r->capqueue ? 2 * r->capqueue : 256;
     red_queued *p = realloc(r->queue, (size_t)cap * sizeof *p);
-    if (p == NULL) return CATERVA_E_NOMEM;
+    if (p == NULL) return cat_error(r->ctx, CATERVA_E_NOMEM, "out of memory");
     r->queue = p;
     r->capqueue = cap;
   }

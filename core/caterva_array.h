@@ -432,9 +432,10 @@ typedef int (*caterva_block_done_fn)(void *arg, int64_t seq_lo, int64_t seq_hi);
  * batches of at most max_batch blocks (values outside 1..8192 mean 8192) are decompressed
  * and handed to fn on ctx's threads, then done (may be NULL) is called for the batch; blocks
  * of special chunks are handed out on the caller's thread. Which blocks form a batch depends
- * on the box, the filter and max_batch only, never on the number of threads, so a caller
- * that combines the blocks' results in sequence order in done gets the same result with any
- * number of threads. Remote arrays are read as next() reads them (fetched ahead in waves).
+ * on the box, the filter, max_batch and the storage (a remote array's batches hold one chunk
+ * each), never on the number of threads, so a caller that combines the blocks' results in
+ * sequence order in done gets the same result with any number of threads. Remote arrays are
+ * read as next() reads them (fetched ahead in waves).
  * The iterator is at its end afterwards (reset it to use it again). Not with
  * CATERVA_ITER_NODATA (CATERVA_E_INVALID). */
 int caterva_block_iter_visit(caterva_block_iter *it, int32_t max_batch,

@@ -135,6 +135,9 @@ int cat_block_iter_read_all(caterva_block_iter *it, uint8_t *buf, const int64_t 
  * zeros (ZERO, UNINIT), NaN (NAN; itemsize 4 or 8) or value (VALUE). */
 void cat_fill_items(uint8_t *dst, int64_t n, int itemsize, int special, const uint8_t *value);
 
+/* IEEE half precision to double (exact; blockstats.c). */
+double cat_half_to_double(uint16_t h);
+
 #define CAT_FILL_MAX 16   /* widest item a fill value is kept for */
 
 /* ---- the array object (array.c) ------------------------------------------------------ */

@@ -1098,15 +1098,20 @@ static void copy_served(caterva_block_iter *it, const cat_dest *d) {
   }
 }
 
-/* Decode and place the batch's blocks, then empty it. */
-static int flush_batch(caterva_block_iter *it, cat_read_batch *b) {
+/* Decode the batch's blocks and hand each to fn (on the pool's threads), then empty it. */
+static int flush_batch_with(caterva_block_iter *it, cat_read_batch *b, cat_block_fn fn) {
   int64_t r;
   if (b->nreq == 0) return CATERVA_OK;
   for (int32_t i = 0; i < b->nreq; i++) b->req[i].blocks = b->blocks + b->off[i];
-  r = cat_chunks_decode_each(it->ctx, b->req, b->nreq, scatter_block);
+  r = cat_chunks_decode_each(it->ctx, b->req, b->nreq, fn);
   b->nreq = 0;
   b->nblocks = 0;
   return r < 0 ? (int)r : CATERVA_OK;
+}
+
+/* Decode and place the batch's blocks, then empty it. */
+static int flush_batch(caterva_block_iter *it, cat_read_batch *b) {
+  return flush_batch_with(it, b, scatter_block);
 }
 
 /* Add the current chunk's selected blocks (plainly compressed) to the batch. */
@@ -1173,5 +1178,181 @@ leave:
   if (b != NULL) free(b->blocks);
   free(b);
   it->done = 1;
+  return rc;
+}
+
+/* ---- visiting every block on the context's threads ------------------------------------------ */
+
+/* A visit: the caller's functions, and the sequence number of the next block. */
+typedef struct cat_visit {
+  caterva_block_iter *it;
+  caterva_block_visit_fn fn;
+  caterva_block_done_fn done;
+  void *arg;
+  int64_t seq;                       /* blocks handed out so far */
+  int64_t seq_batch;                 /* first sequence number of the pending batch */
+  struct cat_visit_chunk *vcs;       /* the batch's chunks (READ_BATCH_CHUNKS) */
+} cat_visit;
+
+/* One chunk's share of a batch (a whole chunk, or a run of its selected blocks). */
+typedef struct cat_visit_chunk {
+  const cat_visit *v;
+  int64_t nchunk;
+  int64_t seq0;                      /* sequence number of blocks[0] */
+  const int32_t *blocks;             /* its block numbers, increasing (in the batch's list) */
+  int32_t n;
+  int64_t clo[CATERVA_MAX_DIM], chi[CATERVA_MAX_DIM];
+} cat_visit_chunk;
+
+/* cat_block_fn: describe a decoded block and pass it to the caller's function. The block's
+** sequence number is its place in the chunk's increasing list plus the list's first number. */
+static int visit_block(void *arg, int32_t nblock, const uint8_t *data, int w) {
+  const cat_visit_chunk *vc = arg;
+  const cat_visit *v = vc->v;
+  caterva_block blk;
+  int32_t bc[CATERVA_MAX_DIM], lo = 0, hi = vc->n - 1;
+  while (lo < hi) { /* the first entry >= nblock: nblock itself */
+    int32_t mid = lo + (hi - lo) / 2;
+    if (vc->blocks[mid] < nblock) lo = mid + 1;
+    else hi = mid;
+  }
+  block_box(v->it, vc->clo, vc->chi, nblock, bc, blk.origin, blk.start, blk.stop);
+  blk.blockshape = v->it->g->blockshape;
+  blk.data = data;
+  blk.nchunk = vc->nchunk;
+  blk.nblock = nblock;
+  return v->fn(v->arg, &blk, vc->seq0 + lo, w);
+}
+
+/* Decode the pending batch on the pool, then tell the caller it is complete. */
+static int visit_flush(cat_visit *v, cat_read_batch *b) {
+  int rc;
+  for (int32_t i = 0; i < b->nreq; i++) v->vcs[i].blocks = b->blocks + b->off[i];
+  rc = flush_batch_with(v->it, b, visit_block);
+  if (rc >= 0 && v->seq > v->seq_batch && v->done != NULL)
+    rc = v->done(v->arg, v->seq_batch, v->seq);
+  v->seq_batch = v->seq;
+  return rc;
+}
+
+/* Add selected blocks sel[from, from + n) of the current chunk to the batch. */
+static int visit_add(cat_visit *v, cat_read_batch *b, int32_t from, int32_t n) {
+  cat_visit_chunk *vcs = v->vcs;
+  caterva_block_iter *it = v->it;
+  caterva_ctx *ctx = it->ctx;
+  int rc = CATERVA_OK;
+  int32_t i = b->nreq;
+  if (b->nblocks + n > b->cap) {
+    int64_t cap = b->nblocks + n > 2 * b->cap ? b->nblocks + n : 2 * b->cap;
+    int32_t *p = realloc(b->blocks, (size_t)cap * sizeof *p);
+    CAT_CHECK(leave, p != NULL, CATERVA_E_NOMEM, "out of memory");
+    b->blocks = p;
+    b->cap = cap;
+  }
+  memcpy(b->blocks + b->nblocks, it->sel + from, (size_t)n * sizeof *it->sel);
+  b->off[i] = b->nblocks;
+  b->nblocks += n;
+  b->req[i].chunk = it->chunk;
+  b->req[i].len = (size_t)it->cbytes;
+  b->req[i].n = n;
+  b->req[i].arg = &vcs[i];
+  vcs[i].v = v;
+  vcs[i].nchunk = it->nchunk;
+  vcs[i].seq0 = v->seq;
+  vcs[i].blocks = NULL; /* set at the flush: the list may still move */
+  vcs[i].n = n;
+  memcpy(vcs[i].clo, it->clo, sizeof it->clo);
+  memcpy(vcs[i].chi, it->chi, sizeof it->chi);
+  v->seq += n;
+  b->nreq++;
+leave:
+  return rc;
+}
+
+/* The current chunk's blocks served from fill or whole, on the caller's thread, in order,
+** in batches of at most max. */
+static int visit_served(cat_visit *v, int32_t max) {
+  caterva_block_iter *it = v->it;
+  const cat_geom *g = it->g;
+  caterva_block blk;
+  int rc = CATERVA_OK;
+  blk.blockshape = g->blockshape;
+  blk.nchunk = it->nchunk;
+  for (int32_t i = 0; i < it->nsel && rc >= 0; i++) {
+    blk.nblock = it->sel[i];
+    blk.data = it->serve == SERVE_FILL ? it->fill
+                                       : it->whole + (size_t)blk.nblock * (size_t)g->blocksize;
+    block_box(it, it->clo, it->chi, blk.nblock, it->bc, blk.origin, blk.start, blk.stop);
+    rc = v->fn(v->arg, &blk, v->seq++, 0);
+    if (rc >= 0 && (v->seq - v->seq_batch == max || i + 1 == it->nsel)) {
+      if (v->done != NULL) rc = v->done(v->arg, v->seq_batch, v->seq);
+      v->seq_batch = v->seq;
+    }
+  }
+  return rc;
+}
+
+/* The current chunk's selected blocks into the batch, in runs of at most max blocks, the
+** batch decoded whenever it is full. */
+static int visit_chunk(cat_visit *v, cat_read_batch *b, int32_t max) {
+  caterva_block_iter *it = v->it;
+  int rc = CATERVA_OK;
+  for (int32_t from = 0; from < it->nsel && rc >= 0;) {
+    int32_t n = it->nsel - from;
+    if (b->nreq == READ_BATCH_CHUNKS || b->nblocks >= max) rc = visit_flush(v, b);
+    if (rc < 0) break;
+    if (n > max - b->nblocks) n = (int32_t)(max - b->nblocks);
+    rc = visit_add(v, b, from, n);
+    from += n;
+  }
+  return rc;
+}
+
+int caterva_block_iter_visit(caterva_block_iter *it, int32_t max_batch,
+                             caterva_block_visit_fn fn, caterva_block_done_fn done, void *arg) {
+  caterva_ctx *ctx = it ? it->ctx : NULL;
+  int rc = CATERVA_OK;
+  cat_read_batch *b = NULL;
+  cat_visit_chunk *vcs = NULL;
+  cat_visit v = {it, fn, done, arg, 0, 0, NULL};
+  CAT_CHECK(leave, it != NULL && fn != NULL && !(it->flags & CATERVA_ITER_NODATA),
+            CATERVA_E_INVALID, "visit: no iterator, no function, or an iterator without data");
+  if (it->done) goto leave;
+  if (max_batch < 1 || max_batch > READ_BATCH_BLOCKS) max_batch = READ_BATCH_BLOCKS;
+  ra_discard(it);
+  b = malloc(sizeof *b);
+  if (b != NULL) {
+    b->nreq = 0;
+    b->blocks = NULL;
+    b->nblocks = b->cap = 0;
+  }
+  vcs = malloc(READ_BATCH_CHUNKS * sizeof *vcs);
+  CAT_CHECK(leave, b != NULL && vcs != NULL, CATERVA_E_NOMEM, "out of memory");
+  v.vcs = vcs;
+  for (;;) {
+    if (!it->have_chunk) {
+      memcpy(it->cc, it->c0, sizeof it->cc);
+      it->have_chunk = 1;
+    } else if (!next_chunk(it, it->cc)) {
+      break;
+    }
+    /* a remote chunk's bytes stay only while it is the pinned one: decode it before the next */
+    if (cat_sc_is_remote(it->sc)) CAT_TRY(leave, visit_flush(&v, b));
+    CAT_TRY(leave, enter_chunk(it));
+    it->pos = it->nsel; /* next() would move on to the following chunk */
+    if (it->nsel == 0) continue;
+    if (it->serve == SERVE_BLOCKS) {
+      CAT_TRY(leave, visit_chunk(&v, b, max_batch));
+    } else {
+      CAT_TRY(leave, visit_flush(&v, b));
+      CAT_TRY(leave, visit_served(&v, max_batch));
+    }
+  }
+  rc = visit_flush(&v, b);
+leave:
+  if (b != NULL) free(b->blocks);
+  free(b);
+  free(vcs);
+  if (it != NULL) it->done = 1;
   return rc;
 }

@@ -193,8 +193,7 @@ int caterva_array_has_stats(const caterva_array *a) {
   return a != NULL && a->bs != NULL && !a->bs->broken;
 }
 
-/* IEEE half precision to double (exact). */
-static double half_to_double(uint16_t h) {
+double cat_half_to_double(uint16_t h) {
   int e = h >> 10 & 0x1F, m = h & 0x3FF;
   double v;
   if (e == 0) v = ldexp((double)m, -24);
@@ -297,7 +296,7 @@ static void acc_run(const cat_bstats *bs, caterva_block_stats *s, const uint8_t 
   break;
 #define ID(x) (x)
 #define BOOLV(x) ((int64_t)((x) != 0))
-  case CATERVA_STATS_FLOAT * 16 + 2: RUN(uint16_t, acc_f, half_to_double)
+  case CATERVA_STATS_FLOAT * 16 + 2: RUN(uint16_t, acc_f, cat_half_to_double)
   case CATERVA_STATS_FLOAT * 16 + 4: RUN(float, acc_f, (double))
   case CATERVA_STATS_FLOAT * 16 + 8: RUN(double, acc_f, ID)
   case CATERVA_STATS_INT * 16 + 1:

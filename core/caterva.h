@@ -259,6 +259,7 @@ typedef int (*caterva_progress_fn)(void *arg, int64_t done, int64_t total);
 #include "caterva_storage.h"
 #include "caterva_frame.h"
 #include "caterva_array.h"
+#include "caterva_reduce.h"
 
 #ifdef __cplusplus
 }

@@ -244,6 +244,29 @@ int caterva_labels_parse_time(caterva_ctx *ctx, const caterva_labels *l, const c
 /** The label of key k (time: the number of units since the reference date). */
 double caterva_labels_from_key(const caterva_labels *l, double k);
 
+/** Calendar fields of a time coordinate's instants, for grouping (caterva_labels_field). */
+#define CATERVA_FIELD_YEAR      1  /**< the year */
+#define CATERVA_FIELD_MONTH     2  /**< 1 .. 12 */
+#define CATERVA_FIELD_SEASON    3  /**< 0 DJF (December, January, February), 1 MAM, 2 JJA, 3 SON */
+#define CATERVA_FIELD_DAYOFYEAR 4  /**< 1 .. the year's days in the calendar (360, 365, 366) */
+/** Periods of `every` calendar units, numbered from absolute origins so that they do not
+ * depend on the array or the box: DAYS from day 0 = 1970-01-01 of the calendar (every 7:
+ * weeks starting on 1970-01-01's weekday), MONTHS from January of year 0 (every 3: quarters
+ * January-March, ...), YEARS from year 0 (every 10: 2020-2029, ...). */
+#define CATERVA_FIELD_DAYS      5
+#define CATERVA_FIELD_MONTHS    6
+#define CATERVA_FIELD_YEARS     7
+/** Index i's field (CATERVA_FIELD_*; every >= 1 for the periods, ignored otherwise) into
+ * *key: the value listed above, or the period's number. CATERVA_E_RANGE when the coordinate
+ * is not a time or the instant lies outside years 1..9999; CATERVA_E_INVALID for an unknown
+ * field. Pure. */
+int caterva_labels_field(const caterva_labels *l, int field, int64_t every, int64_t i,
+                         int64_t *key);
+/** The first day of period `key` of a DAYS, MONTHS or YEARS field as "YYYY-MM-DD" into buf
+ * (cap >= 11). CATERVA_E_RANGE outside years 1..9999, CATERVA_E_INVALID for other fields. */
+int caterva_labels_period_format(const caterva_labels *l, int field, int64_t every,
+                                 int64_t key, char *buf, size_t cap);
+
 /* -- fill value, cell writes, transactions -- */
 
 /** The fill item: what caterva_array_resize gives new cells and what a caller resets
@@ -428,6 +451,27 @@ void caterva_block_iter_set_filter(caterva_block_iter *it,
                                    int (*keep)(void *arg, int64_t nchunk, int32_t nblock),
                                    void *arg);
 void caterva_block_iter_free(caterva_block_iter *it);
+/** Called by caterva_block_iter_visit for each block, with its place in the visiting order
+ * (seq: 0, 1, 2, ... in the iterator's C order) and the worker running it (0 ..
+ * caterva_ctx_nthreads - 1; calls with the same worker never overlap). blk and its data are
+ * valid only during the call. A negative return fails the visit. */
+typedef int (*caterva_block_visit_fn)(void *arg, const caterva_block *blk, int64_t seq,
+                                      int worker);
+/** Called on the caller's thread once the blocks numbered [seq_lo, seq_hi) have all been
+ * visited (the batches follow one another in order). A negative return fails the visit. */
+typedef int (*caterva_block_done_fn)(void *arg, int64_t seq_lo, int64_t seq_hi);
+/** Visit every remaining block of the iterator's box (those its filter keeps) at once:
+ * batches of at most max_batch blocks (values outside 1..8192 mean 8192) are decompressed
+ * and handed to fn on ctx's threads, then done (may be NULL) is called for the batch; blocks
+ * of special chunks are handed out on the caller's thread. Which blocks form a batch depends
+ * on the box, the filter, max_batch and the storage (a remote array's batches hold one chunk
+ * each), never on the number of threads, so a caller that combines the blocks' results in
+ * sequence order in done gets the same result with any number of threads. Remote arrays are
+ * read as next() reads them (fetched ahead in waves).
+ * The iterator is at its end afterwards (reset it to use it again). Not with
+ * CATERVA_ITER_NODATA (CATERVA_E_INVALID). */
+int caterva_block_iter_visit(caterva_block_iter *it, int32_t max_batch,
+                             caterva_block_visit_fn fn, caterva_block_done_fn done, void *arg);
 /** For a remote array: fetch now, in a few concurrent waves, the bytes of the blocks the
  * iterator's box needs (those its filter keeps), up to about max_bytes of blocks
  * (decompressed size; <= 0: a default of 48 MiB), so that later reads of those blocks -- by

@@ -442,3 +442,63 @@ int caterva_labels_parse_time(caterva_ctx *ctx, const caterva_labels *l, const c
 leave:
   return rc;
 }
+
+/* ---- calendar fields and periods ------------------------------------------------------ */
+
+/* The date of index i's instant, and its day number; 0 when it lies outside years 1..9999. */
+static int index_date(const caterva_labels *l, int64_t i, int64_t *days, int64_t *y, int *m,
+                      int *d) {
+  double k = caterva_labels_key(l, i), dd = floor(k / MS_PER_DAY);
+  if (!(dd > -800000.0 && dd < 3000000.0)) return 0;
+  *days = (int64_t)dd;
+  cal_date(l->calendar, *days, y, m, d);
+  return *y >= 1 && *y <= 9999;
+}
+
+int caterva_labels_field(const caterva_labels *l, int field, int64_t every, int64_t i,
+                         int64_t *key) {
+  int64_t days, y, first = 0;
+  int m, d;
+  if (!l->is_time || every < 1 || !index_date(l, i, &days, &y, &m, &d)) return CATERVA_E_RANGE;
+  switch (field) {
+    case CATERVA_FIELD_YEAR: *key = y; break;
+    case CATERVA_FIELD_MONTH: *key = m; break;
+    case CATERVA_FIELD_SEASON: *key = m % 12 / 3; break; /* DJF 0, MAM 1, JJA 2, SON 3 */
+    case CATERVA_FIELD_DAYOFYEAR:
+      (void)cal_days(l->calendar, y, 1, 1, &first);
+      *key = days - first + 1;
+      break;
+    case CATERVA_FIELD_DAYS: *key = floor_div(days, every); break;
+    case CATERVA_FIELD_MONTHS: *key = floor_div(y * 12 + m - 1, every); break;
+    case CATERVA_FIELD_YEARS: *key = floor_div(y, every); break;
+    default: return CATERVA_E_INVALID;
+  }
+  return CATERVA_OK;
+}
+
+int caterva_labels_period_format(const caterva_labels *l, int field, int64_t every,
+                                 int64_t key, char *buf, size_t cap) {
+  int64_t y = 1, days;
+  int m = 1, d = 1, n;
+  if (every < 1) return CATERVA_E_RANGE;
+  switch (field) {
+    case CATERVA_FIELD_DAYS:
+      if (key < -800000 / every || key > 3000000 / every) return CATERVA_E_RANGE;
+      days = key * every;
+      cal_date(l->calendar, days, &y, &m, &d);
+      break;
+    case CATERVA_FIELD_MONTHS:
+      if (key < 0 || key > 120000 / every) return CATERVA_E_RANGE;
+      y = key * every / 12;
+      m = (int)(key * every % 12) + 1;
+      break;
+    case CATERVA_FIELD_YEARS:
+      if (key < 0 || key > 10000 / every) return CATERVA_E_RANGE;
+      y = key * every;
+      break;
+    default: return CATERVA_E_INVALID;
+  }
+  if (y < 1 || y > 9999) return CATERVA_E_RANGE;
+  n = snprintf(buf, cap, "%04d-%02d-%02d", (int)y, m, d);
+  return n > 0 && (size_t)n < cap ? CATERVA_OK : CATERVA_E_NOSPACE;
+}

@@ -12,6 +12,7 @@
  *   fn_coords.c      caterva_set_coords(), caterva_nearest()
  *   fn_stats.c       caterva_build_stats(), caterva_stats_check()
  *   fn_reduce.c      caterva_reduce(), a table-valued function
+ *   fn_reduce_group.c  its calendar groups ("time:month", "time:1 month", ...)
  *   fn_io.c          caterva_import() (dispatched by the source's format), caterva_export(),
  *                    caterva_png(); fn_io_npy.c, fn_io_netcdf.c, fn_io_bcolz.c,
  *                    fn_io_export.c and fn_io_png.c do each format, on fn_io_progress.c
@@ -134,6 +135,28 @@ void cvJsonDouble(sqlite3_str *pStr, double r);
 /* fn_stats.c: caterva_build_stats(); fn_reduce.c: the caterva_reduce table-valued function. */
 int cvRegisterStats(sqlite3 *db, CvConn *pConn);  /* also registers caterva_reduce */
 int cvRegisterReduce(sqlite3 *db, CvConn *pConn);
+/* fn_reduce_group.c: the calendar groups of caterva_reduce ("time:month", "time:7 days"). */
+typedef struct CvRedGroup CvRedGroup;
+struct CvRedGroup {
+  int eField;           /* CATERVA_FIELD_* */
+  int64_t nEvery;       /* periods: calendar units per period; 1 otherwise */
+  int32_t *aGid;        /* group of each index of the box (iLo + j) */
+  int32_t nGroup;
+  int64_t *aKey;        /* each group's key (caterva_labels_field), increasing */
+  int64_t *aFirst;      /* each group's first index in the box */
+};
+/* The group text z[0..n) (after "name:"): SQLITE_OK and *pGroup, or SQLITE_ERROR. */
+int cvRedGroupParse(const char *z, int n, CvRedGroup *pGroup);
+/* Number the groups of the indices [iLo, iHi] of a time coordinate (only those of the
+** sorted list aList[0..nList) when aList is not NULL). SQLITE_OK, SQLITE_NOMEM, or
+** SQLITE_ERROR with *pzErr (sqlite3_malloc'ed). */
+int cvRedGroupBuild(caterva_ctx *pCtx, const caterva_labels *pLab, int64_t iLo, int64_t iHi,
+                    const int64_t *aList, int nList, CvRedGroup *pGroup, char **pzErr);
+/* Group iGroup's key as the SQL result (INTEGER, or TEXT for seasons and periods). */
+void cvRedGroupResult(sqlite3_context *pCtx, const caterva_labels *pLab,
+                      const CvRedGroup *pGroup, int64_t iGroup);
+/* Free what cvRedGroupBuild allocated (and reset the struct). */
+void cvRedGroupFree(CvRedGroup *pGroup);
 /* fn_io.c: caterva_import() and caterva_export(). */
 int cvRegisterIo(sqlite3 *db, CvConn *pConn);
 /* fn_io_export.c: caterva_export(src, dst [, start, stop]), registered by cvRegisterIo. */

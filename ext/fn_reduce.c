@@ -1,45 +1,48 @@
 /*
- * fn_reduce.c -- caterva_reduce('<table or path>', op, axes): reductions of an array over some
- * of its dimensions, computed in C over decompressed blocks (and over block statistics where
- * they answer a whole block), as a table-valued function.
+ * fn_reduce.c -- caterva_reduce('<table or path>', op, axes): count, sum, mean, min, max and
+ * standard deviation of an array over some of its dimensions, or grouped by calendar fields
+ * of a time dimension, as a table-valued function over the engine of core/reduce.c.
  *
  *   SELECT d1 AS lat, value FROM caterva_reduce('temp', 'mean', 'time,lon');
  *   SELECT value FROM caterva_reduce('temp', 'max', '');               -- the whole array
  *   SELECT d1 AS lat, d2 AS lon, value, n FROM caterva_reduce('temp', 'sum', 'time')
  *    WHERE d0 BETWEEN '2023-01-01' AND '2023-01-30' AND d1 > 60;       -- a box, in labels
- *   SELECT d1_index, value FROM caterva_reduce('temp', 'max', 'time,lon') WHERE d1_index < 10;
+ *   SELECT min, mean, max, std FROM caterva_reduce('temp', 'stats', 'lat,lon')
+ *    WHERE d0 = '2023-06-01';                                          -- every statistic
+ *   SELECT d0 AS month, d1, d2, value FROM caterva_reduce('temp', 'mean', 'time:month');
  *
- * Columns: d0 ... d15 stand for the array's dimensions in array order. A dimension that
- * remains gives each row's coordinate there: its label when the array has a coordinate for
- * it (REAL, or ISO 8601 TEXT for instants, as the caterva table's columns), else its index;
- * reduced dimensions (and those past ndim) are NULL. The hidden columns d0_index ... d15_index give the
- * same coordinates as indices. `value` is the reduction, `n` the number of present
- * (non-NaN) cells that went into it. Hidden columns: arr (the table or path), op (count,
- * sum, mean, min, max) and axes (a comma list of dimension names -- the table's column
- * names or the file's `_ARRAY_DIMENSIONS`, else d0, d1, ... -- or numbers; empty or NULL:
- * every dimension). Constraints (=, <, <=, >, >=, BETWEEN, IN) on dk compare labels exactly as
- * the caterva table's dimension columns do (vtab_coord.c), those on dk_index indices; both restrict
- * the box, for reduced and remaining dimensions alike, and are exact (omit is set). An IN
- * list restricts its dimension to the indices it names: a reduced dimension is reduced over
- * all of them together (SQLite would otherwise call xFilter once per value, giving one row
- * per value), a remaining one gives a row for each.
+ * Columns: d0 ... d15 stand for the array's dimensions in array order. A kept dimension
+ * gives each row's coordinate there: its label when the array has a coordinate for it
+ * (REAL, or ISO 8601 TEXT for instants, as the caterva table's columns), else its index; a
+ * grouped one gives the group's key (fn_reduce_group.c); reduced dimensions (and those past
+ * ndim) are NULL. The hidden columns d0_index ... d15_index give the same coordinates as
+ * indices (a group: its first index in the box). `value` is the statistic op names (NULL for
+ * op 'stats'), `n` the number of present (non-NaN) cells that went into it; the hidden
+ * columns count, sum, mean, min, max and std give every statistic of the row, computed in
+ * the same pass (std, the population standard deviation, only when op is std or stats or
+ * the column is read: it needs every block decompressed). Hidden columns: arr (the table or
+ * path), op (count, sum, mean/avg, min, max, std, stats) and axes (a comma list of
+ * dimension names -- the table's column names or the file's `_ARRAY_DIMENSIONS`, else d0,
+ * d1, ... -- or numbers, each optionally followed by ":group", e.g. "time:month"; empty or
+ * NULL: every dimension reduced). Constraints (=, <, <=, >, >=, BETWEEN, IN) on dk compare
+ * labels exactly as the caterva table's dimension columns do (vtab_coord.c), those on
+ * dk_index indices; both restrict the box, for reduced, grouped and kept dimensions alike,
+ * and are exact (omit is set). An IN list restricts its dimension to the indices it names:
+ * a reduced dimension is reduced over all of them together (SQLite would otherwise call
+ * xFilter once per value, giving one row per value), a grouped one forms groups of them,
+ * a kept one gives a row for each.
  *
  * The columns cannot carry the dimensions' names: an eponymous virtual table declares its
  * columns once per connection in xConnect, before any argument is seen, and the arguments
  * of one statement may name arrays with different dimensions. A TEMP VIEW renames them
- * (see the README).
+ * (see docs/sql-reference.md).
  *
  * Semantics follow SQL's aggregates over the same cells: NaN cells are NULL and left out;
- * count counts the present cells; sum, min, max of no present cell are NULL; mean is sum /
- * count as REAL. Integer dtypes give INTEGER sum, min and max (a sum that overflows int64 is
- * given as REAL, where SQLite's sum() would fail). Float sums are accumulated in double in
- * block order (SQLite adds in row order): results agree with GROUP BY to within
- * n * 2^-52 * sum(|x|) (reassociation), and exactly for integers.
- *
- * How: the block iterator walks the blocks of the box (decompressing the ones it needs in
- * parallel on the connection's threads); a block that lies wholly inside the box and spans
- * one output row (no remaining dimension varies inside it) is answered by its statistics
- * without being decompressed, when it has them.
+ * count counts the present cells; sum, min, max, mean and std of no present cell are NULL;
+ * mean is sum / count as REAL. Integer dtypes give INTEGER sum, min and max (a sum that
+ * overflows int64 is given as REAL, where SQLite's sum() would fail). How sums are added,
+ * their error bound, and why the results do not depend on the number of threads: see
+ * core/reduce.c.
  */
 #include "config.h"
 
@@ -59,22 +62,20 @@ SQLITE_EXTENSION_INIT3
 #define CV_RED_OP     (CV_RED_NDIM + 3)
 #define CV_RED_AXES   (CV_RED_NDIM + 4)
 #define CV_RED_INDEX  (CV_RED_NDIM + 5)   /* d0_index ... d15_index */
+#define CV_RED_STAT   (CV_RED_INDEX + CV_RED_NDIM) /* count, sum, mean, min, max, std */
+#define CV_RED_NCOL   (CV_RED_STAT + 6)
 
 #define CV_RED_COUNT 1
 #define CV_RED_SUM   2
 #define CV_RED_MEAN  3
 #define CV_RED_MIN   4
 #define CV_RED_MAX   5
+#define CV_RED_STD   6
+#define CV_RED_STATS 7   /* value is NULL: the statistics are in their own columns */
 
-/* Accumulators of one output row. */
-typedef struct CvAcc CvAcc;
-struct CvAcc {
-  int64_t n;         /* present cells */
-  double fSum;       /* float dtypes (and integer sums that overflowed) */
-  int64_t iSum;      /* integer dtypes */
-  int bOver;         /* iSum overflowed: fSum holds the sum */
-  caterva_scalar mn, mx;
-};
+/* idxNum bits */
+#define CV_RED_PLAN     1  /* arr and op are given */
+#define CV_RED_WANT_STD 2  /* the std column is read */
 
 typedef struct CvRedVtab CvRedVtab;
 struct CvRedVtab {
@@ -89,28 +90,27 @@ struct CvRedCursor {
   int eOp;                   /* CV_RED_* */
   int eType;                 /* CATERVA_STATS_* of the array */
   int nDim;
-  int bRemain[CV_RED_NDIM];  /* dimension k is kept in the output */
+  int eMode[CV_RED_NDIM];    /* CATERVA_RED_*: what becomes of dimension k */
+  CvRedGroup aGroup[CV_RED_NDIM]; /* the groups of a grouped dimension */
   int64_t aLo[CV_RED_NDIM];  /* the box, inclusive (an IN list's first and last index) */
   int64_t aHi[CV_RED_NDIM];
   int64_t *aList[CV_RED_NDIM]; /* IN: the sorted, distinct indices of dimension k, or NULL */
   int nList[CV_RED_NDIM];
   int64_t aSubLo[CV_RED_NDIM]; /* the sub-box being walked (one run of each IN list) */
   int64_t aSubHi[CV_RED_NDIM];
-  int64_t aStride[CV_RED_NDIM]; /* output row stride of each remaining dimension, else 0 */
+  caterva_reduce *pRed;      /* the reduction and its rows */
   int64_t nOut;              /* output rows */
-  CvAcc *aAcc;               /* nOut accumulators */
+  caterva_reduce_row row;    /* the current row's results */
+  int64_t iRowGot;           /* the row in `row`, or -1 */
   int64_t iRow;              /* current row */
   int bEmpty;                /* the box is empty: no rows */
   caterva_array *pArr;       /* the array being reduced */
   caterva_array *pOwned;     /* ... when this cursor opened it */
   caterva_ctx *pCtx;
-  int64_t nFromStats;        /* blocks answered by their statistics (for tests) */
   int bLab[CV_RED_NDIM];     /* dimension k has a coordinate: its d column gives labels */
   caterva_labels aLab[CV_RED_NDIM]; /* ... prepared; c.values points into aLabVal[k] */
   double *aLabVal[CV_RED_NDIM]; /* an explicit coordinate's labels, copied (the cursor
                              ** outlives the borrowed array's attribute cache) */
-  int eKind;                 /* CATERVA_KIND_* of the items */
-  int szItem;
 };
 
 /* ---- the module ---------------------------------------------------------------------- */
@@ -128,7 +128,8 @@ static int cvRedConnect(sqlite3 *db, void *pAux, int argc, const char *const *ar
   for (k = 0; k < CV_RED_NDIM; k++) sqlite3_str_appendf(pStr, "d%d, ", k);
   sqlite3_str_appendall(pStr, "value, n INTEGER, arr HIDDEN, op HIDDEN, axes HIDDEN");
   for (k = 0; k < CV_RED_NDIM; k++) sqlite3_str_appendf(pStr, ", d%d_index INTEGER HIDDEN", k);
-  sqlite3_str_appendall(pStr, ")");
+  sqlite3_str_appendall(pStr, ", count INTEGER HIDDEN, sum HIDDEN, mean REAL HIDDEN, min HIDDEN, "
+                              "max HIDDEN, std REAL HIDDEN)");
   zSql = sqlite3_str_finish(pStr);
   if (zSql == 0) return SQLITE_NOMEM;
   rc = sqlite3_declare_vtab(db, zSql);
@@ -154,13 +155,14 @@ static int cvRedDisconnect(sqlite3_vtab *pVtab) {
 
 /*
 ** xBestIndex. idxStr holds two characters per xFilter argument: an operator (CV_OP_EQ ...
-** CV_OP_GT, as in vtab_plan.c) and a column, as in vtab_plan.c: CV_LABEL_DIM + k for dk (labels when
-** the dimension has a coordinate), CV_INDEX_DIM + k for dk_index (indices); 'R' arr, 'P' op,
-** 'X' axes. arr and op must be given (=); every usable bound on a dimension is taken and
-** omitted (label ranges are exact, as the caterva table's are). An IN list on a dimension
-** (CV_OP_IN) comes whole to one xFilter call (sqlite3_vtab_in) and restricts the dimension
-** to its indices: a reduced dimension is reduced over all of them, a kept one gives a row
-** for each.
+** CV_OP_GT, as in vtab_plan.c) and a column, as in vtab_plan.c: CV_LABEL_DIM + k for dk
+** (labels when the dimension has a coordinate), CV_INDEX_DIM + k for dk_index (indices);
+** 'R' arr, 'P' op, 'X' axes. arr and op must be given (=); every usable bound on a
+** dimension is taken and omitted (label ranges are exact, as the caterva table's are). An IN
+** list on a dimension (CV_OP_IN) comes whole to one xFilter call (sqlite3_vtab_in) and
+** restricts the dimension to its indices: a reduced dimension is reduced over all of them,
+** a kept one gives a row for each. idxNum: CV_RED_PLAN, and CV_RED_WANT_STD when colUsed
+** says the std column is read (so that std is computed only when asked for).
 */
 static int cvRedBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   char *zPlan = sqlite3_malloc64((sqlite3_uint64)pInfo->nConstraint * 2 + 1);
@@ -197,7 +199,7 @@ static int cvRedBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     } else if (p->iColumn >= 0 && p->iColumn < CV_RED_NDIM && p->usable && cOp) {
       cCol = (char)(CV_LABEL_DIM + p->iColumn);
       nBound++;
-    } else if (p->iColumn >= CV_RED_INDEX && p->usable && cOp) {
+    } else if (p->iColumn >= CV_RED_INDEX && p->iColumn < CV_RED_STAT && p->usable && cOp) {
       cCol = (char)(CV_INDEX_DIM + p->iColumn - CV_RED_INDEX);
       nBound++;
     } else {
@@ -218,7 +220,9 @@ static int cvRedBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     pInfo->idxNum = 0;
     return bArr || bOp ? SQLITE_CONSTRAINT : SQLITE_OK;
   }
-  pInfo->idxNum = 1;
+  pInfo->idxNum = CV_RED_PLAN;
+  if (pInfo->colUsed & ((sqlite3_uint64)1 << (CV_RED_NCOL - 1)))
+    pInfo->idxNum |= CV_RED_WANT_STD;
   pInfo->idxStr = zPlan;
   pInfo->needToFreeIdxStr = 1;
   pInfo->estimatedCost = 1000.0 / (1.0 + nBound);
@@ -245,13 +249,16 @@ static void cvRedReset(CvRedCursor *pCur) {
     sqlite3_free(pCur->aList[k]);
     pCur->aList[k] = 0;
     pCur->nList[k] = 0;
+    cvRedGroupFree(&pCur->aGroup[k]);
+    pCur->eMode[k] = CATERVA_RED_KEEP;
   }
-  sqlite3_free(pCur->aAcc);
-  pCur->aAcc = 0;
+  caterva_reduce_free(pCur->pRed);
+  pCur->pRed = 0;
   caterva_array_free(pCur->pOwned);
   pCur->pOwned = 0;
   pCur->pArr = 0;
   pCur->bEmpty = 1;
+  pCur->iRowGot = -1;
 }
 
 static int cvRedClose(sqlite3_vtab_cursor *pCursor) {
@@ -265,7 +272,8 @@ static int cvRedClose(sqlite3_vtab_cursor *pCursor) {
 static int cvRedParseOp(const char *z) {
   static const struct { const char *zName; int eOp; } aOp[] = {
       {"count", CV_RED_COUNT}, {"sum", CV_RED_SUM}, {"mean", CV_RED_MEAN},
-      {"avg", CV_RED_MEAN},    {"min", CV_RED_MIN}, {"max", CV_RED_MAX}};
+      {"avg", CV_RED_MEAN},    {"min", CV_RED_MIN}, {"max", CV_RED_MAX},
+      {"std", CV_RED_STD},     {"stats", CV_RED_STATS}};
   size_t i;
   for (i = 0; z && i < sizeof(aOp) / sizeof(aOp[0]); i++)
     if (sqlite3_stricmp(z, aOp[i].zName) == 0) return aOp[i].eOp;
@@ -303,249 +311,67 @@ static char **cvRedDimNames(CvRedCursor *pCur, CvVtab *pFound) {
   return az;
 }
 
-/* axes: a comma list of names or numbers; marks the reduced dimensions. */
+/* One entry of axes, z[0..n): a dimension's name or number, then ":" and a group. */
+static int cvRedParseAxis(CvRedCursor *pCur, char **az, const char *z, int n, char **pzErr) {
+  const char *zColon = n > 0 ? memchr(z, ':', (size_t)n) : 0;
+  int nName = zColon ? (int)(zColon - z) : n, j, iFound = -1;
+  while (nName > 0 && (z[nName - 1] == ' ' || z[nName - 1] == '\t')) nName--;
+  for (j = 0; j < pCur->nDim && iFound < 0; j++)
+    if ((int)strlen(az[j]) == nName && sqlite3_strnicmp(az[j], z, nName) == 0) iFound = j;
+  if (iFound < 0 && nName > 0 && nName < 4 && strspn(z, "0123456789") >= (size_t)nName) {
+    iFound = atoi(z);
+    if (iFound >= pCur->nDim) iFound = -1;
+  }
+  if (iFound < 0) {
+    *pzErr = sqlite3_mprintf("caterva_reduce: no dimension '%.*s' (the array has %d)", nName,
+                             z, pCur->nDim);
+    return SQLITE_ERROR;
+  }
+  pCur->eMode[iFound] = CATERVA_RED_REDUCE;
+  if (zColon) {
+    const char *zG = zColon + 1;
+    int nG = n - (int)(zG - z);
+    while (nG > 0 && *zG == ' ') zG++, nG--;
+    if (cvRedGroupParse(zG, nG, &pCur->aGroup[iFound]) != SQLITE_OK) {
+      *pzErr = sqlite3_mprintf("caterva_reduce: unknown group '%.*s' of %s (year, month, "
+                               "season, dayofyear, or 'N days', 'N months', 'N years')", nG,
+                               zG, az[iFound]);
+      return SQLITE_ERROR;
+    }
+    pCur->eMode[iFound] = CATERVA_RED_GROUP;
+  }
+  return SQLITE_OK;
+}
+
+/* axes: a comma list of names or numbers, each optionally with ":group"; marks the reduced
+** and the grouped dimensions (the others are kept). */
 static int cvRedParseAxes(CvRedCursor *pCur, char **az, const char *zAxes, char **pzErr) {
   const char *z = zAxes;
   int k, rc = SQLITE_OK;
-  for (k = 0; k < pCur->nDim; k++) pCur->bRemain[k] = zAxes != 0 && zAxes[0] != 0;
-  if (zAxes == 0 || zAxes[0] == 0) return SQLITE_OK;
-  while (*z && rc == SQLITE_OK) {
+  int bAll = zAxes == 0 || zAxes[0] == 0;
+  for (k = 0; k < pCur->nDim; k++) pCur->eMode[k] = bAll ? CATERVA_RED_REDUCE : CATERVA_RED_KEEP;
+  while (!bAll && *z && rc == SQLITE_OK) {
     const char *zEnd = strchr(z, ',');
-    int n, j, iFound = -1;
-    char *zName;
+    int n;
     if (zEnd == 0) zEnd = z + strlen(z);
     while (z < zEnd && (*z == ' ' || *z == '\t')) z++;
     n = (int)(zEnd - z);
     while (n > 0 && (z[n - 1] == ' ' || z[n - 1] == '\t')) n--;
-    zName = sqlite3_mprintf("%.*s", n, z);
-    if (zName == 0) {
-      rc = SQLITE_NOMEM;
-      break;
-    }
-    for (j = 0; j < pCur->nDim && iFound < 0; j++)
-      if (sqlite3_stricmp(az[j], zName) == 0) iFound = j;
-    if (iFound < 0 && n > 0 && strspn(zName, "0123456789") == (size_t)n && n < 4) {
-      iFound = atoi(zName);
-      if (iFound >= pCur->nDim) iFound = -1;
-    }
-    if (iFound < 0) {
-      *pzErr = sqlite3_mprintf("caterva_reduce: no dimension '%s' (the array has %d)", zName,
-                               pCur->nDim);
-      rc = SQLITE_ERROR;
-    } else {
-      pCur->bRemain[iFound] = 0;
-    }
-    sqlite3_free(zName);
+    rc = cvRedParseAxis(pCur, az, z, n, pzErr);
     z = *zEnd ? zEnd + 1 : zEnd;
   }
   return rc;
 }
 
-/* ---- accumulating -------------------------------------------------------------------- */
-
-/* Fold one present item into an accumulator. */
-static void cvAccF(CvAcc *p, double v) {
-  if (p->n == 0 || v < p->mn.f) p->mn.f = v;
-  if (p->n == 0 || v > p->mx.f) p->mx.f = v;
-  p->fSum += v;
-  p->n++;
-}
-
-/* Add v to an integer sum; past int64 the sum continues in double (given as REAL). */
-static void cvSumI(CvAcc *p, int64_t v) {
-  int64_t s;
-  if (p->bOver) {
-    p->fSum += (double)v;
-  } else if (__builtin_add_overflow(p->iSum, v, &s)) {
-    p->bOver = 1;
-    p->fSum = (double)p->iSum + (double)v;
-  } else {
-    p->iSum = s;
-  }
-}
-
-static void cvSumU(CvAcc *p, uint64_t v) {
-  if (!p->bOver && v <= (uint64_t)INT64_MAX && p->iSum <= INT64_MAX - (int64_t)v) {
-    p->iSum += (int64_t)v;
-    return;
-  }
-  if (!p->bOver) {
-    p->bOver = 1;
-    p->fSum = (double)p->iSum;
-  }
-  p->fSum += (double)v;
-}
-
-static void cvAccI(CvAcc *p, int64_t v) {
-  if (p->n == 0 || v < p->mn.i) p->mn.i = v;
-  if (p->n == 0 || v > p->mx.i) p->mx.i = v;
-  cvSumI(p, v);
-  p->n++;
-}
-
-static void cvAccU(CvAcc *p, uint64_t v) {
-  if (p->n == 0 || v < p->mn.u) p->mn.u = v;
-  if (p->n == 0 || v > p->mx.u) p->mx.u = v;
-  cvSumU(p, v);
-  p->n++;
-}
-
-/* Fold a run of n items at p (C order, one accumulator each when bStep, else all into
-** pAcc). */
-static void cvAccRun(const CvRedCursor *pCur, CvAcc *pAcc, const uint8_t *p, int64_t n,
-                     int bStep) {
-  int64_t j;
-  int sz = pCur->szItem;
-  for (j = 0; j < n; j++, p += sz) {
-    CvAcc *pA = bStep ? pAcc + j : pAcc;
-    uint64_t u = 0;
-    int i;
-    switch (pCur->eKind) {
-      case CATERVA_KIND_FLOAT:
-        if (sz == 8) {
-          double d;
-          memcpy(&d, p, 8);
-          if (d == d) cvAccF(pA, d);
-        } else if (sz == 4) {
-          float f;
-          memcpy(&f, p, 4);
-          if (f == f) cvAccF(pA, (double)f);
-        } else {
-          uint16_t h;
-          double d;
-          memcpy(&h, p, 2);
-          d = cvHalfToDouble(h);
-          if (d == d) cvAccF(pA, d);
-        }
-        break;
-      case CATERVA_KIND_BOOL: cvAccI(pA, p[0] != 0); break;
-      case CATERVA_KIND_INT:
-        for (i = sz - 1; i >= 0; i--) u = u << 8 | p[i];
-        if (sz < 8 && (u >> (sz * 8 - 1) & 1)) u |= ~(uint64_t)0 << (sz * 8);
-        cvAccI(pA, (int64_t)u);
-        break;
-      default:
-        for (i = sz - 1; i >= 0; i--) u = u << 8 | p[i];
-        cvAccU(pA, u);
-        break;
-    }
-  }
-}
-
-/* Merge a block's statistics into an accumulator. */
-static void cvAccStats(const CvRedCursor *pCur, CvAcc *pA, const caterva_block_stats *s) {
-  if (s->nvalid == 0) return;
-  if (pCur->eType == CATERVA_STATS_FLOAT) {
-    if (pA->n == 0 || s->min.f < pA->mn.f) pA->mn.f = s->min.f;
-    if (pA->n == 0 || s->max.f > pA->mx.f) pA->mx.f = s->max.f;
-    pA->fSum += s->sum.f;
-  } else if (pCur->eType == CATERVA_STATS_INT) {
-    if (pA->n == 0 || s->min.i < pA->mn.i) pA->mn.i = s->min.i;
-    if (pA->n == 0 || s->max.i > pA->mx.i) pA->mx.i = s->max.i;
-    cvSumI(pA, s->sum.i);
-  } else {
-    if (pA->n == 0 || s->min.u < pA->mn.u) pA->mn.u = s->min.u;
-    if (pA->n == 0 || s->max.u > pA->mx.u) pA->mx.u = s->max.u;
-    cvSumU(pA, s->sum.u);
-  }
-  pA->n += s->nvalid;
-}
-
-/* The accumulator of the output row holding cell coordinate c. */
-static CvAcc *cvRedAcc(const CvRedCursor *pCur, const int64_t *c) {
-  int64_t i = 0;
-  int k;
-  for (k = 0; k < pCur->nDim; k++)
-    if (pCur->bRemain[k]) i += (c[k] - pCur->aLo[k]) * pCur->aStride[k];
-  return pCur->aAcc + i;
-}
-
-/*
-** The iterator's filter: a block answered by its statistics is merged here and skipped.
-** That needs the block wholly inside the box, no remaining dimension varying inside it (one
-** output row), exact statistics, and for sums of integers no overflow in them.
-*/
-static int cvRedKeep(void *pArg, int64_t iChunk, int32_t iBlock) {
-  CvRedCursor *pCur = (CvRedCursor *)pArg;
-  const int64_t *aShape = caterva_array_shape(pCur->pArr);
-  const int32_t *aC = caterva_array_chunkshape(pCur->pArr);
-  const int32_t *aB = caterva_array_blockshape(pCur->pArr);
-  int64_t aLo[CV_RED_NDIM], aHi[CV_RED_NDIM], n = iChunk;
-  int32_t b = iBlock;
-  caterva_block_stats st;
-  int k, rc;
-  for (k = pCur->nDim - 1; k >= 0; k--) {
-    int64_t nGrid = (aShape[k] + aC[k] - 1) / aC[k];
-    int32_t nBgrid = (aC[k] + aB[k] - 1) / aB[k];
-    int64_t cc = n % nGrid, bc = b % nBgrid;
-    n /= nGrid;
-    b /= nBgrid;
-    aLo[k] = cc * aC[k] + bc * aB[k];
-    aHi[k] = aLo[k] + aB[k] - 1;
-    if (aHi[k] > cc * aC[k] + aC[k] - 1) aHi[k] = cc * aC[k] + aC[k] - 1;
-    if (aHi[k] > aShape[k] - 1) aHi[k] = aShape[k] - 1;
-    if (aLo[k] < pCur->aSubLo[k] || aHi[k] > pCur->aSubHi[k]) return 1;
-    if (pCur->bRemain[k] && aLo[k] != aHi[k]) return 1;
-  }
-  rc = caterva_array_block_stats(pCur->pCtx, pCur->pArr, iChunk, iBlock, &st);
-  if (rc <= 0) return rc < 0 ? rc : 1;
-  if (st.sum_overflow && (pCur->eOp == CV_RED_SUM || pCur->eOp == CV_RED_MEAN)) return 1;
-  cvAccStats(pCur, cvRedAcc(pCur, aLo), &st);
-  pCur->nFromStats++;
-  return 0;
-}
-
-/* Fold the part [start, stop) of a decompressed block. */
-static void cvRedBlock(CvRedCursor *pCur, const caterva_block *pBlk) {
-  int nd = pCur->nDim, kLast = nd - 1, k;
-  int64_t aIdx[CV_RED_NDIM];
-  int64_t nRun;
-  if (nd == 0) {
-    cvAccRun(pCur, pCur->aAcc, pBlk->data, 1, 0);
-    return;
-  }
-  for (k = 0; k < nd; k++) {
-    if (pBlk->start[k] >= pBlk->stop[k]) return;
-    aIdx[k] = pBlk->start[k];
-  }
-  nRun = pBlk->stop[kLast] - pBlk->start[kLast];
-  for (;;) {
-    int64_t off = 0;
-    for (k = 0; k < nd; k++) off = off * pBlk->blockshape[k] + (aIdx[k] - pBlk->origin[k]);
-    cvAccRun(pCur, cvRedAcc(pCur, aIdx), pBlk->data + off * pCur->szItem, nRun,
-             pCur->bRemain[kLast]);
-    for (k = nd - 2; k >= 0; k--) {
-      if (++aIdx[k] < pBlk->stop[k]) break;
-      aIdx[k] = pBlk->start[k];
-    }
-    if (k < 0) break;
-  }
-}
-
-/* Walk the sub-box aSubLo..aSubHi and fill the accumulators. */
-static int cvRedComputeBox(CvRedCursor *pCur) {
-  caterva_block_iter *pIter = 0;
-  const caterva_block *pBlk;
-  int64_t aStart[CV_RED_NDIM], aStop[CV_RED_NDIM];
-  int k, rc;
-  for (k = 0; k < pCur->nDim; k++) {
-    aStart[k] = pCur->aSubLo[k];
-    aStop[k] = pCur->aSubHi[k] + 1;
-  }
-  rc = caterva_block_iter_new(pCur->pCtx, pCur->pArr, aStart, aStop, 0, &pIter);
-  if (rc >= 0 && caterva_array_has_stats(pCur->pArr) && pCur->nDim > 0)
-    caterva_block_iter_set_filter(pIter, cvRedKeep, pCur);
-  while (rc >= 0 && (rc = caterva_block_iter_next(pIter, &pBlk)) > 0) cvRedBlock(pCur, pBlk);
-  caterva_block_iter_free(pIter);
-  return rc;
-}
+/* ---- computing ------------------------------------------------------------------------ */
 
 /* Walk the box: for dimensions k and up, every run of consecutive indices of an IN list
-** (the whole range without one) in turn. */
+** (the whole range without one) in turn, each sub-box folded in by the core. */
 static int cvRedCompute(CvRedCursor *pCur, int k) {
   const int64_t *a = pCur->aList[k < CV_RED_NDIM ? k : 0];
   int i = 0, j, rc = 0;
-  if (k == pCur->nDim) return cvRedComputeBox(pCur);
+  if (k == pCur->nDim) return caterva_reduce_add(pCur->pCtx, pCur->pRed, pCur->aSubLo,
+                                                 pCur->aSubHi);
   if (a == 0) {
     pCur->aSubLo[k] = pCur->aLo[k];
     pCur->aSubHi[k] = pCur->aHi[k];
@@ -578,9 +404,8 @@ static int cvRedInList(const int64_t *a, int n, int64_t x) {
 static int cvRedRowWanted(const CvRedCursor *pCur, int64_t iRow) {
   int k;
   for (k = 0; k < pCur->nDim; k++) {
-    if (pCur->aList[k] && pCur->bRemain[k]) {
-      int64_t ext = pCur->aHi[k] - pCur->aLo[k] + 1;
-      int64_t x = pCur->aLo[k] + (iRow / pCur->aStride[k]) % ext;
+    if (pCur->aList[k] && pCur->eMode[k] == CATERVA_RED_KEEP) {
+      int64_t x = caterva_reduce_coord(pCur->pRed, iRow, k);
       if (!cvRedInList(pCur->aList[k], pCur->nList[k], x)) return 0;
     }
   }
@@ -782,17 +607,53 @@ static int cvRedBounds(CvRedCursor *pCur, char **azName, const char *idxStr, int
   return rc;
 }
 
+/* The groups of the grouped dimensions (from their time coordinates, over the box). */
+static int cvRedGroups(CvRedCursor *pCur, char **azName, char **pzErr) {
+  int k, rc = SQLITE_OK;
+  for (k = 0; k < pCur->nDim && rc == SQLITE_OK; k++) {
+    if (pCur->eMode[k] != CATERVA_RED_GROUP) continue;
+    if (!pCur->bLab[k] || !pCur->aLab[k].is_time) {
+      *pzErr = sqlite3_mprintf("caterva_reduce: dimension %s has no time coordinate, so it "
+                               "cannot be grouped by calendar", azName[k]);
+      return SQLITE_ERROR;
+    }
+    rc = cvRedGroupBuild(pCur->pCtx, &pCur->aLab[k], pCur->aLo[k], pCur->aHi[k],
+                         pCur->aList[k], pCur->nList[k], &pCur->aGroup[k], pzErr);
+    if (rc == SQLITE_OK && pCur->aGroup[k].nGroup == 0) pCur->bEmpty = 1;
+  }
+  return rc;
+}
+
+/* The reduction of the box, computed. */
+static int cvRedRun(CvRedCursor *pCur, int bStd) {
+  caterva_reduce_dim aDim[CV_RED_NDIM];
+  int k, rc;
+  for (k = 0; k < pCur->nDim; k++) {
+    aDim[k].mode = pCur->eMode[k];
+    aDim[k].lo = pCur->aLo[k];
+    aDim[k].hi = pCur->aHi[k];
+    aDim[k].gid = pCur->aGroup[k].aGid;
+    aDim[k].ngroups = pCur->aGroup[k].nGroup;
+  }
+  rc = caterva_reduce_new(pCur->pCtx, pCur->pArr, aDim, bStd ? CATERVA_REDUCE_STD : 0,
+                          &pCur->pRed);
+  if (rc >= 0) rc = cvRedCompute(pCur, 0);
+  if (rc < 0)
+    return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: %s",
+                                            caterva_ctx_errmsg(pCur->pCtx)));
+  pCur->nOut = caterva_reduce_nrows(pCur->pRed);
+  return SQLITE_OK;
+}
+
 static int cvRedFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr, int argc,
                        sqlite3_value **argv) {
   CvRedCursor *pCur = (CvRedCursor *)pCursor;
   const char *zArr = 0, *zOp = 0, *zAxes = 0;
   CvVtab *pFound = 0;
-  caterva_dtype_info info;
   char *zErr = 0, **azName;
-  int i, k, rc;
-  int64_t nOut = 1;
+  int i, rc;
   cvRedReset(pCur);
-  if (idxNum != 1 || idxStr == 0 || strlen(idxStr) != 2 * (size_t)argc)
+  if (!(idxNum & CV_RED_PLAN) || idxStr == 0 || strlen(idxStr) != 2 * (size_t)argc)
     return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: give arr and op, e.g. "
                                             "caterva_reduce('t', 'mean', 'time')"));
   for (i = 0; i < argc; i++) {
@@ -805,46 +666,35 @@ static int cvRedFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idx
   if (zArr == 0) return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: arr is NULL"));
   if (pCur->eOp == 0)
     return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: unknown op '%s' (count, sum, "
-                                            "mean, min, max)", zOp ? zOp : "NULL"));
+                                            "mean, min, max, std, stats)", zOp ? zOp : "NULL"));
   rc = cvRedOpenArray(pCur, zArr, &pFound);
   if (rc != SQLITE_OK) return rc;
   pCur->nDim = caterva_array_ndim(pCur->pArr);
   pCur->eType = caterva_array_stats_type(pCur->pArr);
-  pCur->szItem = caterva_array_itemsize(pCur->pArr);
-  if (pCur->eType == CATERVA_STATS_NONE ||
-      caterva_dtype_parse(caterva_array_dtype(pCur->pArr), &info) != CATERVA_OK)
+  if (pCur->eType == CATERVA_STATS_NONE)
     return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: '%s' has items of dtype %s, "
                                             "which are not numbers", zArr,
                                             caterva_array_dtype(pCur->pArr)
                                                 ? caterva_array_dtype(pCur->pArr) : "(none)"));
-  pCur->eKind = info.kind;
   azName = cvRedDimNames(pCur, pFound);
   if (azName == 0) return SQLITE_NOMEM;
   rc = cvRedParseAxes(pCur, azName, zAxes, &zErr);
   if (rc == SQLITE_OK) rc = cvRedLabels(pCur, azName);
   pCur->bEmpty = 0;
   if (rc == SQLITE_OK) rc = cvRedBounds(pCur, azName, idxStr, argc, argv);
+  if (rc == SQLITE_OK && !pCur->bEmpty) rc = cvRedGroups(pCur, azName, &zErr);
   cvRedFreeNames(azName, pCur->nDim);
   if (rc != SQLITE_OK) {
     pCur->bEmpty = 1;
     return zErr ? cvRedError(pCur, zErr) : rc;
   }
   if (pCur->bEmpty) return SQLITE_OK;
-  for (k = pCur->nDim - 1; k >= 0; k--) {
-    pCur->aStride[k] = pCur->bRemain[k] ? nOut : 0;
-    if (pCur->bRemain[k]) nOut *= pCur->aHi[k] - pCur->aLo[k] + 1;
+  rc = cvRedRun(pCur, pCur->eOp == CV_RED_STD || pCur->eOp == CV_RED_STATS ||
+                          (idxNum & CV_RED_WANT_STD) != 0);
+  if (rc != SQLITE_OK) {
+    pCur->bEmpty = 1;
+    return rc;
   }
-  if (nOut > ((int64_t)1 << 31) / (int64_t)sizeof(CvAcc))
-    return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: %lld output rows are too many",
-                                            (long long)nOut));
-  pCur->nOut = nOut;
-  pCur->aAcc = sqlite3_malloc64(sizeof(CvAcc) * (sqlite3_uint64)nOut);
-  if (pCur->aAcc == 0) return SQLITE_NOMEM;
-  memset(pCur->aAcc, 0, sizeof(CvAcc) * (size_t)nOut);
-  rc = cvRedCompute(pCur, 0);
-  if (rc < 0)
-    return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: %s",
-                                            caterva_ctx_errmsg(pCur->pCtx)));
   pCur->iRow = 0;
   cvRedSkip(pCur);
   return SQLITE_OK;
@@ -862,7 +712,7 @@ static int cvRedEof(sqlite3_vtab_cursor *pCursor) {
   return pCur->bEmpty || pCur->iRow >= pCur->nOut;
 }
 
-/* A statistic of the accumulator as an SQL value of the array's kind. */
+/* A minimum or maximum as an SQL value of the array's kind. */
 static void cvRedScalar(sqlite3_context *pCtx, const CvRedCursor *pCur, caterva_scalar v) {
   if (pCur->eType == CATERVA_STATS_FLOAT) sqlite3_result_double(pCtx, v.f);
   else if (pCur->eType == CATERVA_STATS_INT) sqlite3_result_int64(pCtx, v.i);
@@ -870,38 +720,59 @@ static void cvRedScalar(sqlite3_context *pCtx, const CvRedCursor *pCur, caterva_
   else sqlite3_result_int64(pCtx, (int64_t)v.u);
 }
 
-static void cvRedValue(sqlite3_context *pCtx, const CvRedCursor *pCur, const CvAcc *p) {
-  int bFloat = pCur->eType == CATERVA_STATS_FLOAT || p->bOver;
-  if (pCur->eOp == CV_RED_COUNT) {
+/* Statistic eStat (CV_RED_COUNT ... CV_RED_STD) of row p; NULL for CV_RED_STATS. */
+static void cvRedStat(sqlite3_context *pCtx, const CvRedCursor *pCur,
+                      const caterva_reduce_row *p, int eStat) {
+  if (eStat == CV_RED_COUNT) {
     sqlite3_result_int64(pCtx, p->n);
-  } else if (p->n == 0) {
+  } else if (p->n == 0 || eStat == CV_RED_STATS) {
     sqlite3_result_null(pCtx);
-  } else if (pCur->eOp == CV_RED_SUM) {
-    if (bFloat) sqlite3_result_double(pCtx, p->fSum);
-    else sqlite3_result_int64(pCtx, p->iSum);
-  } else if (pCur->eOp == CV_RED_MEAN) {
-    sqlite3_result_double(pCtx, (bFloat ? p->fSum : (double)p->iSum) / (double)p->n);
+  } else if (eStat == CV_RED_SUM) {
+    if (p->float_sum) sqlite3_result_double(pCtx, p->fsum);
+    else sqlite3_result_int64(pCtx, p->isum);
+  } else if (eStat == CV_RED_MEAN) {
+    sqlite3_result_double(pCtx, p->mean);
+  } else if (eStat == CV_RED_STD) {
+    if (p->std == p->std) sqlite3_result_double(pCtx, p->std);
+    else sqlite3_result_null(pCtx);
   } else {
-    cvRedScalar(pCtx, pCur, pCur->eOp == CV_RED_MIN ? p->mn : p->mx);
+    cvRedScalar(pCtx, pCur, eStat == CV_RED_MIN ? p->min : p->max);
+  }
+}
+
+/* Dimension k's coordinate of the current row: label, index or group key. */
+static void cvRedCoord(sqlite3_context *pCtx, const CvRedCursor *pCur, int k, int bIndex) {
+  int64_t c;
+  if (k >= pCur->nDim || pCur->eMode[k] == CATERVA_RED_REDUCE) return;
+  c = caterva_reduce_coord(pCur->pRed, pCur->iRow, k);
+  if (pCur->eMode[k] == CATERVA_RED_GROUP) {
+    if (bIndex) sqlite3_result_int64(pCtx, pCur->aGroup[k].aFirst[c]);
+    else cvRedGroupResult(pCtx, &pCur->aLab[k], &pCur->aGroup[k], c);
+  } else if (!bIndex && pCur->bLab[k]) {
+    cvLabelsResult(pCtx, &pCur->aLab[k], c);
+  } else {
+    sqlite3_result_int64(pCtx, c);
   }
 }
 
 static int cvRedColumn(sqlite3_vtab_cursor *pCursor, sqlite3_context *pCtx, int iCol) {
   CvRedCursor *pCur = (CvRedCursor *)pCursor;
-  const CvAcc *p = pCur->aAcc + pCur->iRow;
-  if (iCol < CV_RED_NDIM || iCol >= CV_RED_INDEX) {
-    int k = iCol < CV_RED_NDIM ? iCol : iCol - CV_RED_INDEX;
-    if (k < pCur->nDim && pCur->bRemain[k]) {
-      int64_t i = pCur->iRow, ext = pCur->aHi[k] - pCur->aLo[k] + 1;
-      int64_t iIdx = pCur->aLo[k] + (i / pCur->aStride[k]) % ext;
-      if (iCol < CV_RED_NDIM && pCur->bLab[k]) cvLabelsResult(pCtx, &pCur->aLab[k], iIdx);
-      else sqlite3_result_int64(pCtx, iIdx);
-    }
-  } else if (iCol == CV_RED_VALUE) {
-    cvRedValue(pCtx, pCur, p);
-  } else if (iCol == CV_RED_N) {
-    sqlite3_result_int64(pCtx, p->n);
+  if (iCol < CV_RED_NDIM) {
+    cvRedCoord(pCtx, pCur, iCol, 0);
+    return SQLITE_OK;
   }
+  if (iCol >= CV_RED_INDEX && iCol < CV_RED_STAT) {
+    cvRedCoord(pCtx, pCur, iCol - CV_RED_INDEX, 1);
+    return SQLITE_OK;
+  }
+  if (iCol != CV_RED_VALUE && iCol != CV_RED_N && iCol < CV_RED_STAT) return SQLITE_OK;
+  if (pCur->iRowGot != pCur->iRow) {
+    caterva_reduce_get(pCur->pRed, pCur->iRow, &pCur->row);
+    pCur->iRowGot = pCur->iRow;
+  }
+  if (iCol == CV_RED_VALUE) cvRedStat(pCtx, pCur, &pCur->row, pCur->eOp);
+  else if (iCol == CV_RED_N) sqlite3_result_int64(pCtx, pCur->row.n);
+  else cvRedStat(pCtx, pCur, &pCur->row, CV_RED_COUNT + iCol - CV_RED_STAT);
   return SQLITE_OK;
 }
 

@@ -357,11 +357,16 @@ static void step_function(fz *f, prog *in) {
       break;
     case 6: run(f, sqlite3_mprintf("SELECT caterva_stats_check(%s)", a)); break;
     case 7: {
-      static const char *const ops[] = {"sum", "mean", "min", "max", "count", "std", "x"};
+      static const char *const ops[] = {"sum", "mean", "min", "max", "count", "std", "x",
+                                        "stats"};
+      static const char *const groups[] = {":month", ":year", ":season", ":dayofyear",
+                                           ":7 days", ":1 month", ":2 years", ":0 days"};
+      int g = byte(in);
       fstr(in, s, 0);
       if (f->small)
-        run(f, sqlite3_mprintf("SELECT * FROM caterva_reduce(%s, '%s', %Q)", a,
-                               ops[byte(in) % 7], s));
+        run(f, sqlite3_mprintf("SELECT *, count, sum, mean, min, max, std FROM "
+                               "caterva_reduce(%s, '%s', '%q%s')", a, ops[byte(in) % 8], s,
+                               g & 8 ? groups[g & 7] : ""));
       break;
     }
     case 8:

@@ -5,7 +5,8 @@ servers started here on 127.0.0.1 (tests/remote/servers.py): nginx over HTTP and
 fault-injecting front before nginx.
 
 - Differential: pushdown boxes, IN lists, joins with a plain table, labels in degrees and dates,
-  value predicates, ORDER BY/LIMIT, caterva_slice, caterva_reduce, caterva_nearest and
+  value predicates, ORDER BY/LIMIT, caterva_slice, caterva_reduce (also grouped by calendar,
+  with every statistic), caterva_nearest and
   caterva_info give the same answers on the remote copy as on the local file, for contiguous
   and sparse frames and several codecs, through http://, https:// and s3://.
 - Requests and bytes, from the servers' own logs: opening a frame sends only ranged GETs (at
@@ -154,7 +155,11 @@ def queries(dims, labels):
         q += [("labels in dates and degrees", "SELECT * FROM {t} WHERE time = '2024-01-05' AND "
                "lat BETWEEN -20 AND -10 AND lon < 12 ORDER BY rowid"),
               ("caterva_nearest", "SELECT caterva_nearest('{t}', 'lat', 3.14), "
-               "caterva_nearest('{t}', 'time', '2024-01-09T13:00:00')")]
+               "caterva_nearest('{t}', 'time', '2024-01-09T13:00:00')"),
+              ("caterva_reduce by calendar", "SELECT *, count, sum, mean, min, max, std FROM "
+               "caterva_reduce({p}, 'stats', 'time:month') WHERE d1 BETWEEN -20 AND 10"),
+              ("caterva_reduce by 7 days", "SELECT *, count, sum, std FROM "
+               "caterva_reduce({p}, 'mean', 'time:7 days,lon')")]
     return q
 
 
@@ -182,6 +187,8 @@ def differential(s, src, made):
                 b = rows(db, sql.format(t="r", p="'%s'" % url))
                 if a != b:
                     bad.append("%s: local %r, remote %r" % (desc, a, b))
+                elif desc.startswith("caterva_reduce by") and (a[0] != "ok" or not a[1]):
+                    bad.append("%s: no rows: %r" % (desc, a))
             report(not bad, "%s over %s: %d query kinds give the local answers"
                    % (name, kind, len(queries(dims, labels))), "\n".join(bad))
     db.close()

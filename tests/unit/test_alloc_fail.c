@@ -19,9 +19,9 @@
  *   write  open for writing, begin, grow both extents, write a box, commit; the file's
  *          bytes are then the original or (committed) the unarmed run's
  *   sql    CREATE VIRTUAL TABLE, SELECTs with constraints, IN, ORDER BY and LIMIT,
- *          caterva_info and caterva_slice, then UPDATE and DELETE in a transaction; the
- *          results are the unarmed run's up to the first error, after which the transaction is
- *          rolled back and the file is the original or the committed one.
+ *          caterva_info, caterva_slice and caterva_reduce, then UPDATE and DELETE in a
+ *          transaction; the results are the unarmed run's up to the first error, after which
+ *          the transaction is rolled back and the file is the original or the committed one.
  * Leaks: LeakSanitizer in the sanitizer build; in every build the library's live allocations
  * (counted by the hook) and sqlite3_memory_used() return to their starting values.
  * CATERVA_ALLOC_STRIDE=s tries every s-th N only (default 1: every N).
@@ -317,6 +317,7 @@ static const char *const sql_steps[] = {
     "SELECT length(caterva_slice('t', '[2,3]', '[12,30]')), "
     "json_extract(caterva_info('t'), '$.shape')",
     "SELECT hex(caterva_slice('%s', '[0,0]', '[2,2]'))",
+    "SELECT d0, count, sum, min, max, std FROM caterva_reduce('t', 'stats', 'x') WHERE d0 < 9",
     "BEGIN",
     "UPDATE t SET value = value + 1 WHERE y < 5 AND x BETWEEN 10 AND 30",
     "DELETE FROM t WHERE y = 29",

@@ -340,11 +340,80 @@ static void test_malformed(void) {
   tap_ok(nok == n, "%d malformed _coords attributes: clear errors, array still reads", n);
 }
 
+/* Field f (every n) of the instant given as text in calendar cal, or -9999 on an error. */
+static int64_t field_of(const char *cal, const char *text, int f, int64_t n) {
+  caterva_labels l;
+  int64_t key = -9999;
+  double d = day_of(cal, text);
+  if (isnan(d) || day_axis(cal, (int64_t)d, 1, &l) != 0 ||
+      caterva_labels_field(&l, f, n, 0, &key) != 0)
+    return -9999;
+  return key;
+}
+
+/* The text of period key of field f (every n) in calendar cal. */
+static const char *period_of(const char *cal, int f, int64_t n, int64_t key) {
+  static char buf[32];
+  caterva_labels l;
+  if (day_axis(cal, 0, 1, &l) != 0 ||
+      caterva_labels_period_format(&l, f, n, key, buf, sizeof buf) != 0)
+    return "(error)";
+  return buf;
+}
+
+static void test_fields(void) {
+  caterva_labels l;
+  caterva_coord c;
+  int64_t key = 0;
+  tap_ok(field_of("proleptic_gregorian", "2023-06-15", CATERVA_FIELD_YEAR, 1) == 2023 &&
+             field_of("proleptic_gregorian", "2023-06-15", CATERVA_FIELD_MONTH, 1) == 6 &&
+             field_of("proleptic_gregorian", "2023-06-15", CATERVA_FIELD_SEASON, 1) == 2 &&
+             field_of("proleptic_gregorian", "2023-06-15", CATERVA_FIELD_DAYOFYEAR, 1) == 166,
+         "fields: 2023-06-15 is year 2023, month 6, JJA, day 166");
+  tap_ok(field_of("standard", "2023-12-01", CATERVA_FIELD_SEASON, 1) == 0 &&
+             field_of("standard", "2024-02-29", CATERVA_FIELD_SEASON, 1) == 0 &&
+             field_of("standard", "2024-03-01", CATERVA_FIELD_SEASON, 1) == 1 &&
+             field_of("standard", "2024-11-30", CATERVA_FIELD_SEASON, 1) == 3,
+         "seasons: December and February are DJF, March MAM, November SON");
+  tap_ok(field_of("noleap", "2024-12-31", CATERVA_FIELD_DAYOFYEAR, 1) == 365 &&
+             field_of("all_leap", "2023-12-31", CATERVA_FIELD_DAYOFYEAR, 1) == 366 &&
+             field_of("360_day", "2023-12-30", CATERVA_FIELD_DAYOFYEAR, 1) == 360 &&
+             field_of("proleptic_gregorian", "2024-12-31", CATERVA_FIELD_DAYOFYEAR, 1) == 366,
+         "day of year: the last day is 365 (noleap), 366 (all_leap, 2024), 360 (360_day)");
+  tap_ok(field_of("standard", "1582-10-15", CATERVA_FIELD_DAYOFYEAR, 1) == 278 &&
+             field_of("standard", "1582-12-31", CATERVA_FIELD_DAYOFYEAR, 1) == 355,
+         "standard 1582: 1582-10-15 is the 278th day, the year has 355");
+  tap_ok(field_of("proleptic_gregorian", "1970-01-01", CATERVA_FIELD_DAYS, 7) == 0 &&
+             field_of("proleptic_gregorian", "1970-01-07", CATERVA_FIELD_DAYS, 7) == 0 &&
+             field_of("proleptic_gregorian", "1970-01-08", CATERVA_FIELD_DAYS, 7) == 1 &&
+             field_of("proleptic_gregorian", "1969-12-31", CATERVA_FIELD_DAYS, 7) == -1,
+         "7-day periods from 1970-01-01, also before it");
+  tap_ok(strcmp(period_of("proleptic_gregorian", CATERVA_FIELD_DAYS, 7, -1), "1969-12-25") == 0,
+         "the 7-day period before the epoch starts on 1969-12-25 (%s)",
+         period_of("proleptic_gregorian", CATERVA_FIELD_DAYS, 7, -1));
+  key = field_of("noleap", "2023-05-10", CATERVA_FIELD_MONTHS, 3);
+  tap_ok(strcmp(period_of("noleap", CATERVA_FIELD_MONTHS, 3, key), "2023-04-01") == 0,
+         "3-month periods are quarters: 2023-05-10 is in the one of 2023-04-01");
+  key = field_of("360_day", "2023-07-30", CATERVA_FIELD_YEARS, 10);
+  tap_ok(key == 202 && strcmp(period_of("360_day", CATERVA_FIELD_YEARS, 10, key),
+                              "2020-01-01") == 0, "10-year periods: 2020-2029");
+  tap_ok(strcmp(period_of("360_day", CATERVA_FIELD_DAYS, 1, 59), "1970-02-30") == 0,
+         "360_day: day 59 is 1970-02-30");
+  memset(&c, 0, sizeof c);
+  c.kind = CATERVA_COORD_REGULAR;
+  c.start = -89.5;
+  c.step = 1;
+  tap_ok(caterva_labels_init(ctx, &l, &c, 10) == 0 &&
+             caterva_labels_field(&l, CATERVA_FIELD_MONTH, 1, 0, &key) == CATERVA_E_RANGE,
+         "a coordinate that is not a time has no calendar fields");
+}
+
 int main(void) {
   if (caterva_ctx_new(1, &ctx) != 0) return 1;
   snprintf(tmpdir, sizeof tmpdir, "%s/test_labels.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (mkdtemp(tmpdir) == NULL) return 1;
   test_calendars();
+  test_fields();
   test_units();
   test_search();
   test_store();

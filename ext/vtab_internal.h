@@ -478,6 +478,14 @@ void cvCreateRemoveTemp(const char *zTmp);
 /* ---- vtab_txn.c ---------------------------------------------------------------------- */
 
 /* xBegin, xSync, xCommit, xRollback, xSavepoint, xRelease, xRollbackTo. */
+/* A table over one array's transaction (vtab_txn.c); vtab_txn_hooks.c's cvTxn* pick these
+** or those of a table over several arrays (vtab_vars_txn.c). */
+int cvOneBegin(CvVtab *pTab);
+int cvOneSync(CvVtab *pTab);
+int cvOneCommit(CvVtab *pTab);
+int cvOneRollback(CvVtab *pTab);
+int cvOneSavepoint(CvVtab *pTab, int iSavepoint, int op); /* op: CV_SP_* */
+int cvOnePrepareRead(CvVtab *pTab);
 int cvTxnBegin(sqlite3_vtab *pVtab);
 int cvTxnSync(sqlite3_vtab *pVtab);
 int cvTxnCommit(sqlite3_vtab *pVtab);

@@ -1,5 +1,5 @@
 /*
- * vtab_txn.c -- transactions of the `caterva` table, and what a statement sees.
+ * vtab_txn.c -- transactions of a `caterva` table over one array, and what a statement sees.
  *
  * Notes on transactions
  * ---------------------
@@ -16,7 +16,8 @@
  *                `<path>.cvjournal`, core/group.c); make sure the handle is current and
  *                writable; caterva_array_begin. Nothing else on disk changes.
  *
- * A table over several arrays (nVar > 0) has its own versions of these (vtab_vars_txn.c).
+ * These are a table over one array's (cvOne*); a table over several arrays (nVar > 0) has its
+ * own (vtab_vars_txn.c, built on these), and vtab_txn_hooks.c picks one of the two.
  *   xUpdate      (vtab_write.c) cells go to the write-back cache; full chunks and evicted ones
  *                are written past the committed end of the file (never over a committed
  *                byte).
@@ -163,17 +164,12 @@ static uint64_t cvGeneration(CvVtab *pTab) {
 
 static int cvLockWait(CvVtab *pTab, int bWrite);
 
-int cvPrepareRead(CvVtab *pTab) {
+int cvOnePrepareRead(CvVtab *pTab) {
   caterva_ctx *pCtx = pTab->pConn->pCtx;
-  if (!pTab->bInTxn) return SQLITE_OK;
   /* our own writes become visible to this scan */
   if (caterva_array_pending(pTab->pArr)) {
     int r = caterva_array_flush(pCtx, pTab->pArr);
     if (r < 0) return cvLibError(pTab, r);
-  }
-  if (pTab->nVar > 0) {
-    int rc = cvVarsPrepareRead(pTab);
-    if (rc != SQLITE_OK) return rc;
   }
   if (pTab->bDirty) {
     cvCacheInvalidate(&pTab->cache);
@@ -191,11 +187,6 @@ int cvRemoteVerify(CvVtab *pTab) {
   int r = caterva_schunk_verify(pTab->pConn->pCtx, caterva_array_schunk(pTab->pArr));
   if (r < 0) return cvLibError(pTab, r);
   return r == 0 ? SQLITE_OK : cvRemoteReopen(pTab);
-}
-
-int cvStatementStart(CvVtab *pTab) {
-  if (pTab->nVar > 0) return cvVarsStatementStart(pTab);
-  return cvStatementStartFirst(pTab);
 }
 
 /* The first array of the table: read it again if another writer committed. */
@@ -312,12 +303,10 @@ static int cvRecoverOwn(CvVtab *pTab) {
   return rc;
 }
 
-/* xBegin. */
-int cvTxnBegin(sqlite3_vtab *pVtab) {
-  CvVtab *pTab = (CvVtab *)pVtab;
+/* xBegin of a table over one array (a remote one refuses). */
+int cvOneBegin(CvVtab *pTab) {
   int rc;
   if (pTab->bInTxn) return SQLITE_OK;
-  if (pTab->nVar > 0 && !pTab->bRemote) return cvVarsBegin(pTab);
   if (pTab->bRemote) {
     cvSetError(pTab, "caterva: '%s' is a remote array: remote arrays are read-only",
                pTab->zPath);
@@ -368,11 +357,9 @@ void cvTxnEnd(CvVtab *pTab) {
 }
 
 /* xSync: the commit itself (see the notes at the top). */
-int cvTxnSync(sqlite3_vtab *pVtab) {
-  CvVtab *pTab = (CvVtab *)pVtab;
+int cvOneSync(CvVtab *pTab) {
   int r;
   if (!pTab->bInTxn) return SQLITE_OK;
-  if (pTab->nVar > 0) return cvVarsSync(pTab);
   /* nothing was written (an UPDATE that matched no cell): no commit, no fsync */
   if (pTab->bWrote) {
     r = caterva_array_commit(pTab->pConn->pCtx, pTab->pArr, pTab->bSync);
@@ -387,12 +374,10 @@ int cvTxnSync(sqlite3_vtab *pVtab) {
 }
 
 /* xCommit. */
-int cvTxnCommit(sqlite3_vtab *pVtab) {
-  CvVtab *pTab = (CvVtab *)pVtab;
+int cvOneCommit(CvVtab *pTab) {
   caterva_schunk *sc;
   if (!pTab->bInTxn) return SQLITE_OK;
-  if (pTab->nVar > 0) return cvVarsCommit(pTab);
-  if (!pTab->bCommitted) (void)cvTxnSync(pVtab);
+  if (!pTab->bCommitted) (void)cvOneSync(pTab);
   pTab->bCommitted = 0;
   sc = caterva_array_schunk(pTab->pArr);
   /* Compaction renames a new file over the path: readers keep their old one. */
@@ -418,11 +403,9 @@ void cvCompactOnClose(CvVtab *pTab) {
 }
 
 /* xRollback. */
-int cvTxnRollback(sqlite3_vtab *pVtab) {
-  CvVtab *pTab = (CvVtab *)pVtab;
+int cvOneRollback(CvVtab *pTab) {
   int r;
   if (!pTab->bInTxn) return SQLITE_OK;
-  if (pTab->nVar > 0) return cvVarsRollback(pTab);
   pTab->bCommitted = 0;
   r = caterva_array_rollback(pTab->pConn->pCtx, pTab->pArr);
   cvInitGeometry(pTab);
@@ -436,28 +419,18 @@ int cvTxnRollback(sqlite3_vtab *pVtab) {
   return SQLITE_OK;
 }
 
-int cvTxnSavepoint(sqlite3_vtab *pVtab, int iSavepoint) {
-  CvVtab *pTab = (CvVtab *)pVtab;
-  int r;
+/* xSavepoint, xRelease, xRollbackTo (op: CV_SP_*). */
+int cvOneSavepoint(CvVtab *pTab, int iSavepoint, int op) {
+  int r = CATERVA_OK;
   if (!pTab->bInTxn) return SQLITE_OK;
-  if (pTab->nVar > 0) return cvVarsSavepoint(pTab, iSavepoint, CV_SP_SAVE);
-  r = caterva_array_savepoint(pTab->pConn->pCtx, pTab->pArr, iSavepoint);
-  return r < 0 ? cvLibError(pTab, r) : SQLITE_OK;
-}
-
-int cvTxnRelease(sqlite3_vtab *pVtab, int iSavepoint) {
-  CvVtab *pTab = (CvVtab *)pVtab;
-  if (!pTab->bInTxn) return SQLITE_OK;
-  if (pTab->nVar > 0) return cvVarsSavepoint(pTab, iSavepoint, CV_SP_RELEASE);
-  (void)caterva_array_release(pTab->pConn->pCtx, pTab->pArr, iSavepoint);
-  return SQLITE_OK;
-}
-
-int cvTxnRollbackTo(sqlite3_vtab *pVtab, int iSavepoint) {
-  CvVtab *pTab = (CvVtab *)pVtab;
-  int r;
-  if (!pTab->bInTxn) return SQLITE_OK;
-  if (pTab->nVar > 0) return cvVarsSavepoint(pTab, iSavepoint, CV_SP_ROLLBACK);
+  if (op == CV_SP_SAVE) {
+    r = caterva_array_savepoint(pTab->pConn->pCtx, pTab->pArr, iSavepoint);
+    return r < 0 ? cvLibError(pTab, r) : SQLITE_OK;
+  }
+  if (op == CV_SP_RELEASE) {
+    (void)caterva_array_release(pTab->pConn->pCtx, pTab->pArr, iSavepoint);
+    return SQLITE_OK;
+  }
   r = caterva_array_rollback_to(pTab->pConn->pCtx, pTab->pArr, iSavepoint);
   cvInitGeometry(pTab);
   cvCacheInvalidate(&pTab->cache);

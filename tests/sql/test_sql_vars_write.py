@@ -454,14 +454,23 @@ import time
 reads = bad = 0
 seen = set()
 t0 = time.time()
+retried = 0
 while time.time() - t0 < float(sys.argv[4]):
-    rows = db.execute("SELECT %s, %s FROM temp.w" % (na, nb)).fetchall()
+    try:
+        rows = db.execute("SELECT %s, %s FROM temp.w" % (na, nb)).fetchall()
+    except sqlite3.OperationalError as e:
+        # a sparse frame's statement that outlives the commit removing a chunk file it still
+        # needs fails (guarantees.md: "Not guaranteed"); the next statement reads anew
+        if "missing chunk file" not in str(e):
+            raise
+        retried += 1
+        continue
     reads += 1
     vals = {(a, b) for a, b in rows}
     seen |= {b for a, b in vals}
     if len(vals) != 1 or list(vals)[0][0] != list(vals)[0][1]:
         bad += 1
-print(reads, bad, len(seen))
+print(reads, bad, len(seen), retried)
 """
 
 
@@ -485,11 +494,12 @@ def readers_see_one_moment(tmp):
         k += 1
         db.execute("UPDATE temp.w SET %s = %d, %s = %d" % (na, k, nb, k))
     out = p.communicate()[0].split()
-    reads, bad, distinct = (int(x) for x in out) if len(out) == 3 else (0, -1, 0)
+    reads, bad, distinct, retried = (int(x) for x in out) if len(out) == 4 else (0, -1, 0, 0)
     report(reads > 10 and bad == 0 and distinct > 10,
            "a reader in another process, during %d two-array commits, read %d times, each "
-           "time both arrays at one transaction (%d distinct transactions seen, %d mixed)"
-           % (k, reads, distinct, bad))
+           "time both arrays at one transaction (%d distinct transactions seen, %d mixed; %d "
+           "statements outlived a sparse chunk file and were run again)"
+           % (k, reads, distinct, bad, retried))
     db.close()
 
 

@@ -599,7 +599,7 @@ static int64_t runs_of(const cat_want *w) {
   return runs;
 }
 
-static bool hints_usable(const cat_want *w, int64_t nblk, int64_t room, int64_t guess);
+static bool hints_usable(const cat_want *w, int64_t nblk, int64_t room);
 
 /* Should the first wave fetch the wanted chunks whole (contiguous frames, whose index gives
  * their sizes), saving the second wave? When it is faster on the link measured so far -- the
@@ -615,7 +615,7 @@ static bool whole_upfront(const cat_rstore *rs, const caterva_schunk *sc, const 
     int64_t room = chunk_room(sc, w[k].nchunk);
     if (sc->entries[w[k].nchunk] < 0 || room < 0) continue;
     chunks++;
-    hinted += hints_usable(&w[k], nblk, room, guess);
+    hinted += hints_usable(&w[k], nblk, room);
     all += room;
     if (w[k].nblocks < 0 || (int64_t)w[k].nblocks >= nblk) {
       runs++;
@@ -654,9 +654,8 @@ static int64_t hinted_end(const uint32_t *st, int64_t nblk, int32_t j, int64_t r
 }
 
 /* The recorded starts of chunk w (room bytes) usable? */
-static bool hints_usable(const cat_want *w, int64_t nblk, int64_t room, int64_t guess) {
+static bool hints_usable(const cat_want *w, int64_t nblk, int64_t room) {
   if (w->starts == NULL || room < 0 || w->nblocks <= 0) return false;
-  (void)guess;
   for (int64_t b = 0; b < nblk; b++) /* after the header and the block-start table */
     if (w->starts[b] < CATERVA_CHUNK_HEADER_SIZE + 4 * nblk || w->starts[b] >= room) return false;
   for (int32_t k = 0; k < w->nblocks; k++)
@@ -762,7 +761,7 @@ static int wave_headers(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc,
     CAT_CHECK(leave, g[ng].dst != NULL, CATERVA_E_NOMEM, "out of memory");
     who[nh++] = i;
     ng++;
-    if (len == guess && !cat_remote_whole_chunks(rs->rm) && hints_usable(&w[k], nblk, room, guess))
+    if (len == guess && !cat_remote_whole_chunks(rs->rm) && hints_usable(&w[k], nblk, room))
       CAT_TRY(leave, add_specs(ctx, g, &ng, sp, &nsp, &w[k], urls[k], chunk_off(sc, i), nblk, room));
   }
   if (ng == 0) goto leave;

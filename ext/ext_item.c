@@ -430,8 +430,12 @@ static int cvFloatToItem(const CvItemType *pType, sqlite3_value *pVal, uint8_t *
 }
 
 int cvValueToItem(const CvItemType *pType, sqlite3_value *pVal, uint8_t *aOut, char **pzErr) {
-  int bBad = 1;
-  int eType = cvNumericText(pVal, pType->eKind == CV_ITEM_FLOAT || pType->eKind == CV_ITEM_INT ||
+  int bBad = 1, eType;
+  /* the common case of a load: a REAL into a float dtype (what cvFloatToItem does for it) */
+  if (pType->eKind == CV_ITEM_FLOAT && sqlite3_value_type(pVal) == SQLITE_FLOAT &&
+      cvNumberToItem(pType, sqlite3_value_double(pVal), aOut) == 0)
+    return 0;
+  eType = cvNumericText(pVal, pType->eKind == CV_ITEM_FLOAT || pType->eKind == CV_ITEM_INT ||
                                       pType->eKind == CV_ITEM_UINT || pType->eKind == CV_ITEM_BOOL);
   switch (pType->eKind) {
     case CV_ITEM_FLOAT:

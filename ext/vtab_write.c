@@ -55,7 +55,9 @@ static int cvRowidCoords(CvVtab *pTab, sqlite3_int64 iRow, int64_t *aCoord) {
 
 /* Read coordinate k from pVal: a non-negative integer (an integral REAL is accepted). */
 static int cvCoordValue(CvVtab *pTab, int k, sqlite3_value *pVal, int64_t *piOut) {
-  if (sqlite3_value_type(pVal) == SQLITE_NULL) {
+  int eType = sqlite3_value_type(pVal);
+  if (eType == SQLITE_INTEGER && (*piOut = sqlite3_value_int64(pVal)) >= 0) return SQLITE_OK;
+  if (eType == SQLITE_NULL) {
     cvSetError(pTab, "caterva: NULL coordinate for %s", pTab->azCol[k]);
     return SQLITE_CONSTRAINT;
   }
@@ -104,12 +106,11 @@ static int cvGrow(CvVtab *pTab, int64_t iNew) {
 static int cvInsertCoord(CvVtab *pTab, int k, sqlite3_value *pCol, sqlite3_value *pIdx,
                          int64_t *piOut) {
   int64_t iIdx;
-  int rc;
-  if (sqlite3_value_type(pCol) == SQLITE_NULL && sqlite3_value_type(pIdx) != SQLITE_NULL)
-    return cvCoordValue(pTab, k, pIdx, piOut);
+  int rc, bIdx = sqlite3_value_type(pIdx) != SQLITE_NULL;
+  if (bIdx && sqlite3_value_type(pCol) == SQLITE_NULL) return cvCoordValue(pTab, k, pIdx, piOut);
   rc = pTab->aLab[k].bOn ? cvLabelIndexOf(pTab, k, pCol, piOut)
                          : cvCoordValue(pTab, k, pCol, piOut);
-  if (rc != SQLITE_OK || sqlite3_value_type(pIdx) == SQLITE_NULL) return rc;
+  if (rc != SQLITE_OK || !bIdx) return rc;
   rc = cvCoordValue(pTab, k, pIdx, &iIdx);
   if (rc == SQLITE_OK && iIdx != *piOut) {
     cvSetError(pTab, "caterva: %s and %s_index name different cells", pTab->azCol[k],

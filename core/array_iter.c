@@ -417,6 +417,14 @@ static int plan_remote_from(caterva_block_iter *it, const int64_t *from, int use
   return rc;
 }
 
+/* Move to the box's first chunk, or the next one: 0 past the last. */
+static int step_chunk(caterva_block_iter *it) {
+  if (it->have_chunk) return next_chunk(it, it->cc);
+  memcpy(it->cc, it->c0, sizeof it->cc);
+  it->have_chunk = 1;
+  return 1;
+}
+
 /* ---- remote fetch-ahead ---------------------------------------------------------------- */
 
 /*
@@ -804,10 +812,7 @@ int caterva_block_iter_next(caterva_block_iter *it, const caterva_block **blk) {
   g = it->g;
   b = &it->blk;
   while (it->pos >= it->nsel) {
-    if (!it->have_chunk) {
-      memcpy(it->cc, it->c0, sizeof it->cc);
-      it->have_chunk = 1;
-    } else if (!next_chunk(it, it->cc)) {
+    if (!step_chunk(it)) {
       it->done = 1;
       return 0;
     }
@@ -960,12 +965,7 @@ int cat_block_iter_read_all(caterva_block_iter *it, uint8_t *buf, const int64_t 
   b->blocks = NULL;
   b->nblocks = b->cap = 0;
   for (;;) {
-    if (!it->have_chunk) {
-      memcpy(it->cc, it->c0, sizeof it->cc);
-      it->have_chunk = 1;
-    } else if (!next_chunk(it, it->cc)) {
-      break;
-    }
+    if (!step_chunk(it)) break;
     CAT_TRY(leave, enter_chunk(it));
     it->pos = it->nsel; /* next() would move on to the following chunk */
     if (it->nsel == 0) continue;
@@ -1129,12 +1129,7 @@ int caterva_block_iter_visit(caterva_block_iter *it, int32_t max_batch,
   CAT_CHECK(leave, b != NULL && vcs != NULL, CATERVA_E_NOMEM, "out of memory");
   v.vcs = vcs;
   for (;;) {
-    if (!it->have_chunk) {
-      memcpy(it->cc, it->c0, sizeof it->cc);
-      it->have_chunk = 1;
-    } else if (!next_chunk(it, it->cc)) {
-      break;
-    }
+    if (!step_chunk(it)) break;
     /* a remote chunk's bytes stay only while it is the pinned one: decode it before the next */
     if (cat_sc_is_remote(it->sc)) CAT_TRY(leave, visit_flush(&v, b));
     CAT_TRY(leave, enter_chunk(it));

@@ -115,6 +115,8 @@ void cvConnArrayCacheFree(CvConn *pConn);
 caterva_array *cvOpenArg(sqlite3_context *pCtx, CvConn *pConn, sqlite3_value *pPath,
                          const char *zFunc);
 void cvResultLibError(sqlite3_context *pCtx, CvConn *pConn, const char *zWhat, int rc);
+/* Is index x one of the sorted a[0..n) (every index when a is NULL)? (fn_common.c) */
+int cvInSorted(const int64_t *a, int n, int64_t x);
 int cvBoxArgs(sqlite3_context *pCtx, const char *zFunc, caterva_array *pArr,
               sqlite3_value *pStart, sqlite3_value *pStop, int64_t *aStart, int64_t *aStop);
 int cvBoxArgsShape(sqlite3_context *pCtx, const char *zFunc, int nDim, const int64_t *aShape,

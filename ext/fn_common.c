@@ -145,3 +145,15 @@ int cvResultBox(sqlite3_context *pCtx, double nByte, int (*xFill)(void *, uint8_
   sqlite3_result_blob64(pCtx, aBuf, (sqlite3_uint64)nByte, sqlite3_free);
   return SQLITE_OK;
 }
+
+int cvInSorted(const int64_t *a, int n, int64_t x) {
+  int lo = 0, hi = n - 1;
+  if (a == 0) return 1;
+  while (lo <= hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (a[mid] == x) return 1;
+    if (a[mid] < x) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return 0;
+}

@@ -388,25 +388,13 @@ static int cvRedCompute(CvRedCursor *pCur, int k) {
   return rc;
 }
 
-/* Is index x in the sorted list a[0..n)? */
-static int cvRedInList(const int64_t *a, int n, int64_t x) {
-  int lo = 0, hi = n - 1;
-  while (lo <= hi) {
-    int mid = lo + (hi - lo) / 2;
-    if (a[mid] == x) return 1;
-    if (a[mid] < x) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return 0;
-}
-
 /* Does output row iRow stand for indices of the IN lists of the kept dimensions? */
 static int cvRedRowWanted(const CvRedCursor *pCur, int64_t iRow) {
   int k;
   for (k = 0; k < pCur->nDim; k++) {
     if (pCur->aList[k] && pCur->eMode[k] == CATERVA_RED_KEEP) {
       int64_t x = caterva_reduce_coord(pCur->pRed, iRow, k);
-      if (!cvRedInList(pCur->aList[k], pCur->nList[k], x)) return 0;
+      if (!cvInSorted(pCur->aList[k], pCur->nList[k], x)) return 0;
     }
   }
   return 1;
@@ -547,7 +535,7 @@ static int cvRedInApply(CvRedCursor *pCur, char **azName, int k, int bLabel,
   }
   if (n > 0) qsort(a, (size_t)n, sizeof(int64_t), cvCmpI64);
   for (i = 0, j = 0; i < n; i++) {
-    int bOld = pCur->aList[k] == 0 || cvRedInList(pCur->aList[k], pCur->nList[k], a[i]);
+    int bOld = cvInSorted(pCur->aList[k], pCur->nList[k], a[i]);
     if ((j == 0 || a[i] != a[j - 1]) && bOld) a[j++] = a[i];
   }
   sqlite3_free(pCur->aList[k]);

@@ -80,19 +80,6 @@ static int32_t cvKeyFind(const int64_t *a, int32_t n, int64_t x) {
   return lo;
 }
 
-/* Is index x one of the sorted a[0..n) (every index when a is NULL)? */
-static int cvInSorted(const int64_t *a, int n, int64_t x) {
-  int lo = 0, hi = n - 1;
-  if (a == 0) return 1;
-  while (lo <= hi) {
-    int mid = lo + (hi - lo) / 2;
-    if (a[mid] == x) return 1;
-    if (a[mid] < x) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return 0;
-}
-
 int cvRedGroupBuild(caterva_ctx *pCtx, const caterva_labels *pLab, int64_t iLo, int64_t iHi,
                     const int64_t *aList, int nList, CvRedGroup *pGroup, char **pzErr) {
   int64_t n = iHi - iLo + 1, j, *aKey = 0;

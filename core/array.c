@@ -526,6 +526,7 @@ static int write_box(caterva_ctx *ctx, caterva_array *a, const int64_t *start,
   int64_t bshape[CATERVA_MAX_DIM], zero[CATERVA_MAX_DIM] = {0};
   caterva_cparams cp = cat_array_chunk_cparams(a);
   int32_t cbytes;
+  CAT_TRY(leave, cat_wcache_settle(ctx, a)); /* chunks the worker holds are stored first */
   for (int k = 0; k < g->ndim; k++) {
     if (start[k] >= stop[k]) goto leave; /* empty box */
     c0[k] = start[k] / g->chunkshape[k];
@@ -688,6 +689,8 @@ static int resize_impl(caterva_ctx *ctx, caterva_array *a, const int64_t *new_sh
   int had_chunks;
   CAT_CHECK(leave, a != NULL && (new_shape != NULL || a->g.ndim == 0), CATERVA_E_INVALID,
             "no array or shape");
+  /* chunks the worker holds are stored with the geometry they were compressed for */
+  CAT_TRY(leave, cat_wcache_settle(ctx, a));
   memset(&m, 0, sizeof m);
   m.ndim = a->g.ndim;
   for (int k = 0; k < m.ndim; k++) {

@@ -166,6 +166,42 @@ void cat_array_coords_reset(caterva_array *a);
 /* May the array take new_shape? Not beyond the labels of an explicit coordinate. */
 int cat_array_coords_allow_shape(caterva_ctx *ctx, caterva_array *a, const int64_t *new_shape);
 
+/* A chunk's statistics record computed ahead (wstore.c), opaque outside blockstats.c. */
+typedef struct bs_rec cat_bs_rec;
+
+/* ---- wstore.c: full chunk images compressed on a worker thread (wcache.c uses it) ------- */
+
+typedef struct cat_wstore cat_wstore;
+/* A finished job: chunk nchunk's image (owned) and its compressed bytes (owned; cbytes < 0:
+ * the error, errmsg its message), with its statistics record (owned, or NULL). */
+typedef struct cat_wdone {
+  int64_t nchunk;
+  uint8_t *img;
+  uint8_t *cbuf;
+  int32_t cbytes;
+  cat_bs_rec *rec;
+  char errmsg[CAT_ERRMSG_SIZE];
+} cat_wdone;
+/* A queue with its (not yet started) worker for chunks of chunksize bytes; NULL: no memory. */
+cat_wstore *cat_ws_new(int32_t chunksize);
+/* Queue img, the whole image of a's chunk nchunk (ownership passes), to be compressed with
+ * cp. The queue must not be full (cat_ws_full: pop first). */
+int cat_ws_push(cat_wstore *ws, const caterva_array *a, const caterva_cparams *cp,
+                int64_t nchunk, uint8_t *img);
+int cat_ws_full(const cat_wstore *ws);
+/* Some job queued (ws may be NULL). */
+int cat_ws_queued(const cat_wstore *ws);
+/* Chunk nchunk queued. */
+int cat_ws_holds(const cat_wstore *ws, int64_t nchunk);
+/* The oldest job into *out once finished (waiting for it when wait): 1, or 0 when none is
+ * (finished). The caller owns *out (cat_ws_done_free). */
+int cat_ws_pop(cat_wstore *ws, int wait, cat_wdone *out);
+void cat_ws_done_free(cat_wdone *d);
+/* Wait for every job and drop them (a rollback). */
+void cat_ws_discard(cat_wstore *ws);
+/* Discard, stop the worker, free (ws may be NULL). */
+void cat_ws_free(cat_wstore *ws);
+
 /* ---- array_txn.c: what wcache.c and array.c build on ------------------------------------ */
 
 /* A NUL-terminated malloc'ed copy of n bytes of s (s may be NULL when n is 0), or NULL. */
@@ -202,6 +238,10 @@ int cat_array_commit_finish(caterva_ctx *ctx, caterva_array *a, int sync);
 void cat_wcache_free(cat_wcache *wc);
 /* Keep the cache consistent after a resize along the first axis. */
 void cat_wcache_reshaped(caterva_array *a);
+/* Store the chunks written wholly that the write-behind worker still holds (wstore.c), in
+ * the order they were completed: before anything writes chunks other than through the cache
+ * or changes the geometry. Entries being filled stay. */
+int cat_wcache_settle(caterva_ctx *ctx, caterva_array *a);
 
 /* ---- block statistics (blockstats.c) ---------------------------------------------------- */
 
@@ -227,6 +267,15 @@ void cat_bs_hint(caterva_array *a, int64_t pos, const uint8_t *img);
  * against the chunk before the edit (caterva_array_block_stats). */
 void cat_bs_hint_blocks(caterva_array *a, int64_t pos, const uint8_t *img, const uint8_t *dirty);
 void cat_bs_hint_copy(caterva_array *b, int64_t pos, caterva_array *a, int64_t apos);
+/* The record of chunk bytes (chunk, cbytes) whose image is img, for position n of geometry g;
+ * NULL when a keeps no statistics or out of memory (the hook then computes it). Reads only
+ * a's statistics' item type, so it may run on another thread while the caller works on a. */
+cat_bs_rec *cat_bs_rec_compute(const caterva_array *a, const cat_geom *g, int64_t n,
+                               const uint8_t *img, const uint8_t *chunk, int32_t cbytes);
+/* Like cat_bs_hint with a record computed ahead for the chunk about to be stored at pos (r
+ * NULL: no hint); the caller keeps its reference and drops it after the store. */
+void cat_bs_hint_rec(caterva_array *a, int64_t pos, cat_bs_rec *r);
+void cat_bs_rec_drop(cat_bs_rec *r);
 /* While a resize renumbers chunks: the geometry new chunks are computed for (NULL: a->g). */
 void cat_bs_set_geom(caterva_array *a, const cat_geom *g);
 /* After a resize from old_shape: recompute the chunks whose part inside the shape changed. */

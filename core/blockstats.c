@@ -98,7 +98,11 @@ struct cat_bstats {
   const uint8_t *hint_img;/* its uncompressed image (with hint_dirty: right only in the
                            * blocks flagged there) */
   const uint8_t *hint_dirty; /* NULL, or per block: changed (the others kept their bytes) */
-  bs_rec *hint_rec;       /* or its record, taken from another array (a raw copy) */
+  bs_rec *hint_rec;       /* or its record, taken from another array (a raw copy), or
+                           * computed ahead (wstore.c) */
+  bool hint_ahead;        /* hint_rec was computed ahead: it holds only when the chunk is
+                           * stored as the bytes it was computed from (not as a special
+                           * entry), which its fingerprint tells */
   const cat_geom *geom;   /* geometry of new chunks while a resize renumbers them, or NULL */
   uint8_t *scratch;       /* verify(): a chunk's bytes copied from the file */
   size_t scratch_cap;
@@ -491,7 +495,8 @@ void cat_bs_edit_hook(void *arg, caterva_ctx *ctx, int op, int64_t pos, const ui
     return;
   }
   if (op == CAT_EDIT_DELETE) return;
-  if (bs->hint_pos == pos && bs->hint_rec != NULL) {
+  if (bs->hint_pos == pos && bs->hint_rec != NULL &&
+      (!bs->hint_ahead || (chunk != NULL && bs->hint_rec->fp == fingerprint(chunk, (size_t)cbytes)))) {
     r = bs->hint_rec;
     r->refs++;
   } else if (bs->hint_pos == pos && bs->hint_dirty != NULL) {
@@ -558,6 +563,7 @@ void cat_bs_hint(caterva_array *a, int64_t pos, const uint8_t *img) {
   a->bs->hint_img = img;
   a->bs->hint_rec = NULL;
   a->bs->hint_dirty = NULL;
+  a->bs->hint_ahead = false;
 }
 
 void cat_bs_hint_blocks(caterva_array *a, int64_t pos, const uint8_t *img, const uint8_t *dirty) {
@@ -571,6 +577,7 @@ void cat_bs_hint_copy(caterva_array *b, int64_t pos, caterva_array *a, int64_t a
   b->bs->hint_img = NULL;
   b->bs->hint_rec = NULL;
   b->bs->hint_dirty = NULL;
+  b->bs->hint_ahead = false;
   if (a->bs == NULL || a->bs->broken || apos >= a->bs->n || a->bs->rec[apos] == NULL ||
       !a->bs->rec[apos]->verified || a->bs->stype != b->bs->stype ||
       a->bs->nblocks != b->bs->nblocks)
@@ -578,6 +585,23 @@ void cat_bs_hint_copy(caterva_array *b, int64_t pos, caterva_array *a, int64_t a
   b->bs->hint_pos = pos;
   b->bs->hint_rec = a->bs->rec[apos];
 }
+
+cat_bs_rec *cat_bs_rec_compute(const caterva_array *a, const cat_geom *g, int64_t n,
+                               const uint8_t *img, const uint8_t *chunk, int32_t cbytes) {
+  const cat_bstats *bs = a->bs;
+  if (bs == NULL || chunk == NULL || cbytes <= 0) return NULL;
+  return rec_compute(bs, g, n, img, fingerprint(chunk, (size_t)cbytes));
+}
+
+void cat_bs_hint_rec(caterva_array *a, int64_t pos, cat_bs_rec *r) {
+  cat_bs_hint(a, -1, NULL);
+  if (a->bs == NULL || r == NULL) return;
+  a->bs->hint_pos = pos;
+  a->bs->hint_rec = r;
+  a->bs->hint_ahead = true;
+}
+
+void cat_bs_rec_drop(cat_bs_rec *r) { rec_unref(r); }
 
 static cat_bstats *bs_new(const caterva_array *a, int stype, int kind) {
   cat_bstats *bs = calloc(1, sizeof *bs);

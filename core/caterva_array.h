@@ -282,10 +282,16 @@ int caterva_array_set_fill(caterva_ctx *ctx, caterva_array *a, const void *item,
 
 /** Write one item at coord (inside the shape, else CATERVA_E_RANGE) through the array's
  * write-back cache of decompressed chunks. A chunk all of whose items inside the shape have
- * been written is compressed and stored at once, without reading it (loads in C order
- * stream); others are completed from the stored chunk when the cache needs room, at
- * caterva_array_flush, at a savepoint and at commit. Reads (slices, iterators) do not see
- * items still in the cache: flush first. */
+ * been written is compressed without being read (loads in C order stream): inside a
+ * transaction, with a context of two or more threads, on a worker thread of the array's own
+ * while the caller goes on (at most 8 such chunks, 32 MiB, wait at a time), and stored by a
+ * later call on the caller's thread, in the order the chunks were completed (the file's
+ * bytes are those of a single-threaded load); else at once. Other chunks are completed from
+ * the stored chunk when the cache needs room, at caterva_array_flush, at a savepoint and at
+ * commit. Reads (slices, iterators) do not see items still in the cache: flush first. An
+ * error storing a chunk fails the call that stores it; at a savepoint, where it cannot be
+ * reported, it fails every later write, flush, savepoint and commit of the transaction
+ * instead (its writes are incomplete) until caterva_array_rollback. */
 int caterva_array_set_item(caterva_ctx *ctx, caterva_array *a, const int64_t *coord,
                            const void *item);
 /** Store every chunk image held by the write-back cache. */

@@ -17,6 +17,7 @@
  */
 #include "array_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #define CAT_WCACHE_DEFAULT (64 * 1024 * 1024)
@@ -50,12 +51,24 @@ struct cat_wcache {
   int n;             /* entries in use or free */
   int max;           /* most entries (>= 1) */
   int last;          /* entry of the last write */
-  int have_blk;      /* blo/bhi/bbase describe the block of the last write (in entry last) */
+  int have_blk;      /* blo/bhi/bbase describe the block of the last write (in entry last,
+                      * which holds a chunk: cleared whenever that entry is freed or moved) */
   int64_t blo[CATERVA_MAX_DIM], bhi[CATERVA_MAX_DIM]; /* its cells inside the shape */
   int64_t bbase;     /* image offset (in items) of its first item */
   uint64_t clock;
   int64_t budget;    /* bytes */
+  cat_wstore *ws;    /* chunks written wholly, being compressed on a worker, or NULL */
+  int stuck;         /* 0, or the error of storing the worker's chunks at a savepoint: the
+                      * transaction has lost writes and every later call fails with it */
+  char stuckmsg[CAT_ERRMSG_SIZE];
 };
+
+/* The transaction's lost writes, if any, as this call's error. */
+static int stuck_error(caterva_ctx *ctx, const caterva_array *a) {
+  if (a->wc == NULL || a->wc->stuck == 0) return CATERVA_OK;
+  return cat_error(ctx, a->wc->stuck, "%s (an earlier write of this transaction was lost; "
+                                      "roll it back)", a->wc->stuckmsg);
+}
 
 static int64_t nvalid_of(const cat_geom *g, int64_t nchunk) {
   int64_t cc[CATERVA_MAX_DIM], n = 1;
@@ -90,6 +103,7 @@ static void drop_wmarks(cat_wcache *wc, int level) {
 void cat_wcache_free(cat_wcache *wc) {
   if (wc == NULL) return;
   drop_wmarks(wc, -1);
+  cat_ws_free(wc->ws);
   free(wc->marks);
   entries_free(wc->e, wc->n);
   free(wc);
@@ -247,10 +261,67 @@ static int store_entry(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
   rc = cat_array_txn_leave(ctx, a, own, rc);
   CAT_TRY(leave, rc);
   e->nchunk = -1;
+  if (a->wc->last == (int)(e - a->wc->e)) a->wc->have_blk = 0;
 leave:
   free(old);
   free(cbuf);
   free(dirty);
+  return rc;
+}
+
+/* Store a chunk the worker compressed (outside a transaction it gets a commit of its own, as
+ * in store_entry); d is freed. */
+static int store_done(caterva_ctx *ctx, caterva_array *a, cat_wdone *d) {
+  int rc = d->cbytes, own;
+  if (rc < 0) {
+    rc = cat_error(ctx, rc, "%s", d->errmsg);
+    goto leave;
+  }
+  CAT_TRY(leave, own = cat_array_txn_enter(ctx, a));
+  cat_bs_hint_rec(a, d->nchunk, d->rec);
+  rc = caterva_schunk_update_chunk(ctx, a->sc, d->nchunk, d->cbuf, d->cbytes);
+  cat_bs_hint(a, -1, NULL);
+  rc = cat_array_txn_leave(ctx, a, own, rc);
+leave:
+  cat_ws_done_free(d);
+  return rc;
+}
+
+/* Store the chunks the worker has finished, in the order they were handed over; with wait,
+ * every chunk handed over. */
+static int reap(caterva_ctx *ctx, caterva_array *a, int wait) {
+  cat_wdone d;
+  int rc = CATERVA_OK;
+  while (a->wc->ws != NULL && cat_ws_pop(a->wc->ws, wait, &d)) CAT_TRY(leave, store_done(ctx, a, &d));
+leave:
+  return rc;
+}
+
+int cat_wcache_settle(caterva_ctx *ctx, caterva_array *a) {
+  return a->wc != NULL ? reap(ctx, a, 1) : CATERVA_OK;
+}
+
+/* Store entry e, every item of which was written: inside a transaction, with threads to
+ * spare, its image goes to the worker (wstore.c) and e is free at once; else store_entry. */
+static int store_full(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
+  cat_wcache *wc = a->wc;
+  caterva_cparams cp;
+  int rc = CATERVA_OK;
+  if (ctx == NULL || ctx->nthreads < 2 || !caterva_schunk_in_txn(a->sc))
+    return store_entry(ctx, a, e);
+  if (wc->ws == NULL && (wc->ws = cat_ws_new(a->g.chunksize)) == NULL) return store_entry(ctx, a, e);
+  CAT_TRY(leave, reap(ctx, a, 0));
+  if (cat_ws_full(wc->ws)) {
+    cat_wdone d;
+    if (cat_ws_pop(wc->ws, 1, &d)) CAT_TRY(leave, store_done(ctx, a, &d));
+  }
+  cp = cat_array_chunk_cparams(a);
+  rc = cat_ws_push(wc->ws, a, &cp, e->nchunk, e->img);
+  if (rc < 0) return store_entry(ctx, a, e); /* no thread: as without one */
+  e->img = NULL;
+  e->nchunk = -1;
+  if (wc->last == (int)(e - wc->e)) wc->have_blk = 0;
+leave:
   return rc;
 }
 
@@ -261,6 +332,9 @@ static int claim(caterva_ctx *ctx, caterva_array *a, int64_t n, cat_wentry **out
   const cat_geom *g = &a->g;
   cat_wentry *e = NULL;
   int rc = CATERVA_OK;
+  /* a chunk written again while its last image is still being compressed: that one is
+   * stored first, so that the items not written now are taken from it */
+  if (cat_ws_holds(wc->ws, n)) CAT_TRY(leave, reap(ctx, a, 1));
   for (int i = 0; i < wc->n; i++)
     if (wc->e[i].nchunk == n) {
       *out = &wc->e[i];
@@ -284,11 +358,9 @@ static int claim(caterva_ctx *ctx, caterva_array *a, int64_t n, cat_wentry **out
       if (wc->e[i].stamp < e->stamp) e = &wc->e[i];
     CAT_TRY(leave, store_entry(ctx, a, e));
   }
-  if (e->img == NULL) {
-    e->img = malloc((size_t)g->chunksize);
-    e->bits = malloc(bits_words(g) * sizeof *e->bits);
-    CAT_CHECK(leave, e->img != NULL && e->bits != NULL, CATERVA_E_NOMEM, "out of memory");
-  }
+  if (e->img == NULL) e->img = malloc((size_t)g->chunksize); /* NULL too after a hand-over */
+  if (e->bits == NULL) e->bits = malloc(bits_words(g) * sizeof *e->bits);
+  CAT_CHECK(leave, e->img != NULL && e->bits != NULL, CATERVA_E_NOMEM, "out of memory");
   e->nchunk = n;
   e->nset = 0;
   e->nvalid = nvalid_of(g, n);
@@ -310,7 +382,7 @@ leave:
  * loads and slab updates write many cells of one block in a row), else -1. */
 static int64_t same_block(const cat_wcache *wc, const cat_geom *g, const int64_t *coord) {
   int64_t in = 0;
-  if (!wc->have_blk || wc->last < 0 || wc->e[wc->last].nchunk < 0) return -1;
+  if (!wc->have_blk) return -1;
   for (int k = 0; k < g->ndim; k++) {
     int64_t c = coord[k];
     if (c < wc->blo[k] || c >= wc->bhi[k]) return -1;
@@ -328,6 +400,7 @@ int caterva_array_set_item(caterva_ctx *ctx, caterva_array *a, const int64_t *co
   int rc = CATERVA_OK;
   CAT_CHECK(leave, a != NULL && item != NULL && (coord != NULL || a->g.ndim == 0),
             CATERVA_E_INVALID, "set_item: NULL argument");
+  CAT_TRY(leave, stuck_error(ctx, a));
   g = &a->g;
   if (a->wc != NULL && (fast = same_block(a->wc, g, coord)) >= 0) {
     e = &a->wc->e[a->wc->last];
@@ -362,10 +435,14 @@ int caterva_array_set_item(caterva_ctx *ctx, caterva_array *a, const int64_t *co
   a->wc->have_blk = 1;
 write:
   e->stamp = ++a->wc->clock;
-  memcpy(e->img + idx * (size_t)g->itemsize, item, (size_t)g->itemsize);
+  switch (g->itemsize) { /* the common sizes as one store each */
+    case 4: memcpy(e->img + idx * 4, item, 4); break;
+    case 8: memcpy(e->img + idx * 8, item, 8); break;
+    default: memcpy(e->img + idx * (size_t)g->itemsize, item, (size_t)g->itemsize); break;
+  }
   if (!(e->bits[idx >> 6] >> (idx & 63) & 1)) {
     e->bits[idx >> 6] |= (uint64_t)1 << (idx & 63);
-    if (++e->nset == e->nvalid) CAT_TRY(leave, store_entry(ctx, a, e));
+    if (++e->nset == e->nvalid) CAT_TRY(leave, store_full(ctx, a, e));
   }
 leave:
   return rc;
@@ -374,6 +451,8 @@ leave:
 int caterva_array_flush(caterva_ctx *ctx, caterva_array *a) {
   int rc = CATERVA_OK;
   CAT_CHECK(leave, a != NULL, CATERVA_E_INVALID, "no array");
+  CAT_TRY(leave, stuck_error(ctx, a));
+  if (a->wc != NULL) CAT_TRY(leave, reap(ctx, a, 1));
   for (int i = 0; a->wc != NULL && i < a->wc->n; i++)
     if (a->wc->e[i].nchunk >= 0) CAT_TRY(leave, store_entry(ctx, a, &a->wc->e[i]));
 leave:
@@ -381,6 +460,7 @@ leave:
 }
 
 int caterva_array_pending(const caterva_array *a) {
+  if (a != NULL && a->wc != NULL && (a->wc->stuck || cat_ws_queued(a->wc->ws))) return 1;
   for (int i = 0; a != NULL && a->wc != NULL && i < a->wc->n; i++)
     if (a->wc->e[i].nchunk >= 0) return 1;
   return 0;
@@ -388,6 +468,7 @@ int caterva_array_pending(const caterva_array *a) {
 
 /* Forget every cached image (a rollback). */
 static void wcache_discard(caterva_array *a) {
+  if (a->wc != NULL) cat_ws_discard(a->wc->ws);
   for (int i = 0; a->wc != NULL && i < a->wc->n; i++) a->wc->e[i].nchunk = -1;
   if (a->wc != NULL) {
     a->wc->last = -1;
@@ -488,6 +569,17 @@ int caterva_array_savepoint(caterva_ctx *ctx, caterva_array *a, int level) {
   CAT_CHECK(leave, a != NULL, CATERVA_E_INVALID, "no array");
   CAT_TRY(leave, wcache_get(ctx, a));
   wc = a->wc;
+  CAT_TRY(leave, stuck_error(ctx, a));
+  /* What the worker holds belongs before the mark. A failure to store it cannot be reported
+   * here with its message (SQLite drops the messages of xSavepoint), so it is kept: the mark
+   * is made and every later call fails with it until the transaction rolls back. */
+  rc = reap(ctx, a, 1);
+  if (rc < 0) {
+    wc->stuck = rc;
+    snprintf(wc->stuckmsg, sizeof wc->stuckmsg, "%s", ctx != NULL ? ctx->errmsg : "");
+    cat_ws_discard(wc->ws);
+    rc = CATERVA_OK;
+  }
   drop_wmarks(wc, level);
   for (int i = 0; i < wc->n; i++) k += wc->e[i].nchunk >= 0;
   if ((int64_t)k * a->g.chunksize > CAT_WMARK_COPY_MAX) CAT_TRY(leave, caterva_array_flush(ctx, a));
@@ -520,6 +612,7 @@ int caterva_array_rollback_to(caterva_ctx *ctx, caterva_array *a, int level) {
   int rc;
   if (a == NULL) return cat_error(ctx, CATERVA_E_INVALID, "no array");
   drop_wmarks(a->wc, level + 1);
+  if (a->wc != NULL) cat_ws_discard(a->wc->ws); /* all of it came after the mark */
   rc = caterva_schunk_rollback_to(ctx, a->sc, level);
   if (rc >= 0) cat_bs_rollback_to(a, level);
   if (rc >= 0) rc = cat_array_load_meta(ctx, a);
@@ -555,6 +648,7 @@ int caterva_array_rollback(caterva_ctx *ctx, caterva_array *a) {
   if (a == NULL) return cat_error(ctx, CATERVA_E_INVALID, "no array");
   drop_wmarks(a->wc, -1);
   wcache_discard(a);
+  if (a->wc != NULL) a->wc->stuck = 0;
   rc = caterva_schunk_rollback(ctx, a->sc);
   cat_bs_rollback(a);
   rc2 = cat_array_load_meta(ctx, a);

@@ -120,10 +120,27 @@ static int cvInsertCoord(CvVtab *pTab, int k, sqlite3_value *pCol, sqlite3_value
   return rc;
 }
 
+/* The common INSERT of a load: every coordinate a plain INTEGER index inside the shape on a
+** dimension without labels, no hidden index column given. 1 with aCoord set; 0 when the
+** general path must decide (labels, text, growth, errors): it then reads everything again. */
+static int cvInsertFast(const CvVtab *pTab, sqlite3_value **argv, int64_t *aCoord) {
+  sqlite3_value **apIdx = &argv[3 + pTab->nDim + pTab->nVar];
+  int k;
+  for (k = 0; k < pTab->nDim; k++) {
+    int64_t c;
+    if (pTab->aLab[k].bOn || sqlite3_value_type(argv[2 + k]) != SQLITE_INTEGER) return 0;
+    c = sqlite3_value_int64(argv[2 + k]);
+    if (c < 0 || c >= pTab->aShape[k] || sqlite3_value_type(apIdx[k]) != SQLITE_NULL) return 0;
+    aCoord[k] = c;
+  }
+  return 1;
+}
+
 /* Coordinates of an INSERT (argv[2..2+nDim), the hidden index columns after the value),
 ** growing the first dimension if needed. */
 static int cvInsertCoords(CvVtab *pTab, sqlite3_value **argv, int64_t *aCoord) {
   int k, rc;
+  if (cvInsertFast(pTab, argv, aCoord)) return SQLITE_OK;
   for (k = 0; k < pTab->nDim; k++) {
     rc = cvInsertCoord(pTab, k, argv[2 + k], argv[3 + pTab->nDim + pTab->nVar + k], &aCoord[k]);
     if (rc != SQLITE_OK) return rc;
@@ -211,15 +228,16 @@ int cvUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 
     rc = cvRowidCoords(pTab, sqlite3_value_int64(argv[0]), aCoord);
     pItem = pTab->aFill;
   } else {
+    int bInsert = sqlite3_value_type(argv[0]) == SQLITE_NULL;
     /* a table over several arrays: a value column the UPDATE does not set is unchanged */
-    bValue = !sqlite3_value_nochange(argv[2 + pTab->nDim]);
+    bValue = bInsert || !sqlite3_value_nochange(argv[2 + pTab->nDim]);
     if (bValue && cvValueToItem(&pTab->item, argv[2 + pTab->nDim], aItem, &zErr)) {
       cvSetError(pTab, "caterva: %s (column %s)", zErr ? zErr : "out of memory",
                  pTab->azCol[pTab->nDim]);
       sqlite3_free(zErr);
       return SQLITE_MISMATCH;
     }
-    if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {  /* INSERT */
+    if (bInsert) {
       rc = cvInsertCoords(pTab, argv, aCoord);
       if (rc == SQLITE_OK) {
         *pRowid = 0;

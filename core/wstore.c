@@ -1,0 +1,173 @@
+/*
+ * wstore.c -- chunks written wholly compressed on a thread of their own while the caller
+ * fills the next ones (write-behind for loads).
+ *
+ * A load in C order completes chunk after chunk; compressing each on the thread that
+ * produces the rows held that thread up to a fifth of its time. wcache.c hands a completed
+ * image here (cat_ws_push); a worker compresses it with the array's parameters and computes
+ * its block statistics, and wcache.c takes the results back in the order they were handed
+ * over (cat_ws_pop) and stores them itself: the super-chunk, the statistics and every file
+ * stay on the caller's thread, and the chunks reach the file in the same order as without
+ * the worker, so the bytes written are the same.
+ *
+ * The queue holds at most CAT_WS_DEPTH images (bounded memory); a full queue makes the
+ * caller wait for the oldest. Errors of a job (out of memory) come back with it and fail
+ * the caller's next store, that is, its statement. Nothing here reads the array's state but
+ * the parameters copied at push time and the statistics' item type, which do not change while
+ * jobs are queued (every operation that could change them drains or discards the queue
+ * first; see wcache.c).
+ */
+#include "array_internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CAT_WS_DEPTH 8
+#define CAT_WS_BYTES (32 * 1024 * 1024)
+
+typedef struct ws_job {
+  cat_wdone d;              /* the result, handed to the caller by cat_ws_pop */
+  caterva_cparams cp;       /* the array's chunk parameters */
+  cat_geom g;               /* its geometry */
+  const caterva_array *a;   /* for the statistics' item type (cat_bs_rec_compute) */
+} ws_job;
+
+struct cat_wstore {
+  pthread_t thread;
+  int started, quit;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  caterva_ctx *wctx;        /* the worker's context (one thread, its own codec state) */
+  ws_job q[CAT_WS_DEPTH];   /* ring: jobs head .. head + n - 1, the first ndone finished */
+  int head, n, ndone, depth;
+};
+
+static void ws_run(cat_wstore *ws, ws_job *j) {
+  int32_t cap = j->g.chunksize + CATERVA_CHUNK_MAX_OVERHEAD;
+  j->d.cbuf = malloc((size_t)cap);
+  if (j->d.cbuf == NULL) {
+    j->d.cbytes = CATERVA_E_NOMEM;
+    snprintf(j->d.errmsg, sizeof j->d.errmsg, "out of memory");
+    return;
+  }
+  j->d.cbytes = caterva_chunk_compress(ws->wctx, &j->cp, j->d.img, j->g.chunksize, j->d.cbuf,
+                                       cap);
+  if (j->d.cbytes < 0) {
+    snprintf(j->d.errmsg, sizeof j->d.errmsg, "%s", caterva_ctx_errmsg(ws->wctx));
+    return;
+  }
+  j->d.rec = cat_bs_rec_compute(j->a, &j->g, j->d.nchunk, j->d.img, j->d.cbuf, j->d.cbytes);
+}
+
+static void *ws_main(void *arg) {
+  cat_wstore *ws = arg;
+  pthread_mutex_lock(&ws->mu);
+  for (;;) {
+    while (!ws->quit && ws->ndone == ws->n) pthread_cond_wait(&ws->cv, &ws->mu);
+    if (ws->quit) break;
+    ws_job *j = &ws->q[(ws->head + ws->ndone) % CAT_WS_DEPTH];
+    pthread_mutex_unlock(&ws->mu);
+    ws_run(ws, j);
+    pthread_mutex_lock(&ws->mu);
+    ws->ndone++;
+    pthread_cond_broadcast(&ws->cv);
+  }
+  pthread_mutex_unlock(&ws->mu);
+  return NULL;
+}
+
+cat_wstore *cat_ws_new(int32_t chunksize) {
+  cat_wstore *ws = calloc(1, sizeof *ws);
+  if (ws == NULL) return NULL;
+  if (caterva_ctx_new(1, &ws->wctx) != CATERVA_OK) {
+    free(ws);
+    return NULL;
+  }
+  ws->depth = chunksize > 0 ? CAT_WS_BYTES / chunksize : CAT_WS_DEPTH;
+  ws->depth = ws->depth < 2 ? 2 : ws->depth > CAT_WS_DEPTH ? CAT_WS_DEPTH : ws->depth;
+  pthread_mutex_init(&ws->mu, NULL);
+  pthread_cond_init(&ws->cv, NULL);
+  return ws;
+}
+
+int cat_ws_full(const cat_wstore *ws) { return ws->n >= ws->depth; }
+
+int cat_ws_queued(const cat_wstore *ws) { return ws != NULL && ws->n > 0; }
+
+int cat_ws_holds(const cat_wstore *ws, int64_t nchunk) {
+  for (int i = 0; ws != NULL && i < ws->n; i++)
+    if (ws->q[(ws->head + i) % CAT_WS_DEPTH].d.nchunk == nchunk) return 1;
+  return 0;
+}
+
+int cat_ws_push(cat_wstore *ws, const caterva_array *a, const caterva_cparams *cp,
+                int64_t nchunk, uint8_t *img) {
+  int rc = CATERVA_OK;
+  pthread_mutex_lock(&ws->mu);
+  if (ws->n >= ws->depth) {
+    rc = CATERVA_E_INVALID; /* the caller pops first */
+    goto leave;
+  }
+  if (!ws->started) {
+    if (pthread_create(&ws->thread, NULL, ws_main, ws) != 0) {
+      rc = CATERVA_E_THREAD;
+      goto leave;
+    }
+    ws->started = 1;
+  }
+  ws_job *j = &ws->q[(ws->head + ws->n) % CAT_WS_DEPTH];
+  memset(j, 0, sizeof *j);
+  j->d.nchunk = nchunk;
+  j->d.img = img;
+  j->cp = *cp;
+  j->g = a->g;
+  j->a = a;
+  ws->n++;
+  pthread_cond_broadcast(&ws->cv);
+leave:
+  pthread_mutex_unlock(&ws->mu);
+  return rc;
+}
+
+int cat_ws_pop(cat_wstore *ws, int wait, cat_wdone *out) {
+  int got = 0;
+  pthread_mutex_lock(&ws->mu);
+  while (wait && ws->n > 0 && ws->ndone == 0) pthread_cond_wait(&ws->cv, &ws->mu);
+  if (ws->ndone > 0) {
+    *out = ws->q[ws->head].d;
+    ws->head = (ws->head + 1) % CAT_WS_DEPTH;
+    ws->n--;
+    ws->ndone--;
+    got = 1;
+  }
+  pthread_mutex_unlock(&ws->mu);
+  return got;
+}
+
+void cat_ws_done_free(cat_wdone *d) {
+  free(d->img);
+  free(d->cbuf);
+  cat_bs_rec_drop(d->rec);
+  memset(d, 0, sizeof *d);
+}
+
+void cat_ws_discard(cat_wstore *ws) {
+  cat_wdone d;
+  while (ws != NULL && cat_ws_pop(ws, 1, &d)) cat_ws_done_free(&d);
+}
+
+void cat_ws_free(cat_wstore *ws) {
+  if (ws == NULL) return;
+  cat_ws_discard(ws);
+  pthread_mutex_lock(&ws->mu);
+  ws->quit = 1;
+  pthread_cond_broadcast(&ws->cv);
+  pthread_mutex_unlock(&ws->mu);
+  if (ws->started) pthread_join(ws->thread, NULL);
+  pthread_mutex_destroy(&ws->mu);
+  pthread_cond_destroy(&ws->cv);
+  caterva_ctx_free(ws->wctx);
+  free(ws);
+}

@@ -680,6 +680,11 @@ static CV_NOINLINE int cvColumnSlow(CvCursor *pCur, sqlite3_context *pCtx, int i
   CvVtab *pTab = (CvVtab *)pCur->base.pVtab;
   if (pCur->bBcolz) return cvBzColumn(&pCur->base, pCtx, iCol);
   cvSyncRun(pCur);
+  if ((iCol < pTab->nDim || iCol > pTab->nDim + pTab->nVar) && sqlite3_vtab_nochange(pCtx)) {
+    /* an UPDATE that leaves this dimension (or index) column as it is: it is passed on
+    ** as unchanged, and xUpdate checks only the columns it is given (vtab_write.c) */
+    return SQLITE_OK;
+  }
   if (iCol >= 0 && iCol < pTab->nDim) {
     if (pTab->aLab[iCol].bOn) cvLabelResult(pCtx, pTab, iCol, pCur->aCoord[iCol]);
     else sqlite3_result_int64(pCtx, pCur->aCoord[iCol]);

@@ -193,9 +193,10 @@ int cat_ws_full(const cat_wstore *ws);
 int cat_ws_queued(const cat_wstore *ws);
 /* Chunk nchunk queued. */
 int cat_ws_holds(const cat_wstore *ws, int64_t nchunk);
-/* The oldest job into *out once finished (waiting for it when wait): 1, or 0 when none is
- * (finished). The caller owns *out (cat_ws_done_free). */
-int cat_ws_pop(cat_wstore *ws, int wait, cat_wdone *out);
+/* The oldest job into *out once finished (waiting for it when wait; meanwhile, with ctx, the
+ * caller compresses queued chunks itself): 1, or 0 when none is (finished). The caller owns
+ * *out (cat_ws_done_free). */
+int cat_ws_pop(cat_wstore *ws, caterva_ctx *ctx, int wait, cat_wdone *out);
 void cat_ws_done_free(cat_wdone *d);
 /* Wait for every job and drop them (a rollback). */
 void cat_ws_discard(cat_wstore *ws);

@@ -292,7 +292,8 @@ leave:
 static int reap(caterva_ctx *ctx, caterva_array *a, int wait) {
   cat_wdone d;
   int rc = CATERVA_OK;
-  while (a->wc->ws != NULL && cat_ws_pop(a->wc->ws, wait, &d)) CAT_TRY(leave, store_done(ctx, a, &d));
+  while (a->wc->ws != NULL && cat_ws_pop(a->wc->ws, ctx, wait, &d))
+    CAT_TRY(leave, store_done(ctx, a, &d));
 leave:
   return rc;
 }
@@ -313,7 +314,7 @@ static int store_full(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
   CAT_TRY(leave, reap(ctx, a, 0));
   if (cat_ws_full(wc->ws)) {
     cat_wdone d;
-    if (cat_ws_pop(wc->ws, 1, &d)) CAT_TRY(leave, store_done(ctx, a, &d));
+    if (cat_ws_pop(wc->ws, ctx, 1, &d)) CAT_TRY(leave, store_done(ctx, a, &d));
   }
   cp = cat_array_chunk_cparams(a);
   rc = cat_ws_push(wc->ws, a, &cp, e->nchunk, e->img);

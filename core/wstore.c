@@ -27,7 +27,10 @@
 #define CAT_WS_DEPTH 8
 #define CAT_WS_BYTES (32 * 1024 * 1024)
 
+enum { WS_QUEUED, WS_RUNNING, WS_DONE };
+
 typedef struct ws_job {
+  int state;                /* WS_* */
   cat_wdone d;              /* the result, handed to the caller by cat_ws_pop */
   caterva_cparams cp;       /* the array's chunk parameters */
   cat_geom g;               /* its geometry */
@@ -40,11 +43,22 @@ struct cat_wstore {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   caterva_ctx *wctx;        /* the worker's context (one thread, its own codec state) */
-  ws_job q[CAT_WS_DEPTH];   /* ring: jobs head .. head + n - 1, the first ndone finished */
-  int head, n, ndone, depth;
+  ws_job q[CAT_WS_DEPTH];   /* ring: jobs head .. head + n - 1, in the order handed over */
+  int head, n, depth;
 };
 
-static void ws_run(cat_wstore *ws, ws_job *j) {
+static ws_job *ws_at(cat_wstore *ws, int i) { return &ws->q[(ws->head + i) % CAT_WS_DEPTH]; }
+
+/* The oldest queued job (the worker's) or the newest (a waiting caller's), NULL: none. */
+static ws_job *ws_next(cat_wstore *ws, int newest) {
+  for (int i = 0; i < ws->n; i++) {
+    ws_job *j = ws_at(ws, newest ? ws->n - 1 - i : i);
+    if (j->state == WS_QUEUED) return j;
+  }
+  return NULL;
+}
+
+static void ws_run(caterva_ctx *ctx, ws_job *j) {
   int32_t cap = j->g.chunksize + CATERVA_CHUNK_MAX_OVERHEAD;
   j->d.cbuf = malloc((size_t)cap);
   if (j->d.cbuf == NULL) {
@@ -52,10 +66,9 @@ static void ws_run(cat_wstore *ws, ws_job *j) {
     snprintf(j->d.errmsg, sizeof j->d.errmsg, "out of memory");
     return;
   }
-  j->d.cbytes = caterva_chunk_compress(ws->wctx, &j->cp, j->d.img, j->g.chunksize, j->d.cbuf,
-                                       cap);
+  j->d.cbytes = caterva_chunk_compress(ctx, &j->cp, j->d.img, j->g.chunksize, j->d.cbuf, cap);
   if (j->d.cbytes < 0) {
-    snprintf(j->d.errmsg, sizeof j->d.errmsg, "%s", caterva_ctx_errmsg(ws->wctx));
+    snprintf(j->d.errmsg, sizeof j->d.errmsg, "%s", caterva_ctx_errmsg(ctx));
     return;
   }
   j->d.rec = cat_bs_rec_compute(j->a, &j->g, j->d.nchunk, j->d.img, j->d.cbuf, j->d.cbytes);
@@ -65,13 +78,14 @@ static void *ws_main(void *arg) {
   cat_wstore *ws = arg;
   pthread_mutex_lock(&ws->mu);
   for (;;) {
-    while (!ws->quit && ws->ndone == ws->n) pthread_cond_wait(&ws->cv, &ws->mu);
+    ws_job *j;
+    while (!ws->quit && (j = ws_next(ws, 0)) == NULL) pthread_cond_wait(&ws->cv, &ws->mu);
     if (ws->quit) break;
-    ws_job *j = &ws->q[(ws->head + ws->ndone) % CAT_WS_DEPTH];
+    j->state = WS_RUNNING;
     pthread_mutex_unlock(&ws->mu);
-    ws_run(ws, j);
+    ws_run(ws->wctx, j);
     pthread_mutex_lock(&ws->mu);
-    ws->ndone++;
+    j->state = WS_DONE;
     pthread_cond_broadcast(&ws->cv);
   }
   pthread_mutex_unlock(&ws->mu);
@@ -119,6 +133,7 @@ int cat_ws_push(cat_wstore *ws, const caterva_array *a, const caterva_cparams *c
   }
   ws_job *j = &ws->q[(ws->head + ws->n) % CAT_WS_DEPTH];
   memset(j, 0, sizeof *j);
+  j->state = WS_QUEUED;
   j->d.nchunk = nchunk;
   j->d.img = img;
   j->cp = *cp;
@@ -131,15 +146,27 @@ leave:
   return rc;
 }
 
-int cat_ws_pop(cat_wstore *ws, int wait, cat_wdone *out) {
+int cat_ws_pop(cat_wstore *ws, caterva_ctx *ctx, int wait, cat_wdone *out) {
   int got = 0;
   pthread_mutex_lock(&ws->mu);
-  while (wait && ws->n > 0 && ws->ndone == 0) pthread_cond_wait(&ws->cv, &ws->mu);
-  if (ws->ndone > 0) {
-    *out = ws->q[ws->head].d;
+  while (wait && ws->n > 0 && ws_at(ws, 0)->state != WS_DONE) {
+    /* a caller that must wait compresses the newest queued chunk itself meanwhile (the
+     * last chunks of a load complete together: the worker alone would take them in turn) */
+    ws_job *j = ctx != NULL ? ws_next(ws, 1) : NULL;
+    if (j == NULL) {
+      pthread_cond_wait(&ws->cv, &ws->mu);
+      continue;
+    }
+    j->state = WS_RUNNING;
+    pthread_mutex_unlock(&ws->mu);
+    ws_run(ctx, j);
+    pthread_mutex_lock(&ws->mu);
+    j->state = WS_DONE;
+  }
+  if (ws->n > 0 && ws_at(ws, 0)->state == WS_DONE) {
+    *out = ws_at(ws, 0)->d;
     ws->head = (ws->head + 1) % CAT_WS_DEPTH;
     ws->n--;
-    ws->ndone--;
     got = 1;
   }
   pthread_mutex_unlock(&ws->mu);
@@ -155,7 +182,7 @@ void cat_ws_done_free(cat_wdone *d) {
 
 void cat_ws_discard(cat_wstore *ws) {
   cat_wdone d;
-  while (ws != NULL && cat_ws_pop(ws, 1, &d)) cat_ws_done_free(&d);
+  while (ws != NULL && cat_ws_pop(ws, NULL, 1, &d)) cat_ws_done_free(&d);
 }
 
 void cat_ws_free(cat_wstore *ws) {

@@ -55,6 +55,7 @@ struct cat_wcache {
                       * which holds a chunk: cleared whenever that entry is freed or moved) */
   int64_t blo[CATERVA_MAX_DIM], bhi[CATERVA_MAX_DIM]; /* its cells inside the shape */
   int64_t bbase;     /* image offset (in items) of its first item */
+  int64_t lastidx;   /* image offset of the last write (stride prediction) */
   uint64_t clock;
   int64_t budget;    /* bytes */
   cat_wstore *ws;    /* chunks written wholly, being compressed on a worker, or NULL */
@@ -436,6 +437,16 @@ int caterva_array_set_item(caterva_ctx *ctx, caterva_array *a, const int64_t *co
   a->wc->have_blk = 1;
 write:
   e->stamp = ++a->wc->clock;
+  {
+    /* Rows in a transposed order write with a constant stride, a cache line each: the line
+     * of the predicted next write is fetched while SQLite produces that row. */
+    int64_t next = 2 * (int64_t)idx - a->wc->lastidx;
+    if (next >= 0 && next < g->chunksize / g->itemsize) {
+      __builtin_prefetch(e->img + (size_t)next * (size_t)g->itemsize, 1, 3);
+      __builtin_prefetch(&e->bits[next >> 6], 1, 3);
+    }
+    a->wc->lastidx = (int64_t)idx;
+  }
   switch (g->itemsize) { /* the common sizes as one store each */
     case 4: memcpy(e->img + idx * 4, item, 4); break;
     case 8: memcpy(e->img + idx * 8, item, 8); break;

@@ -285,13 +285,14 @@ int caterva_array_set_fill(caterva_ctx *ctx, caterva_array *a, const void *item,
  * been written is compressed without being read (loads in C order stream): inside a
  * transaction, with a context of two or more threads, on a worker thread of the array's own
  * while the caller goes on (at most 8 such chunks, 32 MiB, wait at a time), and stored by a
- * later call on the caller's thread, in the order the chunks were completed (the file's
- * bytes are those of a single-threaded load); else at once. Other chunks are completed from
- * the stored chunk when the cache needs room, at caterva_array_flush, at a savepoint and at
+ * later call on the caller's thread (a later write, a flush, a savepoint or its release, a
+ * resize, set_slice, commit), in the order the chunks were completed (the file's bytes are
+ * those of a single-threaded load); else at once. Other chunks are completed from the
+ * stored chunk when the cache needs room, at caterva_array_flush, at a savepoint and at
  * commit. Reads (slices, iterators) do not see items still in the cache: flush first. An
- * error storing a chunk fails the call that stores it; at a savepoint, where it cannot be
- * reported, it fails every later write, flush, savepoint and commit of the transaction
- * instead (its writes are incomplete) until caterva_array_rollback. */
+ * error storing a chunk fails the call that stores it; at a savepoint or a release, where
+ * SQLite cannot report it, it fails every later write and flush (so commit) of the
+ * transaction instead (its writes are incomplete) until caterva_array_rollback. */
 int caterva_array_set_item(caterva_ctx *ctx, caterva_array *a, const int64_t *coord,
                            const void *item);
 /** Store every chunk image held by the write-back cache. */

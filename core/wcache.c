@@ -575,23 +575,26 @@ int caterva_array_begin(caterva_ctx *ctx, caterva_array *a) {
   return rc;
 }
 
+/* Store what the worker holds. A failure cannot be reported where this runs (SQLite drops
+ * the messages of xSavepoint and xRelease), so it is kept: every later call fails with it
+ * until the transaction rolls back (its writes are incomplete). */
+static void settle_or_stick(caterva_ctx *ctx, caterva_array *a) {
+  int rc = reap(ctx, a, 1);
+  if (rc >= 0) return;
+  a->wc->stuck = rc;
+  snprintf(a->wc->stuckmsg, sizeof a->wc->stuckmsg, "%s", ctx != NULL ? ctx->errmsg : "");
+  cat_ws_discard(a->wc->ws);
+}
+
 int caterva_array_savepoint(caterva_ctx *ctx, caterva_array *a, int level) {
   cat_wcache *wc;
   int rc = CATERVA_OK, k = 0;
   CAT_CHECK(leave, a != NULL, CATERVA_E_INVALID, "no array");
   CAT_TRY(leave, wcache_get(ctx, a));
   wc = a->wc;
-  CAT_TRY(leave, stuck_error(ctx, a));
-  /* What the worker holds belongs before the mark. A failure to store it cannot be reported
-   * here with its message (SQLite drops the messages of xSavepoint), so it is kept: the mark
-   * is made and every later call fails with it until the transaction rolls back. */
-  rc = reap(ctx, a, 1);
-  if (rc < 0) {
-    wc->stuck = rc;
-    snprintf(wc->stuckmsg, sizeof wc->stuckmsg, "%s", ctx != NULL ? ctx->errmsg : "");
-    cat_ws_discard(wc->ws);
-    rc = CATERVA_OK;
-  }
+  /* what the worker holds belongs before the mark; a transaction already failing is
+   * reported by its next write, read or commit, which SQLite gives the message of */
+  if (!wc->stuck) settle_or_stick(ctx, a);
   drop_wmarks(wc, level);
   for (int i = 0; i < wc->n; i++) k += wc->e[i].nchunk >= 0;
   if ((int64_t)k * a->g.chunksize > CAT_WMARK_COPY_MAX) CAT_TRY(leave, caterva_array_flush(ctx, a));
@@ -614,6 +617,7 @@ leave:
 
 int caterva_array_release(caterva_ctx *ctx, caterva_array *a, int level) {
   if (a == NULL) return cat_error(ctx, CATERVA_E_INVALID, "no array");
+  if (a->wc != NULL && !a->wc->stuck) settle_or_stick(ctx, a); /* a statement's end */
   drop_wmarks(a->wc, level);
   cat_bs_release(a, level);
   return caterva_schunk_release(ctx, a->sc, level);

@@ -336,10 +336,17 @@ static void cvInfoFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3_str_appendf(pStr, ",\"storage\":\"%s\",",
                       caterva_schunk_store(pSc) == CATERVA_STORE_SPARSE ? "sparse" : "contiguous");
   {
-    /* what killed writers left (the next writer removes it), or in-flight files of a writer */
+    /* what killed writers left (the next writer removes it), or in-flight files of a writer:
+    ** unreferenced chunk files, temporary files and a copy of a group commit's journal */
     int64_t nLeft = 0;
-    if (caterva_schunk_collect(pConn->pCtx, pSc, 1, &nLeft) >= 0)
-      sqlite3_str_appendf(pStr, "\"leftovers\":%lld,", (long long)nLeft);
+    if (caterva_schunk_collect(pConn->pCtx, pSc, 1, &nLeft) >= 0) { /* local files only */
+      const char *zPath = cvPathArg(pCtx, pConn, argv[0], "caterva_info");
+      int eJournal = zPath ? caterva_group_journal(pConn->pCtx, zPath, 0, 0) : CATERVA_GROUP_NONE;
+      sqlite3_str_appendf(pStr, "\"leftovers\":%lld,\"journal\":\"%s\",",
+                          (long long)nLeft + (eJournal > 0),
+                          eJournal == CATERVA_GROUP_PENDING ? "pending"
+                          : eJournal == CATERVA_GROUP_STALE ? "stale" : "none");
+    }
   }
   {
     /* a table's own handle: what its queries fetched (the function keeps a handle of its own) */

@@ -14,6 +14,7 @@ transaction.
 
 Environment: top_builddir (the build tree), CATERVA_PRELOAD (ASan runtime in sanitizer builds).
 """
+import json
 import math
 import os
 import shutil
@@ -398,6 +399,10 @@ while True:
     report("interrupted" in err and listing == listing2,
            "a reader of the table refuses while a dead writer's journal is pending and changes "
            "nothing", err)
+    infos = [json.loads(rd.execute("SELECT caterva_info(?)", (p,)).fetchone()[0]) for p in (pa, pb)]
+    report(all(i["journal"] == "pending" and i["leftovers"] >= 1 for i in infos),
+           "caterva_info of both arrays names the pending journal and counts it as a leftover",
+           repr([(i.get("journal"), i.get("leftovers")) for i in infos]))
     # the next write finishes it: both arrays hold the same transaction
     rd.execute("DELETE FROM temp.w WHERE 0")
     c = content(rd)
@@ -406,6 +411,10 @@ while True:
     report(one and journals(work) == [],
            "after the next write both arrays hold the same transaction and no journal remains",
            repr(list(vals))[:300])
+    infos = [json.loads(rd.execute("SELECT caterva_info(?)", (p,)).fetchone()[0]) for p in (pa, pb)]
+    report(all(i["journal"] == "none" and i["leftovers"] == 0 for i in infos),
+           "... and caterva_info of both arrays reports no journal and no leftovers",
+           repr([(i.get("journal"), i.get("leftovers")) for i in infos]))
     rd.close()
 
 

@@ -149,7 +149,7 @@ def queries(dims, labels):
         ("caterva_slice", "SELECT hex(caterva_slice({p}, '[%s]', '[%s]'))"
          % (",".join("1" for _ in dims), ",".join("3" for _ in dims))),
         ("caterva_reduce", "SELECT * FROM caterva_reduce({p}, 'mean', '%s')" % d0),
-        ("caterva_info", "SELECT json_remove(caterva_info({p}), '$.remote', '$.leftovers')"),
+        ("caterva_info", "SELECT json_remove(caterva_info({p}), '$.remote', '$.leftovers', '$.journal')"),
     ]
     if labels:
         q += [("labels in dates and degrees", "SELECT * FROM {t} WHERE time = '2024-01-05' AND "

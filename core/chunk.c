@@ -598,6 +598,7 @@ typedef struct cat_each_job {
   const uint8_t *ref;        /* DELTA (one chunk at a time): decoded block 0, else NULL */
   int32_t skip;              /* position of block 0 in the request when ref holds it, or -1 */
   cat_block_fn fn;
+  const cat_groups *groups;  /* blocks that must not run at once, or NULL */
 } cat_each_job;
 
 /* The request holding task t (bisection over first). */
@@ -662,11 +663,29 @@ static int cat_each_chunk_task(void *arg, int64_t r, int w) {
   return rc;
 }
 
+/* A task per group (cat_chunks_decode_groups): its blocks in its order, one after the
+ * other. */
+static int cat_each_group_task(void *arg, int64_t g, int w) {
+  cat_each_job *job = arg;
+  const cat_groups *gr = job->groups;
+  int rc = CATERVA_OK;
+  for (int64_t i = gr->first[g]; i < gr->first[g + 1] && rc >= 0; i++)
+    rc = cat_each_task(job, gr->order[i], w);
+  return rc;
+}
+
 /* Run tasks [0, ntasks) of job, on the pool when there are enough bytes to share: a task per
  * chunk when there are chunks enough to keep every thread busy (threads then write apart in
  * the destination: blocks next to each other share cache lines there), else per block. */
 static int cat_each_run(cat_each_job *job, int64_t ntasks, int32_t blocksize) {
   int rc = CATERVA_OK;
+  if (job->groups != NULL && job->groups->n > 1 && ntasks <= INT32_MAX &&
+      cat_worth_parallel(job->ctx, (int32_t)ntasks, blocksize))
+    return cat_pool_run(job->ctx->pool, job->groups->n, cat_each_group_task, job);
+  if (job->groups != NULL) { /* one group, or not worth the threads: all in task order */
+    for (int64_t t = 0; t < ntasks && rc >= 0; t++) rc = cat_each_task(job, t, 0);
+    return rc;
+  }
   if (ntasks <= INT32_MAX && cat_worth_parallel(job->ctx, (int32_t)ntasks, blocksize)) {
     if (job->nreq >= 4 * job->ctx->nthreads)
       return cat_pool_run(job->ctx->pool, job->nreq, cat_each_chunk_task, job);
@@ -690,14 +709,22 @@ static int cat_each_delta(cat_each_job *job, cat_chunk *ck, const cat_chunk_req 
     job->skip = -1;
     first[1] = req[r].n;
     if (cat_is_delta(&ck[r])) rc = cat_each_ref(job->ctx, &ck[r], &req[r], job);
-    if (rc >= 0) rc = cat_each_run(job, req[r].n, ck[r].info.blocksize);
+    if (rc >= 0 && job->groups != NULL) /* task numbers are the batch's: in order, here */
+      for (int32_t t = 0; t < req[r].n && rc >= 0; t++) rc = cat_each_task(job, t, 0);
+    else if (rc >= 0)
+      rc = cat_each_run(job, req[r].n, ck[r].info.blocksize);
   }
   return rc;
 }
 
 int64_t cat_chunks_decode_each(caterva_ctx *ctx, const cat_chunk_req *req, int32_t nreq,
                                cat_block_fn fn) {
-  cat_each_job job = {ctx, NULL, req, NULL, nreq, NULL, -1, fn};
+  return cat_chunks_decode_groups(ctx, req, nreq, fn, NULL);
+}
+
+int64_t cat_chunks_decode_groups(caterva_ctx *ctx, const cat_chunk_req *req, int32_t nreq,
+                                 cat_block_fn fn, const cat_groups *groups) {
+  cat_each_job job = {ctx, NULL, req, NULL, nreq, NULL, -1, fn, groups};
   cat_chunk *ck = NULL;
   int64_t *first = NULL, total = 0;
   int64_t rc = CATERVA_OK;

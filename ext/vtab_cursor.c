@@ -643,6 +643,7 @@ int cvCursorFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr,
   CvVtab *pTab = (CvVtab *)pCursor->pVtab;
   int rc;
   pTab->iLibRc = 0;
+  for (int k = 0; k < CV_MAX_DIM; k++) ((CvCursor *)pCursor)->aLabAt[k] = -1;
   rc = cvFilter(pCursor, idxNum, idxStr, argc, argv);
   if (rc != SQLITE_OK && pTab->bRemote && pTab->iLibRc == CATERVA_E_CHANGED) {
     cvResetScan((CvCursor *)pCursor);
@@ -674,6 +675,25 @@ static int cvVarColumn(CvCursor *pCur, sqlite3_context *pCtx, int iVar) {
   return SQLITE_OK;
 }
 
+/* Dimension k's label of the current row: a time label's text is kept for the next rows of
+** the same index. */
+static void cvCursorLabel(CvCursor *pCur, sqlite3_context *pCtx, int k) {
+  CvVtab *pTab = (CvVtab *)pCur->base.pVtab;
+  const caterva_labels *pLab = &pTab->aLab[k].lab;
+  int64_t i = pCur->aCoord[k];
+  if (!pLab->is_time) {
+    cvLabelResult(pCtx, pTab, k, i);
+    return;
+  }
+  if (pCur->aLabAt[k] != i) {
+    int ok = caterva_labels_format(pLab, i, pCur->azLab[k], sizeof pCur->azLab[k]) == CATERVA_OK;
+    pCur->anLab[k] = ok ? (int)strlen(pCur->azLab[k]) : -1;
+    pCur->aLabAt[k] = i;
+  }
+  if (pCur->anLab[k] < 0) sqlite3_result_null(pCtx); /* outside years 1..9999 */
+  else sqlite3_result_text(pCtx, pCur->azLab[k], pCur->anLab[k], SQLITE_TRANSIENT);
+}
+
 /* xColumn's general path: dimension columns (labels or indices), further arrays' values,
 ** the value of a block not fetched yet, NaN, and items of any type. */
 static CV_NOINLINE int cvColumnSlow(CvCursor *pCur, sqlite3_context *pCtx, int iCol) {
@@ -681,7 +701,7 @@ static CV_NOINLINE int cvColumnSlow(CvCursor *pCur, sqlite3_context *pCtx, int i
   if (pCur->bBcolz) return cvBzColumn(&pCur->base, pCtx, iCol);
   cvSyncRun(pCur);
   if (iCol >= 0 && iCol < pTab->nDim) {
-    if (pTab->aLab[iCol].bOn) cvLabelResult(pCtx, pTab, iCol, pCur->aCoord[iCol]);
+    if (pTab->aLab[iCol].bOn) cvCursorLabel(pCur, pCtx, iCol);
     else sqlite3_result_int64(pCtx, pCur->aCoord[iCol]);
   } else if (iCol > pTab->nDim + pTab->nVar) {
     sqlite3_result_int64(pCtx, pCur->aCoord[iCol - pTab->nDim - pTab->nVar - 1]);

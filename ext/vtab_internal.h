@@ -214,6 +214,11 @@ struct CvCursor {
   int32_t iPrivBlock;                 /* Block number of the block held in aPriv */
   CvVarPos *aVarPos;                  /* Current block of each further array (nVar) */
   int64_t aCoord[CV_MAX_DIM];         /* Coordinates of the current row */
+  int64_t aLabAt[CV_MAX_DIM];         /* Time labels: index whose text is in azLab (-1: none;
+                                      ** consecutive rows mostly share one: a row's date is
+                                      ** formatted once per run of the later dimensions) */
+  int anLab[CV_MAX_DIM];              /* ... its length, or -1 for NULL */
+  char azLab[CV_MAX_DIM][48];
   int64_t iOff;                       /* Item offset of aCoord inside the block */
   int64_t iLastEnd, iOffEnd;          /* aCoord[kLast] and iOff at the end of the run: while
                                       ** xNext takes fast steps, the current ones are these

@@ -191,6 +191,8 @@ struct CvCursor {
   CV_CURSOR_HEAD
   int bValue;                         /* The query reads the value column */
   int bCached;                        /* Blocks come from the table's cache, on demand */
+  int bPrefill;                       /* ... and a miss decodes its slab ahead (cvPrefill) */
+  int64_t iPrefillRow;                /* Chunk row of the current box last prefilled, or -1 */
   int bOrdered;                       /* Cells in C order, without the block iterator */
   int bLastBox;                       /* The box being iterated is the last one */
   int64_t nLeft;                      /* Rows still wanted (LIMIT + OFFSET), -1: no limit */

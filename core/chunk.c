@@ -458,6 +458,48 @@ static void cat_unfilter(const cat_chunk *ck, int32_t j, uint8_t *a, uint8_t *b,
   if (cur != dst) memcpy(dst, cur, (size_t)bsize);
 }
 
+/* Whether a block is a 4-byte shuffle of its streams and nothing else to undo (the common
+ * float32 case): its streams are then the byte planes, each stream one plane or one stream
+ * all four, and cat_decode_planes unshuffles them where they are. */
+static bool cat_planes_ok(const cat_chunk *ck, int32_t bsize, int32_t nstreams) {
+  const caterva_chunk_info *ci = &ck->info;
+  int nshuffle = 0;
+  if (ci->typesize != 4 || bsize % 4 != 0 || (nstreams != 1 && nstreams != 4)) return false;
+  for (int i = 0; i < CATERVA_MAX_FILTERS; i++) {
+    uint8_t f = ci->filters[i], meta = ci->filters_meta[i];
+    if (f == CATERVA_SHUFFLE && (meta == 0 || meta == 4)) nshuffle++;
+    else if (f != CATERVA_NOFILTER && f != CATERVA_TRUNC_PREC) return false;
+  }
+  return nshuffle == 1;
+}
+
+/* Decode the streams of such a block (cat_planes_ok) at r and unshuffle them into dst. A
+ * stream stored raw (incompressible bytes, as the low bytes of float mantissas are) is read
+ * where it lies in the chunk, not copied to buf first. */
+static int cat_decode_planes(cat_scratch *s, const cat_chunk *ck, cat_rdr *r, int32_t bsize,
+                             int32_t nstreams, uint8_t *buf, uint8_t *dst) {
+  const int32_t neblock = bsize / nstreams, q = bsize / 4;
+  const uint8_t *base[4], *planes[4];
+  for (int32_t k = 0; k < nstreams; k++) {
+    cat_rdr peek = *r;
+    int32_t csize;
+    const uint8_t *payload;
+    if (cat_rdr_le32(&peek, &csize) && csize == neblock &&
+        cat_rdr_bytes(&peek, (size_t)neblock, &payload)) {
+      base[k] = payload;
+      *r = peek;
+      continue;
+    }
+    int rc = cat_decode_stream(s, ck, r, buf + (size_t)k * (size_t)neblock, neblock);
+    if (rc < 0) return rc;
+    base[k] = buf + (size_t)k * (size_t)neblock;
+  }
+  for (int32_t b = 0; b < 4; b++)
+    planes[b] = nstreams == 4 ? base[b] : base[0] + (size_t)b * (size_t)q;
+  cat_unshuffle_planes(4, q, planes, dst);
+  return CATERVA_OK;
+}
+
 /* Decode block j of a regular chunk into dst (its size bytes) using worker w's scratch. */
 static int cat_decode_block(caterva_ctx *ctx, int w, const cat_chunk *ck, int32_t j,
                             uint8_t *dst, const uint8_t *ref) {
@@ -480,6 +522,12 @@ static int cat_decode_block(caterva_ctx *ctx, int w, const cat_chunk *ck, int32_
     if (buf == NULL || tmp == NULL) return CATERVA_E_NOMEM;
   }
   cat_rdr_init(&r, ck->p + bstart, (size_t)(ci->cbytes - bstart));
+  if (filtered && cat_planes_ok(ck, bsize, nstreams)) {
+    rc = cat_decode_planes(&ctx->scratch[w], ck, &r, bsize, nstreams, buf, dst);
+    if (rc < 0) return rc;
+    __atomic_fetch_add(&ctx->blocks_decompressed, 1, __ATOMIC_RELAXED);
+    return CATERVA_OK;
+  }
   for (int32_t s = 0; s < nstreams; s++) {
     rc = cat_decode_stream(&ctx->scratch[w], ck, &r, buf + (size_t)s * neblock, neblock);
     if (rc < 0) return rc;

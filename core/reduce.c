@@ -1183,10 +1183,10 @@ leave:
   return rc;
 }
 
-/* Slots for the blocks of a batch (a small box gets few). */
-static int slots_new(caterva_ctx *ctx, caterva_reduce *r) {
+/* The most parts a block can have. */
+static void slots_size(caterva_reduce *r) {
   const cat_geom *g = &r->a->g;
-  int64_t nparts = 1, per;
+  int64_t nparts = 1;
   for (int k = 0; k < r->nd; k++) {
     int64_t e = g->blockshape[k];
     if (r->dims[k].mode == CATERVA_RED_REDUCE) continue;
@@ -1194,7 +1194,20 @@ static int slots_new(caterva_ctx *ctx, caterva_reduce *r) {
     nparts *= e;
   }
   r->maxparts = nparts;
-  per = nparts * (int64_t)sizeof(red_part) + slot_nidx(r) * (int64_t)sizeof(int32_t);
+}
+
+/* Slots for the blocks of a batch of the merged path, made when it first runs (a small box
+** gets few; the owned path needs none: megabytes not mapped and unmapped for nothing). */
+static int slots_new(caterva_ctx *ctx, caterva_reduce *r) {
+  int64_t per;
+  if (r->slots != NULL && r->partbuf != NULL && r->idxbuf != NULL) return CATERVA_OK;
+  free(r->slots); /* what a failed attempt left */
+  free(r->partbuf);
+  free(r->idxbuf);
+  r->slots = NULL;
+  r->partbuf = NULL;
+  r->idxbuf = NULL;
+  per = r->maxparts * (int64_t)sizeof(red_part) + slot_nidx(r) * (int64_t)sizeof(int32_t);
   r->nslots = (int32_t)(RED_SLOT_BUDGET / per);
   if (r->nslots < 1) r->nslots = 1;
   r->nslots = (int32_t)box_blocks(r, r->nslots < 8192 ? r->nslots : 8192);
@@ -1266,7 +1279,7 @@ int caterva_reduce_new(caterva_ctx *ctx, caterva_array *a, const caterva_reduce_
   CAT_TRY(leave, take_dims(ctx, r, dims));
   r->rows = rows_alloc(r->nrows, &r->rows_mapped);
   CAT_CHECK(leave, r->rows != NULL, CATERVA_E_NOMEM, "out of memory");
-  CAT_TRY(leave, slots_new(ctx, r));
+  slots_size(r);
   regions_init(r);
   r->cols = cols_ok(r) && !(flags & CATERVA_REDUCE_NOCOLS);
   r->minmax = !(flags & CATERVA_REDUCE_NOMINMAX);
@@ -1292,6 +1305,7 @@ int caterva_reduce_add(caterva_ctx *ctx, caterva_reduce *r, const int64_t *lo,
   nthreads = ctx != NULL ? ctx->nthreads : 1;
   r->own = own_wanted(r, nthreads);
   if (r->own) CAT_TRY(leave, own_prepare(ctx, r, nthreads));
+  else CAT_TRY(leave, slots_new(ctx, r));
   CAT_TRY(leave, caterva_block_iter_new(ctx, r->a, start, stop, 0, &it));
   if (r->nd > 0 && !r->std && !(r->flags & CATERVA_REDUCE_NOSTATS) &&
       caterva_array_has_stats(r->a))

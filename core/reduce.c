@@ -6,13 +6,17 @@
  * How. caterva_block_iter_visit decompresses the box's blocks in batches on the context's
  * threads. Each block is folded into a part of its own (a slot): one partial accumulator
  * per output row the block touches, numbered locally (the block's distinct groups along
- * each grouped dimension, its indices along each kept one). When a batch is complete, the
- * slots are merged into the output rows on the caller's thread in sequence order. Blocks
- * that their statistics answer (wholly inside the sub-box and inside one output row) are
- * queued when the iterator's filter meets them and merged just before the first decoded
- * block of a later-or-same chunk. So every row combines its parts in one fixed order --
- * per chunk in C order: its statistics blocks, then its decoded blocks -- whatever the
- * number of threads, the batch sizes or the reading path (local or remote).
+ * each grouped dimension, its indices along each kept one). Merged path: when a batch is
+ * complete, the slots are merged into the output rows (rows split among the threads) in
+ * sequence order. Owned path (with one thread, or enough block columns of the kept
+ * dimensions for the threads; see red_own): the worker that decoded a block merges its
+ * slot at once, the iterator handing all blocks of one column to one worker in order.
+ * Blocks that their statistics answer (wholly inside the sub-box and inside one output row)
+ * are queued when the iterator's filter meets them and merged just before the first decoded
+ * block of a later-or-same chunk (of the same column, owned). So every row combines its
+ * parts in one fixed order -- per chunk in C order: its statistics blocks, then its decoded
+ * blocks -- with the same operations on either path, whatever the number of threads, the
+ * batch sizes or the reading path (local or remote).
  *
  * Numbers. Inside a block, a row's present values are added in C order in double (exact
  * conversions from every integer up to 2^53 and every float dtype); a block's part is then
@@ -1000,9 +1004,9 @@ static int red_keep(void *arg, int64_t nchunk, int32_t nblock) {
 /* ---- owned folding ------------------------------------------------------------------------ */
 
 /*
- * With enough regions for the threads (or one thread), caterva_reduce_add folds a block and
- * merges its parts into the rows at once, on the worker that decoded it: the iterator hands
- * the blocks of one region (caterva_block_iter_set_owner) to one worker at a time, in
+ * red_own. With enough regions for the threads (or one thread), caterva_reduce_add folds a
+ * block and merges its parts into the rows at once, on the worker that decoded it: the
+ * iterator hands the blocks of one region (caterva_block_iter_set_owner) to one worker at a time, in
  * sequence order, and regions touch disjoint rows. Each row still receives its parts in the
  * fixed order of the merged path -- per chunk, its statistics blocks (queued per region),
  * then its decoded blocks in C order -- with the same arithmetic, so both paths give

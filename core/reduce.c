@@ -1006,12 +1006,12 @@ static int red_keep(void *arg, int64_t nchunk, int32_t nblock) {
 /*
  * red_own. With enough regions for the threads (or one thread), caterva_reduce_add folds a
  * block and merges its parts into the rows at once, on the worker that decoded it: the
- * iterator hands the blocks of one region (caterva_block_iter_set_owner) to one worker at a time, in
- * sequence order, and regions touch disjoint rows. Each row still receives its parts in the
- * fixed order of the merged path -- per chunk, its statistics blocks (queued per region),
- * then its decoded blocks in C order -- with the same arithmetic, so both paths give
- * bit-identical results, for any number of threads; only the slots stay in the cache and no
- * batch waits for a merge.
+ * iterator hands the blocks of one region (caterva_block_iter_set_owner) to one worker at a
+ * time, in sequence order, and regions touch disjoint rows. Each row still receives its
+ * parts in the fixed order of the merged path -- per chunk, its statistics blocks (queued
+ * per region), then its decoded blocks in C order -- with the same arithmetic, so both paths
+ * give bit-identical results, for any number of threads; only the slots stay in the cache
+ * and no batch waits for a merge.
  */
 
 /* The global block column of index x along dimension k (blocks restart at every chunk). */
@@ -1023,7 +1023,8 @@ static int64_t block_col(const cat_geom *g, int k, int64_t x) {
 static int64_t region_of(const caterva_reduce *r, const int64_t *origin) {
   int64_t reg = 0;
   for (int k = 0; k < r->nd; k++)
-    if (r->rstride[k] > 0) reg += (block_col(&r->a->g, k, origin[k]) - r->rfirst[k]) * r->rstride[k];
+    if (r->rstride[k] > 0)
+      reg += (block_col(&r->a->g, k, origin[k]) - r->rfirst[k]) * r->rstride[k];
   return reg;
 }
 

@@ -27,7 +27,9 @@ static uint64_t rnd(void) {
   return rng_state;
 }
 
-static int64_t rnd_in(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)); }
+static int64_t rnd_in(int64_t lo, int64_t hi) {
+  return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1));
+}
 
 typedef struct config {
   const char *name, *dtype;
@@ -326,7 +328,8 @@ int main(void) {
   int njobs = env ? atoi(env) : 60;
   for (int i = 0; i < 3; i++)
     if (caterva_ctx_new(i + 1, &ctx[i]) != 0) return tap_ok(0, "contexts"), tap_done();
-  for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) run_config(ctx, &configs[i], njobs);
+  for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++)
+    run_config(ctx, &configs[i], njobs);
   for (int i = 0; i < 3; i++) caterva_ctx_free(ctx[i]);
   return tap_done();
 }

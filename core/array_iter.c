@@ -1086,25 +1086,26 @@ leave:
   return rc;
 }
 
+/* Decode the batch's blocks, a group per owner, and hand each to visit_block; then empty it. */
+static int flush_owned(cat_visit *v, cat_read_batch *b) {
+  cat_groups gr = {NULL, NULL, 0};
+  int64_t r = owner_groups(v, b, &gr);
+  for (int32_t i = 0; i < b->nreq; i++) b->req[i].blocks = b->blocks + b->off[i];
+  if (r >= 0) r = cat_chunks_decode_groups(v->it->ctx, b->req, b->nreq, visit_block, &gr);
+  b->nreq = 0;
+  b->nblocks = 0;
+  free((void *)gr.order);
+  free((void *)gr.first);
+  return r < 0 ? (int)r : CATERVA_OK;
+}
+
 /* Decode the pending batch on the pool (a group per owner when the caller set one), then
 ** tell the caller it is complete. */
 static int visit_flush(cat_visit *v, cat_read_batch *b) {
-  int rc = CATERVA_OK;
+  int rc;
   for (int32_t i = 0; i < b->nreq; i++) v->vcs[i].blocks = b->blocks + b->off[i];
-  if (v->it->owner != NULL && b->nreq > 0) {
-    cat_groups gr = {NULL, NULL, 0};
-    int64_t r;
-    rc = owner_groups(v, b, &gr);
-    for (int32_t i = 0; i < b->nreq && rc >= 0; i++) b->req[i].blocks = b->blocks + b->off[i];
-    r = rc < 0 ? rc : cat_chunks_decode_groups(v->it->ctx, b->req, b->nreq, visit_block, &gr);
-    b->nreq = 0;
-    b->nblocks = 0;
-    free((void *)gr.order);
-    free((void *)gr.first);
-    rc = r < 0 ? (int)r : CATERVA_OK;
-  } else {
-    rc = flush_batch_with(v->it, b, visit_block);
-  }
+  if (v->it->owner != NULL && b->nreq > 0) rc = flush_owned(v, b);
+  else rc = flush_batch_with(v->it, b, visit_block);
   if (rc >= 0 && v->seq > v->seq_batch && v->done != NULL)
     rc = v->done(v->arg, v->seq_batch, v->seq);
   v->seq_batch = v->seq;

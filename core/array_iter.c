@@ -91,6 +91,8 @@ struct caterva_block_iter {
   int done;
   int (*keep)(void *, int64_t, int32_t); /* block filter, or NULL */
   void *keep_arg;
+  int64_t (*owner)(void *, const caterva_block *); /* visit: blocks of one owner in turn */
+  void *owner_arg;
   cat_readahead *ra;                 /* CATERVA_ITER_READAHEAD with threads, else NULL */
   caterva_block blk;                 /* handed out by next */
   /* remote super-chunks: chunks are fetched ahead, a portion of the box at a time */
@@ -193,6 +195,14 @@ void caterva_block_iter_set_filter(caterva_block_iter *it,
   if (it == NULL) return;
   it->keep = keep;
   it->keep_arg = arg;
+}
+
+void caterva_block_iter_set_owner(caterva_block_iter *it,
+                                  int64_t (*owner)(void *arg, const caterva_block *blk),
+                                  void *arg) {
+  if (it == NULL) return;
+  it->owner = owner;
+  it->owner_arg = arg;
 }
 
 /* Drop the blocks of sel[0, *n) of chunk nchunk that the filter rejects. */
@@ -1023,11 +1033,79 @@ static int visit_block(void *arg, int32_t nblock, const uint8_t *data, int w) {
   return v->fn(v->arg, &blk, vc->seq0 + lo, w);
 }
 
-/* Decode the pending batch on the pool, then tell the caller it is complete. */
+/* A batch's block (number t, owner key) while its blocks are sorted by owner. */
+typedef struct cat_owned {
+  int64_t key, t;
+} cat_owned;
+
+static int owned_cmp(const void *x, const void *y) {
+  const cat_owned *a = x, *b = y;
+  if (a->key != b->key) return a->key < b->key ? -1 : 1;
+  return a->t < b->t ? -1 : a->t > b->t;
+}
+
+/* The batch's blocks grouped by their owner (each group in increasing order) into *gr,
+** whose arrays are malloc'ed (free gr->order and gr->first). */
+static int owner_groups(cat_visit *v, const cat_read_batch *b, cat_groups *gr) {
+  caterva_block_iter *it = v->it;
+  caterva_ctx *ctx = it->ctx;
+  int rc = CATERVA_OK;
+  cat_owned *own = malloc((size_t)(b->nblocks > 0 ? b->nblocks : 1) * sizeof *own);
+  int64_t *order = malloc((size_t)(b->nblocks > 0 ? b->nblocks : 1) * sizeof *order);
+  int64_t *first = malloc((size_t)(b->nblocks + 1) * sizeof *first), t = 0, n = 0;
+  caterva_block blk;
+  int32_t bc[CATERVA_MAX_DIM];
+  CAT_CHECK(leave, own != NULL && order != NULL && first != NULL, CATERVA_E_NOMEM,
+            "out of memory");
+  blk.blockshape = it->g->blockshape;
+  blk.data = NULL;
+  for (int32_t i = 0; i < b->nreq; i++) {
+    const cat_visit_chunk *vc = &v->vcs[i];
+    for (int32_t j = 0; j < vc->n; j++, t++) {
+      block_box(it, vc->clo, vc->chi, vc->blocks[j], bc, blk.origin, blk.start, blk.stop);
+      blk.nchunk = vc->nchunk;
+      blk.nblock = vc->blocks[j];
+      own[t].key = it->owner(it->owner_arg, &blk);
+      own[t].t = t;
+    }
+  }
+  qsort(own, (size_t)t, sizeof *own, owned_cmp);
+  for (int64_t i = 0; i < t; i++) {
+    if (i == 0 || own[i].key != own[i - 1].key) first[n++] = i;
+    order[i] = own[i].t;
+  }
+  first[n] = t;
+  gr->order = order;
+  gr->first = first;
+  gr->n = n;
+  order = first = NULL;
+leave:
+  free(own);
+  free(order);
+  free(first);
+  return rc;
+}
+
+/* Decode the batch's blocks, a group per owner, and hand each to visit_block; then empty it. */
+static int flush_owned(cat_visit *v, cat_read_batch *b) {
+  cat_groups gr = {NULL, NULL, 0};
+  int64_t r = owner_groups(v, b, &gr);
+  for (int32_t i = 0; i < b->nreq; i++) b->req[i].blocks = b->blocks + b->off[i];
+  if (r >= 0) r = cat_chunks_decode_groups(v->it->ctx, b->req, b->nreq, visit_block, &gr);
+  b->nreq = 0;
+  b->nblocks = 0;
+  free((void *)gr.order);
+  free((void *)gr.first);
+  return r < 0 ? (int)r : CATERVA_OK;
+}
+
+/* Decode the pending batch on the pool (a group per owner when the caller set one), then
+** tell the caller it is complete. */
 static int visit_flush(cat_visit *v, cat_read_batch *b) {
   int rc;
   for (int32_t i = 0; i < b->nreq; i++) v->vcs[i].blocks = b->blocks + b->off[i];
-  rc = flush_batch_with(v->it, b, visit_block);
+  if (v->it->owner != NULL && b->nreq > 0) rc = flush_owned(v, b);
+  else rc = flush_batch_with(v->it, b, visit_block);
   if (rc >= 0 && v->seq > v->seq_batch && v->done != NULL)
     rc = v->done(v->arg, v->seq_batch, v->seq);
   v->seq_batch = v->seq;

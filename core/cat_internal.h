@@ -60,6 +60,19 @@ typedef struct cat_chunk_req {
  * Returns the bytes decoded or a negative error (with a message in ctx). */
 int64_t cat_chunks_decode_each(caterva_ctx *ctx, const cat_chunk_req *req, int32_t nreq,
                                cat_block_fn fn);
+/* Blocks that must be handed to fn one after the other, in order: group g is the blocks
+ * numbered order[first[g] .. first[g + 1]), increasing (a block's number: its place in the
+ * requests, req[0]'s blocks first), every block in exactly one group. */
+typedef struct cat_groups {
+  const int64_t *order;
+  const int64_t *first;      /* n + 1 entries */
+  int64_t n;
+} cat_groups;
+/* cat_chunks_decode_each, but a group's blocks are decoded and handed to fn by one task, in
+ * increasing order (groups run at once on the pool's threads; with DELTA chunks, or when the batch
+ * is too small to share, every block runs on the caller's thread in request order). */
+int64_t cat_chunks_decode_groups(caterva_ctx *ctx, const cat_chunk_req *req, int32_t nreq,
+                                 cat_block_fn fn, const cat_groups *groups);
 
 /* ---- what a reader of some blocks of a chunk needs (chunk.c; remote frames) ------------ */
 

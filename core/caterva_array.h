@@ -467,6 +467,15 @@ typedef int (*caterva_block_visit_fn)(void *arg, const caterva_block *blk, int64
 /** Called on the caller's thread once the blocks numbered [seq_lo, seq_hi) have all been
  * visited (the batches follow one another in order). A negative return fails the visit. */
 typedef int (*caterva_block_done_fn)(void *arg, int64_t seq_lo, int64_t seq_hi);
+/** For caterva_block_iter_visit: blocks for which owner(arg, blk) gives the same value (blk
+ * describes the block: its box, origin, chunk and block numbers; data is NULL) are handed to
+ * the visit function one at a time, in sequence order, by one worker per batch, while
+ * blocks of different owners go to the threads at once. A caller whose blocks of different
+ * owners touch disjoint results can thus fold each block into them from the worker, without
+ * locks, in an order that does not depend on the number of threads. NULL removes it. */
+void caterva_block_iter_set_owner(caterva_block_iter *it,
+                                  int64_t (*owner)(void *arg, const caterva_block *blk),
+                                  void *arg);
 /** Visit every remaining block of the iterator's box (those its filter keeps) at once:
  * batches of at most max_batch blocks (values outside 1..8192 mean 8192) are decompressed
  * and handed to fn on ctx's threads, then done (may be NULL) is called for the batch; blocks

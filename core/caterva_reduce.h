@@ -27,6 +27,20 @@ typedef struct caterva_reduce_dim {
 #define CATERVA_REDUCE_STD     1  /**< compute standard deviations too (every block is then
                                        decompressed: block statistics hold no squares) */
 #define CATERVA_REDUCE_NOSTATS 2  /**< never answer a block from its statistics */
+/** How caterva_reduce_add combines blocks; both give bit-identical results, so these are for
+ * tests and measurements (by default: owned with one thread, or with at least 4 block
+ * columns of kept dimensions per thread; merged otherwise). */
+#define CATERVA_REDUCE_MERGED  4  /**< blocks folded into parts of their own, merged into the
+                                       rows after each batch on the caller's thread */
+#define CATERVA_REDUCE_OWNED   8  /**< blocks of the same columns along the kept dimensions
+                                       folded and merged one after the other by one thread,
+                                       columns on all threads at once */
+#define CATERVA_REDUCE_NOCOLS 16  /**< for tests: never fold a block as columns (the first
+                                       dimension reduced or grouped, all others kept, floats
+                                       without deviations), the same results otherwise */
+/** Minima and maxima are not needed: they may be left out (then unspecified in
+ * caterva_reduce_get), which saves time on floats. */
+#define CATERVA_REDUCE_NOMINMAX 32
 
 /** The results of one output row. */
 typedef struct caterva_reduce_row {

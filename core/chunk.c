@@ -458,6 +458,48 @@ static void cat_unfilter(const cat_chunk *ck, int32_t j, uint8_t *a, uint8_t *b,
   if (cur != dst) memcpy(dst, cur, (size_t)bsize);
 }
 
+/* Whether a block is a 4-byte shuffle of its streams and nothing else to undo (the common
+ * float32 case): its streams are then the byte planes, each stream one plane or one stream
+ * all four, and cat_decode_planes unshuffles them where they are. */
+static bool cat_planes_ok(const cat_chunk *ck, int32_t bsize, int32_t nstreams) {
+  const caterva_chunk_info *ci = &ck->info;
+  int nshuffle = 0;
+  if (ci->typesize != 4 || bsize % 4 != 0 || (nstreams != 1 && nstreams != 4)) return false;
+  for (int i = 0; i < CATERVA_MAX_FILTERS; i++) {
+    uint8_t f = ci->filters[i], meta = ci->filters_meta[i];
+    if (f == CATERVA_SHUFFLE && (meta == 0 || meta == 4)) nshuffle++;
+    else if (f != CATERVA_NOFILTER && f != CATERVA_TRUNC_PREC) return false;
+  }
+  return nshuffle == 1;
+}
+
+/* Decode the streams of such a block (cat_planes_ok) at r and unshuffle them into dst. A
+ * stream stored raw (incompressible bytes, as the low bytes of float mantissas are) is read
+ * where it lies in the chunk, not copied to buf first. */
+static int cat_decode_planes(cat_scratch *s, const cat_chunk *ck, cat_rdr *r, int32_t bsize,
+                             int32_t nstreams, uint8_t *buf, uint8_t *dst) {
+  const int32_t neblock = bsize / nstreams, q = bsize / 4;
+  const uint8_t *base[4], *planes[4];
+  for (int32_t k = 0; k < nstreams; k++) {
+    cat_rdr peek = *r;
+    int32_t csize;
+    const uint8_t *payload;
+    if (cat_rdr_le32(&peek, &csize) && csize == neblock &&
+        cat_rdr_bytes(&peek, (size_t)neblock, &payload)) {
+      base[k] = payload;
+      *r = peek;
+      continue;
+    }
+    int rc = cat_decode_stream(s, ck, r, buf + (size_t)k * (size_t)neblock, neblock);
+    if (rc < 0) return rc;
+    base[k] = buf + (size_t)k * (size_t)neblock;
+  }
+  for (int32_t b = 0; b < 4; b++)
+    planes[b] = nstreams == 4 ? base[b] : base[0] + (size_t)b * (size_t)q;
+  cat_unshuffle_planes(4, q, planes, dst);
+  return CATERVA_OK;
+}
+
 /* Decode block j of a regular chunk into dst (its size bytes) using worker w's scratch. */
 static int cat_decode_block(caterva_ctx *ctx, int w, const cat_chunk *ck, int32_t j,
                             uint8_t *dst, const uint8_t *ref) {
@@ -480,6 +522,12 @@ static int cat_decode_block(caterva_ctx *ctx, int w, const cat_chunk *ck, int32_
     if (buf == NULL || tmp == NULL) return CATERVA_E_NOMEM;
   }
   cat_rdr_init(&r, ck->p + bstart, (size_t)(ci->cbytes - bstart));
+  if (filtered && cat_planes_ok(ck, bsize, nstreams)) {
+    rc = cat_decode_planes(&ctx->scratch[w], ck, &r, bsize, nstreams, buf, dst);
+    if (rc < 0) return rc;
+    __atomic_fetch_add(&ctx->blocks_decompressed, 1, __ATOMIC_RELAXED);
+    return CATERVA_OK;
+  }
   for (int32_t s = 0; s < nstreams; s++) {
     rc = cat_decode_stream(&ctx->scratch[w], ck, &r, buf + (size_t)s * neblock, neblock);
     if (rc < 0) return rc;
@@ -598,6 +646,7 @@ typedef struct cat_each_job {
   const uint8_t *ref;        /* DELTA (one chunk at a time): decoded block 0, else NULL */
   int32_t skip;              /* position of block 0 in the request when ref holds it, or -1 */
   cat_block_fn fn;
+  const cat_groups *groups;  /* blocks that must not run at once, or NULL */
 } cat_each_job;
 
 /* The request holding task t (bisection over first). */
@@ -662,11 +711,29 @@ static int cat_each_chunk_task(void *arg, int64_t r, int w) {
   return rc;
 }
 
+/* A task per group (cat_chunks_decode_groups): its blocks in its order, one after the
+ * other. */
+static int cat_each_group_task(void *arg, int64_t g, int w) {
+  cat_each_job *job = arg;
+  const cat_groups *gr = job->groups;
+  int rc = CATERVA_OK;
+  for (int64_t i = gr->first[g]; i < gr->first[g + 1] && rc >= 0; i++)
+    rc = cat_each_task(job, gr->order[i], w);
+  return rc;
+}
+
 /* Run tasks [0, ntasks) of job, on the pool when there are enough bytes to share: a task per
  * chunk when there are chunks enough to keep every thread busy (threads then write apart in
  * the destination: blocks next to each other share cache lines there), else per block. */
 static int cat_each_run(cat_each_job *job, int64_t ntasks, int32_t blocksize) {
   int rc = CATERVA_OK;
+  if (job->groups != NULL && job->groups->n > 1 && ntasks <= INT32_MAX &&
+      cat_worth_parallel(job->ctx, (int32_t)ntasks, blocksize))
+    return cat_pool_run(job->ctx->pool, job->groups->n, cat_each_group_task, job);
+  if (job->groups != NULL) { /* one group, or not worth the threads: all in task order */
+    for (int64_t t = 0; t < ntasks && rc >= 0; t++) rc = cat_each_task(job, t, 0);
+    return rc;
+  }
   if (ntasks <= INT32_MAX && cat_worth_parallel(job->ctx, (int32_t)ntasks, blocksize)) {
     if (job->nreq >= 4 * job->ctx->nthreads)
       return cat_pool_run(job->ctx->pool, job->nreq, cat_each_chunk_task, job);
@@ -690,14 +757,22 @@ static int cat_each_delta(cat_each_job *job, cat_chunk *ck, const cat_chunk_req 
     job->skip = -1;
     first[1] = req[r].n;
     if (cat_is_delta(&ck[r])) rc = cat_each_ref(job->ctx, &ck[r], &req[r], job);
-    if (rc >= 0) rc = cat_each_run(job, req[r].n, ck[r].info.blocksize);
+    if (rc >= 0 && job->groups != NULL) /* task numbers are the batch's: in order, here */
+      for (int32_t t = 0; t < req[r].n && rc >= 0; t++) rc = cat_each_task(job, t, 0);
+    else if (rc >= 0)
+      rc = cat_each_run(job, req[r].n, ck[r].info.blocksize);
   }
   return rc;
 }
 
 int64_t cat_chunks_decode_each(caterva_ctx *ctx, const cat_chunk_req *req, int32_t nreq,
                                cat_block_fn fn) {
-  cat_each_job job = {ctx, NULL, req, NULL, nreq, NULL, -1, fn};
+  return cat_chunks_decode_groups(ctx, req, nreq, fn, NULL);
+}
+
+int64_t cat_chunks_decode_groups(caterva_ctx *ctx, const cat_chunk_req *req, int32_t nreq,
+                                 cat_block_fn fn, const cat_groups *groups) {
+  cat_each_job job = {ctx, NULL, req, NULL, nreq, NULL, -1, fn, groups};
   cat_chunk *ck = NULL;
   int64_t *first = NULL, total = 0;
   int64_t rc = CATERVA_OK;

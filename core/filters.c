@@ -446,6 +446,38 @@ void cat_unshuffle(int32_t ts, int32_t n, const uint8_t *src, uint8_t *dst) {
   shuffle_dispatch(CAT_SIMD_AVX2, 1, ts, n, src, dst);
 }
 
+#if defined(CAT_HAVE_X86)
+/* 4-byte elements, 16 at a time: the planes' bytes interleaved by two rounds of unpacks. */
+static CAT_SSE2_FN size_t sse2_unshuffle_planes4(size_t q, const uint8_t *const *pl,
+                                                 uint8_t *dst) {
+  size_t i = 0;
+  for (; i + 16 <= q; i += 16) {
+    __m128i a = _mm_loadu_si128((const void *)(pl[0] + i));
+    __m128i b = _mm_loadu_si128((const void *)(pl[1] + i));
+    __m128i c = _mm_loadu_si128((const void *)(pl[2] + i));
+    __m128i d = _mm_loadu_si128((const void *)(pl[3] + i));
+    __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+    __m128i cd0 = _mm_unpacklo_epi8(c, d), cd1 = _mm_unpackhi_epi8(c, d);
+    uint8_t *o = dst + 4 * i;
+    _mm_storeu_si128((void *)o, _mm_unpacklo_epi16(ab0, cd0));
+    _mm_storeu_si128((void *)(o + 16), _mm_unpackhi_epi16(ab0, cd0));
+    _mm_storeu_si128((void *)(o + 32), _mm_unpacklo_epi16(ab1, cd1));
+    _mm_storeu_si128((void *)(o + 48), _mm_unpackhi_epi16(ab1, cd1));
+  }
+  return i;
+}
+#endif
+
+void cat_unshuffle_planes(int32_t ts, int32_t q, const uint8_t *const *planes, uint8_t *dst) {
+  size_t i = 0;
+#if defined(CAT_HAVE_X86)
+  if (ts == 4 && cat_simd_best() >= CAT_SIMD_SSE2)
+    i = sse2_unshuffle_planes4((size_t)q, planes, dst);
+#endif
+  for (; i < (size_t)q; i++)
+    for (int32_t j = 0; j < ts; j++) dst[i * (size_t)ts + (size_t)j] = planes[j][i];
+}
+
 /* ---- bit shuffle ---------------------------------------------------------------------- */
 
 /* Transpose the 8x8 bit matrix held in x, where bit c of byte r is entry (r, c): bit 8r+c

@@ -29,6 +29,12 @@ void cat_unshuffle(int32_t ts, int32_t n, const uint8_t *src, uint8_t *dst);
 void cat_shuffle_at(int level, int32_t ts, int32_t n, const uint8_t *src, uint8_t *dst);
 void cat_unshuffle_at(int level, int32_t ts, int32_t n, const uint8_t *src, uint8_t *dst);
 
+/* Byte unshuffle from ts planes of q bytes each that need not be contiguous (streams of a
+ * block decoded to different places, or stored raw in the chunk): dst[i*ts + j] =
+ * planes[j][i] for i in [0, q), q * ts bytes in all; the result of cat_unshuffle on the
+ * planes laid end to end. */
+void cat_unshuffle_planes(int32_t ts, int32_t q, const uint8_t *const *planes, uint8_t *dst);
+
 /* Bit shuffle (element size ts): ne = floor(n/ts) rounded down to a multiple of 8 elements
  * are transposed into 8*ts bit-rows of ne/8 bytes (row 8j+k holds bit k of byte j of every
  * element, element i at bit i%8 of byte i/8); the remaining n - ne*ts bytes are copied

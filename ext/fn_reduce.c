@@ -76,6 +76,7 @@ SQLITE_EXTENSION_INIT3
 /* idxNum bits */
 #define CV_RED_PLAN     1  /* arr and op are given */
 #define CV_RED_WANT_STD 2  /* the std column is read */
+#define CV_RED_WANT_MINMAX 4 /* the min or max column is read */
 
 typedef struct CvRedVtab CvRedVtab;
 struct CvRedVtab {
@@ -162,7 +163,9 @@ static int cvRedDisconnect(sqlite3_vtab *pVtab) {
 ** list on a dimension (CV_OP_IN) comes whole to one xFilter call (sqlite3_vtab_in) and
 ** restricts the dimension to its indices: a reduced dimension is reduced over all of them,
 ** a kept one gives a row for each. idxNum: CV_RED_PLAN, and CV_RED_WANT_STD when colUsed
-** says the std column is read (so that std is computed only when asked for).
+** says the std column is read (so that std is computed only when asked for), and
+** CV_RED_WANT_MINMAX when the min or max column is (else a count, sum or mean leaves them
+** out: faster on floats).
 */
 static int cvRedBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   char *zPlan = sqlite3_malloc64((sqlite3_uint64)pInfo->nConstraint * 2 + 1);
@@ -223,6 +226,8 @@ static int cvRedBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   pInfo->idxNum = CV_RED_PLAN;
   if (pInfo->colUsed & ((sqlite3_uint64)1 << (CV_RED_NCOL - 1)))
     pInfo->idxNum |= CV_RED_WANT_STD;
+  if (pInfo->colUsed & ((sqlite3_uint64)3 << (CV_RED_STAT + 3)))
+    pInfo->idxNum |= CV_RED_WANT_MINMAX;
   pInfo->idxStr = zPlan;
   pInfo->needToFreeIdxStr = 1;
   pInfo->estimatedCost = 1000.0 / (1.0 + nBound);
@@ -613,7 +618,7 @@ static int cvRedGroups(CvRedCursor *pCur, char **azName, char **pzErr) {
 }
 
 /* The reduction of the box, computed. */
-static int cvRedRun(CvRedCursor *pCur, int bStd) {
+static int cvRedRun(CvRedCursor *pCur, int bStd, int bMinMax) {
   caterva_reduce_dim aDim[CV_RED_NDIM];
   int k, rc;
   for (k = 0; k < pCur->nDim; k++) {
@@ -623,7 +628,9 @@ static int cvRedRun(CvRedCursor *pCur, int bStd) {
     aDim[k].gid = pCur->aGroup[k].aGid;
     aDim[k].ngroups = pCur->aGroup[k].nGroup;
   }
-  rc = caterva_reduce_new(pCur->pCtx, pCur->pArr, aDim, bStd ? CATERVA_REDUCE_STD : 0,
+  rc = caterva_reduce_new(pCur->pCtx, pCur->pArr, aDim,
+                          (bStd ? CATERVA_REDUCE_STD : 0) |
+                              (bMinMax ? 0 : CATERVA_REDUCE_NOMINMAX),
                           &pCur->pRed);
   if (rc >= 0) rc = cvRedCompute(pCur, 0);
   if (rc < 0)
@@ -677,8 +684,11 @@ static int cvRedFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idx
     return zErr ? cvRedError(pCur, zErr) : rc;
   }
   if (pCur->bEmpty) return SQLITE_OK;
-  rc = cvRedRun(pCur, pCur->eOp == CV_RED_STD || pCur->eOp == CV_RED_STATS ||
-                          (idxNum & CV_RED_WANT_STD) != 0);
+  rc = cvRedRun(pCur,
+                pCur->eOp == CV_RED_STD || pCur->eOp == CV_RED_STATS ||
+                    (idxNum & CV_RED_WANT_STD) != 0,
+                pCur->eOp == CV_RED_MIN || pCur->eOp == CV_RED_MAX || pCur->eOp == CV_RED_STATS ||
+                    (idxNum & CV_RED_WANT_MINMAX) != 0);
   if (rc != SQLITE_OK) {
     pCur->bEmpty = 1;
     return rc;

@@ -244,6 +244,7 @@ static int cvOpenBox(CvCursor *pCur) {
     if (pCur->iRun[k] + 1 < pCur->nRun[k]) bLast = 0;
   }
   pCur->bLastBox = bLast;
+  pCur->iPrefillRow = -1;
   /* Scans that read values straight from the iterator use every block they visit: unless
   ** a LIMIT may stop them early, the next batch is decompressed while this one is read. */
   rc = caterva_block_iter_new(pTab->pConn->pCtx, pTab->pArr, aStart, aStop,
@@ -341,6 +342,82 @@ static int cvDecompressBlock(CvCursor *pCur, uint8_t *aDst) {
   return SQLITE_OK;
 }
 
+/*
+** Prefill: a scan through the cache that misses a block decodes, at once and on the
+** context's threads, every block of the box's current slab -- its part in one row of chunks
+** along dimension 0, a run of the iterator's chunk order -- that the cache lacks, into
+** entries claimed for them, instead of one block at a time on SQLite's thread as the rows
+** reach them. Read-ahead is bounded by a slab (and by the cache: no entry, no block).
+*/
+typedef struct CvPrefill {
+  CvCache *pCache;
+  CvCacheEntry **apE;                 /* Claimed entries, in visiting order */
+  int64_t nE, nAlloc;
+  int bFull;                          /* The cache could not take one more */
+} CvPrefill;
+
+/* caterva_block_iter filter: visit the blocks the cache lacks, each with a claimed entry. */
+static int cvPrefillKeep(void *pArg, int64_t iChunk, int32_t iBlock) {
+  CvPrefill *p = (CvPrefill *)pArg;
+  CvCacheEntry *pE;
+  if (p->bFull) return 0;
+  pE = cvCacheLookup(p->pCache, iChunk, iBlock);
+  if (pE) {
+    cvCacheUnpin(p->pCache, pE);
+    return 0;
+  }
+  if (p->nE == p->nAlloc) {
+    int64_t n = p->nAlloc ? 2 * p->nAlloc : 64;
+    CvCacheEntry **a = sqlite3_realloc64(p->apE, (sqlite3_uint64)n * sizeof(*a));
+    if (a == 0) return (p->bFull = 1, 0);
+    p->apE = a;
+    p->nAlloc = n;
+  }
+  pE = cvCacheClaim(p->pCache, iChunk, iBlock);
+  if (pE == 0) return (p->bFull = 1, 0);
+  p->apE[p->nE++] = pE;
+  return 1;
+}
+
+/* caterva_block_visit_fn: a decoded block into its entry (on any worker). */
+static int cvPrefillVisit(void *pArg, const caterva_block *pBlk, int64_t iSeq, int iWorker) {
+  CvPrefill *p = (CvPrefill *)pArg;
+  (void)iWorker;
+  memcpy(p->apE[iSeq]->aData, pBlk->data, (size_t)p->pCache->szBlock);
+  return 0;
+}
+
+/* Decode the missing blocks of the current block's slab into the cache. Errors are left to
+** the block's own read, which meets them again and reports them. */
+static void cvPrefill(CvCursor *pCur) {
+  CvVtab *pTab = (CvVtab *)pCur->base.pVtab;
+  CvPrefill p = {&pTab->cache, 0, 0, 0, 0};
+  caterva_block_iter *pIter = 0;
+  int64_t aStart[CV_MAX_DIM], aStop[CV_MAX_DIM], iRow = pCur->aCoord[0] / pTab->aChunk[0];
+  int64_t i;
+  int k, rc;
+  if (iRow == pCur->iPrefillRow) return;
+  pCur->iPrefillRow = iRow;
+  for (k = 0; k < pTab->nDim; k++) {
+    const CvRange *pR = &pCur->aRun[k][pCur->iRun[k]];
+    aStart[k] = pR->iLo;
+    aStop[k] = pR->iHi + 1;
+  }
+  if (aStart[0] < iRow * pTab->aChunk[0]) aStart[0] = iRow * pTab->aChunk[0];
+  if (aStop[0] > (iRow + 1) * pTab->aChunk[0]) aStop[0] = (iRow + 1) * pTab->aChunk[0];
+  rc = caterva_block_iter_new(pTab->pConn->pCtx, pTab->pArr, aStart, aStop, 0, &pIter);
+  if (rc >= 0) {
+    caterva_block_iter_set_filter(pIter, cvPrefillKeep, &p);
+    rc = caterva_block_iter_visit(pIter, 0, cvPrefillVisit, 0, &p);
+  }
+  caterva_block_iter_free(pIter);
+  for (i = 0; i < p.nE; i++) {
+    if (rc >= 0) cvCacheCommit(&pTab->cache, p.apE[i]);
+    cvCacheUnpin(&pTab->cache, p.apE[i]);
+  }
+  sqlite3_free(p.apE);
+}
+
 /* Make aData point at the current block's items: from the cache, or decompressed into a
 ** cache entry (or the private buffer when the cache cannot take it). */
 static int cvFetchBlock(CvCursor *pCur) {
@@ -350,6 +427,10 @@ static int cvFetchBlock(CvCursor *pCur) {
   int rc;
   if (pCur->aData || pCur->bEof) return SQLITE_OK;
   pE = cvCacheLookup(&pTab->cache, pCur->iChunk, pCur->iBlock);
+  if (pE == 0 && pCur->bPrefill && pTab->nDim > 0) {
+    cvPrefill(pCur);
+    pE = cvCacheLookup(&pTab->cache, pCur->iChunk, pCur->iBlock);
+  }
   if (pE) {
     pCur->pEntry = pE;
     pCur->aData = pE->aData;
@@ -572,6 +653,7 @@ static int cvFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr
   pCur->eFast = pTab->eFast;
   pCur->bOrdered = 0;
   pCur->bCached = 0;
+  pCur->bPrefill = 0;
   pCur->nLeft = -1;
   cvValReset(&pCur->val);
   pCur->val.bIsNull = (idxNum & CV_PLAN_ISNULL) != 0;
@@ -629,6 +711,11 @@ static int cvFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr
     return SQLITE_OK;
   }
   pCur->bCached = cvUseCache(pCur);
+  /* a scan that reads every block of its boxes: a block missing from the cache brings its
+  ** slab of the box with it, decoded on the context's threads (not under a LIMIT, which may
+  ** stop early; not when value predicates skip blocks; remote boxes are fetched ahead) */
+  pCur->bPrefill = pCur->bCached && pCur->bValue && pCur->nLeft < 0 && !pTab->bRemote &&
+                   !cvValActive(&pCur->val) && caterva_ctx_nthreads(pTab->pConn->pCtx) > 1;
   rc = cvNextBlock(pCur);
   if (rc != SQLITE_OK) pCur->bEof = 1;
   else cvSetFast(pCur);
@@ -643,6 +730,7 @@ int cvCursorFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr,
   CvVtab *pTab = (CvVtab *)pCursor->pVtab;
   int rc;
   pTab->iLibRc = 0;
+  for (int k = 0; k < CV_MAX_DIM; k++) ((CvCursor *)pCursor)->aLabAt[k] = -1;
   rc = cvFilter(pCursor, idxNum, idxStr, argc, argv);
   if (rc != SQLITE_OK && pTab->bRemote && pTab->iLibRc == CATERVA_E_CHANGED) {
     cvResetScan((CvCursor *)pCursor);
@@ -674,6 +762,25 @@ static int cvVarColumn(CvCursor *pCur, sqlite3_context *pCtx, int iVar) {
   return SQLITE_OK;
 }
 
+/* Dimension k's label of the current row: a time label's text is kept for the next rows of
+** the same index. */
+static void cvCursorLabel(CvCursor *pCur, sqlite3_context *pCtx, int k) {
+  CvVtab *pTab = (CvVtab *)pCur->base.pVtab;
+  const caterva_labels *pLab = &pTab->aLab[k].lab;
+  int64_t i = pCur->aCoord[k];
+  if (!pLab->is_time) {
+    cvLabelResult(pCtx, pTab, k, i);
+    return;
+  }
+  if (pCur->aLabAt[k] != i) {
+    int ok = caterva_labels_format(pLab, i, pCur->azLab[k], sizeof pCur->azLab[k]) == CATERVA_OK;
+    pCur->anLab[k] = ok ? (int)strlen(pCur->azLab[k]) : -1;
+    pCur->aLabAt[k] = i;
+  }
+  if (pCur->anLab[k] < 0) sqlite3_result_null(pCtx); /* outside years 1..9999 */
+  else sqlite3_result_text(pCtx, pCur->azLab[k], pCur->anLab[k], SQLITE_TRANSIENT);
+}
+
 /* xColumn's general path: dimension columns (labels or indices), further arrays' values,
 ** the value of a block not fetched yet, NaN, and items of any type. */
 static CV_NOINLINE int cvColumnSlow(CvCursor *pCur, sqlite3_context *pCtx, int iCol) {
@@ -686,7 +793,7 @@ static CV_NOINLINE int cvColumnSlow(CvCursor *pCur, sqlite3_context *pCtx, int i
     return SQLITE_OK;
   }
   if (iCol >= 0 && iCol < pTab->nDim) {
-    if (pTab->aLab[iCol].bOn) cvLabelResult(pCtx, pTab, iCol, pCur->aCoord[iCol]);
+    if (pTab->aLab[iCol].bOn) cvCursorLabel(pCur, pCtx, iCol);
     else sqlite3_result_int64(pCtx, pCur->aCoord[iCol]);
   } else if (iCol > pTab->nDim + pTab->nVar) {
     sqlite3_result_int64(pCtx, pCur->aCoord[iCol - pTab->nDim - pTab->nVar - 1]);

@@ -191,6 +191,8 @@ struct CvCursor {
   CV_CURSOR_HEAD
   int bValue;                         /* The query reads the value column */
   int bCached;                        /* Blocks come from the table's cache, on demand */
+  int bPrefill;                       /* ... and a miss decodes its slab ahead (cvPrefill) */
+  int64_t iPrefillRow;                /* Chunk row of the current box last prefilled, or -1 */
   int bOrdered;                       /* Cells in C order, without the block iterator */
   int bLastBox;                       /* The box being iterated is the last one */
   int64_t nLeft;                      /* Rows still wanted (LIMIT + OFFSET), -1: no limit */
@@ -214,6 +216,11 @@ struct CvCursor {
   int32_t iPrivBlock;                 /* Block number of the block held in aPriv */
   CvVarPos *aVarPos;                  /* Current block of each further array (nVar) */
   int64_t aCoord[CV_MAX_DIM];         /* Coordinates of the current row */
+  int64_t aLabAt[CV_MAX_DIM];         /* Time labels: index whose text is in azLab (-1: none;
+                                      ** consecutive rows mostly share one: a row's date is
+                                      ** formatted once per run of the later dimensions) */
+  int anLab[CV_MAX_DIM];              /* ... its length, or -1 for NULL */
+  char azLab[CV_MAX_DIM][48];
   int64_t iOff;                       /* Item offset of aCoord inside the block */
   int64_t iLastEnd, iOffEnd;          /* aCoord[kLast] and iOff at the end of the run: while
                                       ** xNext takes fast steps, the current ones are these

@@ -347,8 +347,40 @@ static void test_bytedelta_known(void) {
 
 /* ---- main ------------------------------------------------------------------------------------ */
 
+/* cat_unshuffle_planes from planes in separate buffers equals cat_unshuffle of the planes
+** laid end to end, for every plane length up to 200 (the vector loop and its tail). */
+static void test_unshuffle_planes(void) {
+  static const int32_t ts_list[] = {4, 2, 8, 3};
+  int ok = 1;
+  for (size_t t = 0; t < sizeof ts_list / sizeof ts_list[0]; t++) {
+    int32_t ts = ts_list[t];
+    for (int32_t q = 0; q <= 200; q++) {
+      int32_t n = q * ts;
+      uint8_t *joined = malloc((size_t)n + 1), *want = out_buf(n), *got = out_buf(n);
+      uint8_t *sep[8];
+      const uint8_t *planes[8];
+      fill_random(joined, (size_t)n);
+      for (int32_t j = 0; j < ts; j++) { /* each plane alone, at an odd address */
+        sep[j] = malloc((size_t)q + 1);
+        memcpy(sep[j] + 1, joined + (size_t)j * (size_t)q, (size_t)q);
+        planes[j] = sep[j] + 1;
+      }
+      cat_unshuffle(ts, n, joined, want);
+      cat_unshuffle_planes(ts, q, planes, got);
+      if (memcmp(want, got, (size_t)n) != 0 || !guard_ok(got, n)) ok = 0;
+      for (int32_t j = 0; j < ts; j++) free(sep[j]);
+      free(joined);
+      free(want);
+      free(got);
+    }
+  }
+  tap_ok(ok, "unshuffle from separate planes (ts 4, 2, 8, 3; 0..200 items) equals unshuffle "
+         "of the planes end to end, nothing written past the end");
+}
+
 int main(void) {
   int best = cat_simd_best();
+  test_unshuffle_planes();
   tap_diag("best SIMD level on this CPU: %s", level_name(best));
 
   for (int t = 0; t < N_TYPESIZES; t++)

@@ -123,6 +123,8 @@ struct caterva_schunk {
   bool no_autocompact;       /* never compact on our own (the caller holds the lock) */
   bool retain_maps;          /* keep old maps until freed (CATERVA_SC_RETAIN_MAPS) */
   bool nosync;               /* sparse: chunk files and index not fsync'ed (CATERVA_SC_NOSYNC) */
+  bool header_unsynced;      /* contiguous: the last commit's header write was not synced
+                              * (CATERVA_SYNC_NORMAL); the next sync of the file covers it */
   bool keep_replaced;        /* sparse: a commit keeps the chunk files it replaces (group.c) */
   int syncfd;                /* sparse: the directory, opened before chunk files were written
                               * without an fsync each (cat_file_put_copies); the next synced
@@ -228,9 +230,10 @@ void cat_file_drop_chunk(caterva_schunk *sc, int64_t entry);
 /* Make the index entries/n/nbytes durable, with everything written so far: contiguous,
  * index and trailer after sc->wend, sync, then the header (all of it with full_header: a
  * metalayer changed; else the commit bytes); sparse, chunks.b2frame replaced, whose header
- * records cbytes (the sum of the chunk files). sync = false skips the fsyncs. */
+ * records cbytes (the sum of the chunk files). sync: CATERVA_SYNC_FULL, _NORMAL (contiguous:
+ * no sync after the header write; sparse: full) or _OFF (no fsync). */
 int cat_file_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
-                    int64_t nbytes, int64_t cbytes, bool full_header, bool sync);
+                    int64_t nbytes, int64_t cbytes, bool full_header, int sync);
 /* Contiguous: cut the file back to len bytes (a rollback). Other stores: nothing. */
 int cat_file_truncate_to(caterva_ctx *ctx, caterva_schunk *sc, int64_t len);
 /* Contiguous: read the uncommitted chunk at index entry (past the committed section) into

@@ -132,7 +132,7 @@ struct CvVtab {
   int bDirty;                         /* Cells written since the block cache was cleared */
   int bWrote;                         /* Cells written in this transaction */
   int bGroupFailed;                   /* A commit of several arrays failed: reopen them all */
-  int bSync;                          /* synchronous: fsync at commit */
+  int bSync;                          /* synchronous: CATERVA_SYNC_FULL, _NORMAL or _OFF */
   int bLockReads;                     /* lock_reads=1: LOCK_SH while cursors are open */
   int bReadLocked;                    /* ... and it is held now */
   int nCursor;                        /* Open cursors */

@@ -505,6 +505,14 @@ int cvRemoteReopen(CvVtab *pTab);
 /* At the start of a scan (xFilter) inside a write transaction: flush our own writes so
 ** the scan sees them. */
 int cvPrepareRead(CvVtab *pTab);
+/* A commit, and closing a table, compact a contiguous file (caterva_schunk_compact) only once
+** its dead bytes reach this many as well as a quarter of the file: a small file would
+** otherwise be rewritten, with its syncs and rename, every few one-cell commits. */
+#define CV_COMPACT_MIN_DEAD (1 << 20)
+/* Compact sc after a commit when its dead bytes allow; 1 when it was compacted (blocks cached
+** from the old file must go), else 0. */
+int cvCompactAfterCommit(caterva_ctx *pCtx, caterva_schunk *sc);
+
 /* xDisconnect: compact a file we wrote when its dead space is large (under the lock). */
 void cvCompactOnClose(CvVtab *pTab);
 /* Free the retired arrays (no cursor is open). */

@@ -185,6 +185,14 @@ int cat_frame_build_index(caterva_ctx *ctx, const int64_t *entries, int64_t n, u
 /* Compress a vlmetalayer payload into a new malloc'ed chunk. */
 int cat_frame_vlmeta_compress(caterva_ctx *ctx, const void *content, int32_t len, uint8_t **out,
                               int32_t *cbytes);
+/* The same, reusing the compressed blocks of old (oldlen bytes: this vlmetalayer's previous
+ * chunk) whose content did not change: only the changed blocks are compressed, and the
+ * result is byte-identical to cat_frame_vlmeta_compress (the block statistics, rewritten at
+ * every commit, change one chunk's records in a one-cell commit). Compresses whole when old
+ * cannot be patched (another length, special, memcpyed). */
+int cat_frame_vlmeta_recompress(caterva_ctx *ctx, const uint8_t *old, int32_t oldlen,
+                                const void *content, int32_t len, uint8_t **out,
+                                int32_t *cbytes);
 /* Parse a whole contiguous frame image (header, trailer, index) into sc; sets sc->section. */
 int cat_frame_parse_contiguous(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
                                size_t len);

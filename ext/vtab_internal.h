@@ -506,9 +506,13 @@ int cvRemoteReopen(CvVtab *pTab);
 ** the scan sees them. */
 int cvPrepareRead(CvVtab *pTab);
 /* A commit, and closing a table, compact a contiguous file (caterva_schunk_compact) only once
-** its dead bytes reach this many as well as a quarter of the file: a small file would
-** otherwise be rewritten, with its syncs and rename, every few one-cell commits. */
+** its dead bytes reach this many as well as half of the file (so a file is at most about twice
+** its packed size): with a quarter and no floor, a small file was rewritten, with its syncs
+** and rename, every few one-cell commits, and the demo array (whose commits leave a 70 KB
+** trailer of block statistics behind each) every tenth. */
 #define CV_COMPACT_MIN_DEAD (1 << 20)
+/* True when sc's dead bytes call for a compaction (the rule above). */
+int cvCompactWanted(caterva_schunk *sc);
 /* Compact sc after a commit when its dead bytes allow; 1 when it was compacted (blocks cached
 ** from the old file must go), else 0. */
 int cvCompactAfterCommit(caterva_ctx *pCtx, caterva_schunk *sc);

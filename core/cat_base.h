@@ -169,4 +169,13 @@ int cat_io_rename_noreplace(caterva_ctx *ctx, const char *from, const char *to);
 /* fsync the directory holding path (best effort), so a rename or creation in it is durable. */
 void cat_io_sync_parent(const char *path);
 
+/* Tests (tests/unit/test_powerloss.c): an observer told of every successful change made
+ * through this layer, in order -- CAT_IO_WRITE (fd, the offset written at, the bytes),
+ * CAT_IO_SYNC (fd: fsync, fdatasync or syncfs), CAT_IO_TRUNCATE (fd, off: the new length),
+ * CAT_IO_RENAME (fd -1). Process-wide; NULL removes it. */
+enum { CAT_IO_WRITE = 1, CAT_IO_SYNC, CAT_IO_TRUNCATE, CAT_IO_RENAME };
+typedef void (*cat_io_observer)(void *arg, int op, int fd, int64_t off, const void *buf,
+                                size_t n);
+void cat_io_observe(cat_io_observer fn, void *arg);
+
 #endif /* CAT_BASE_H */

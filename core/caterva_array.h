@@ -310,6 +310,7 @@ int caterva_array_begin(caterva_ctx *ctx, caterva_array *a);
 int caterva_array_savepoint(caterva_ctx *ctx, caterva_array *a, int level);
 int caterva_array_release(caterva_ctx *ctx, caterva_array *a, int level);
 int caterva_array_rollback_to(caterva_ctx *ctx, caterva_array *a, int level);
+/** sync: CATERVA_SYNC_FULL, CATERVA_SYNC_NORMAL or CATERVA_SYNC_OFF (caterva_schunk_commit). */
 int caterva_array_commit(caterva_ctx *ctx, caterva_array *a, int sync);
 int caterva_array_rollback(caterva_ctx *ctx, caterva_array *a);
 
@@ -326,7 +327,8 @@ int caterva_array_rollback(caterva_ctx *ctx, caterva_array *a);
  * locks (n entries, may be NULL or hold NULLs) get their generation counters incremented
  * once more after the last array commits (caterva_lock_bump). The journal is a file
  * `<path>.cvjournal` next to every array while the commit runs (the protocol is in group.c).
- * sync = 0 skips the fsyncs. On failure the files are as they were at begin -- or, if even
+ * sync = 0 skips the fsyncs; any other value is CATERVA_SYNC_FULL (a group commit always
+ * syncs each array fully: its journal is removed only once every array is durable). On failure the files are as they were at begin -- or, if even
  * putting them back failed, the journal stays for the next writer's recovery -- and every
  * array object must be rolled back (caterva_array_rollback; those that had committed report
  * that no transaction is open) and opened again. A commit that would rewrite a contiguous

@@ -186,10 +186,19 @@ int caterva_schunk_release(caterva_ctx *ctx, caterva_schunk *sc, int level);
 /** Undo everything after savepoint level (which stays); a level below every mark undoes
  * everything since begin. The file loses what was written after the mark. */
 int caterva_schunk_rollback_to(caterva_ctx *ctx, caterva_schunk *sc, int level);
-/** Make the transaction durable. sync = 0 skips the fsyncs (the commit is atomic but may
- * be lost by a power failure). On failure before the commit point the file is unchanged
- * and the transaction stays open for caterva_schunk_rollback (only); a failure after it
- * leaves the object unusable (CATERVA_E_IO on later calls) and the file in either state. */
+#define CATERVA_SYNC_OFF 0    /**< no sync: atomic against a process crash only */
+#define CATERVA_SYNC_FULL 1   /**< durable when the commit returns */
+#define CATERVA_SYNC_NORMAL 2 /**< contiguous files: the new index and trailer are synced
+                                   before the header names them, the header is not: a power
+                                   loss may undo the last commit, never tear one (the next
+                                   commit's sync, or closing the handle, makes it durable);
+                                   sparse frames: the same as CATERVA_SYNC_FULL */
+/** Make the transaction durable. sync: CATERVA_SYNC_FULL (any value other than 0 and
+ * CATERVA_SYNC_NORMAL), CATERVA_SYNC_NORMAL, or 0, which skips the fsyncs (the commit is
+ * atomic but may be lost, or a contiguous file torn, by a power failure). On failure before
+ * the commit point the file is unchanged and the transaction stays open for
+ * caterva_schunk_rollback (only); a failure after it leaves the object unusable
+ * (CATERVA_E_IO on later calls) and the file in either state. */
 int caterva_schunk_commit(caterva_ctx *ctx, caterva_schunk *sc, int sync);
 /** Undo the transaction: the file is byte-identical to what it was at begin (a contiguous
  * file is truncated back; new sparse chunk files are removed). */

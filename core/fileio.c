@@ -12,6 +12,9 @@
  * inject faults into a process it only drives through SQL). Counted calls are numbered
  * from 1 after the hook is armed; call n fails with errno err without touching the file,
  * and with sticky every later call fails too (a disk that stays full).
+ *
+ * A second hook, cat_io_observe, reports every successful change in order, so that a test
+ * can replay the orders in which a disk may persist them (tests/unit/test_powerloss.c).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* renameat2 */
@@ -30,6 +33,17 @@ static int fail_errno;
 static int fail_sticky;
 static int64_t io_count;    /* counted calls since the hook was armed */
 static int env_read;
+static cat_io_observer observer;
+static void *observer_arg;
+
+void cat_io_observe(cat_io_observer fn, void *arg) {
+  observer_arg = arg;
+  observer = fn;
+}
+
+static void observe(int op, int fd, int64_t off, const void *buf, size_t n) {
+  if (observer != NULL) observer(observer_arg, op, fd, off, buf, n);
+}
 
 void caterva_test_fail_io(int64_t n, int err, int sticky) {
   __atomic_store_n(&env_read, 1, __ATOMIC_RELAXED);
@@ -78,6 +92,7 @@ int cat_io_write(caterva_ctx *ctx, int fd, const void *buf, size_t n, const char
     ssize_t w = injected() ? -1 : write(fd, p, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) return cat_io_error(ctx, "cannot write", path);
+    if (observer != NULL) observe(CAT_IO_WRITE, fd, (int64_t)lseek(fd, 0, SEEK_CUR) - w, p, (size_t)w);
     p += w;
     n -= (size_t)w;
   }
@@ -91,6 +106,7 @@ int cat_io_pwrite(caterva_ctx *ctx, int fd, const void *buf, size_t n, int64_t o
     ssize_t w = injected() ? -1 : pwrite(fd, p, n, (off_t)off);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) return cat_io_error(ctx, "cannot write", path);
+    observe(CAT_IO_WRITE, fd, off, p, (size_t)w);
     p += w;
     n -= (size_t)w;
     off += w;
@@ -115,27 +131,32 @@ int cat_io_pread(caterva_ctx *ctx, int fd, void *buf, size_t n, int64_t off, con
 
 int cat_io_fsync(caterva_ctx *ctx, int fd, const char *path) {
   if (injected() || fsync(fd) != 0) return cat_io_error(ctx, "cannot sync", path);
+  observe(CAT_IO_SYNC, fd, 0, NULL, 0);
   return CATERVA_OK;
 }
 
 int cat_io_fdatasync(caterva_ctx *ctx, int fd, const char *path) {
   if (injected() || fdatasync(fd) != 0) return cat_io_error(ctx, "cannot sync", path);
+  observe(CAT_IO_SYNC, fd, 0, NULL, 0);
   return CATERVA_OK;
 }
 
 int cat_io_syncfs(caterva_ctx *ctx, int fd, const char *path) {
   if (injected() || syncfs(fd) != 0) return cat_io_error(ctx, "cannot sync the file system of", path);
+  observe(CAT_IO_SYNC, fd, 0, NULL, 0);
   return CATERVA_OK;
 }
 
 int cat_io_truncate(caterva_ctx *ctx, int fd, int64_t len, const char *path) {
   if (injected() || ftruncate(fd, (off_t)len) != 0)
     return cat_io_error(ctx, "cannot truncate", path);
+  observe(CAT_IO_TRUNCATE, fd, len, NULL, 0);
   return CATERVA_OK;
 }
 
 int cat_io_rename(caterva_ctx *ctx, const char *from, const char *to) {
   if (injected() || rename(from, to) != 0) return cat_io_error(ctx, "cannot rename onto", to);
+  observe(CAT_IO_RENAME, -1, 0, NULL, 0);
   return CATERVA_OK;
 }
 

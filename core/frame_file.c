@@ -13,7 +13,10 @@
  *    3. the header bytes [15, 69) (frame_len, nbytes, cbytes, vlmeta flag...) are rewritten
  *       in place with one pwrite -- the commit point; they lie inside the first 512-byte
  *       sector, which disks write atomically;
- *    4. fsync.
+ *    4. fsync -- skipped with CATERVA_SYNC_NORMAL: the header reaches the disk with the next
+ *       sync of the file (the next commit's step 2, a compaction, closing the handle), so a
+ *       power loss may undo the last commit but never leaves a header naming unsynced bytes
+ *       (tests/unit/test_powerloss.c replays every order the disk may persist writes in).
  *    Before step 3 the file holds the old frame followed by garbage beyond its frame_len
  *    (readers ignore bytes past frame_len; opening for writing truncates them). After it
  *    the old index and trailer are unreferenced bytes inside the chunk section ("dead"
@@ -416,6 +419,7 @@ static int contiguous_rewrite(caterva_ctx *ctx, caterva_schunk *sc) {
   sc->frame_len = sc->wend = pl.frame_len;
   sc->cbytes = sc->section = pl.cbytes;
   sc->dead = 0;
+  sc->header_unsynced = false;
 leave:
   plan_free(&pl);
   return rc;
@@ -438,7 +442,7 @@ static int contiguous_put(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *c
 /* The in-place commit described at the top of this file, of everything written up to
  * sc->wend: index and trailer after it, sync, then the header bytes. */
 static int contiguous_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
-                             int64_t nbytes, bool full_header, bool sync) {
+                             int64_t nbytes, bool full_header, int sync) {
   plan pl;
   uint8_t fixed[CAT_FH_SIZE], old[CAT_ATOMIC_HEADER_MAX], *tail = NULL;
   int64_t f0 = sc->frame_len, off = sc->wend, section = off - sc->header_len, hlen;
@@ -476,7 +480,11 @@ static int contiguous_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entr
   }
   /* A failed header write changed nothing (pwrite of one sector); keep the undo path. */
   CAT_TRY(undo, rc);
-  if (sync && (rc = cat_io_fdatasync(ctx, sc->fd, sc->path)) < 0) { /* same size: no times */
+  /* NORMAL: the header stays unsynced until the next sync of this file (the next commit's
+   * first one, a compaction's rename or closing the handle): a power loss may undo this
+   * commit, never tear it, since everything the header names was synced before it. */
+  if (sync && sync != CATERVA_SYNC_NORMAL &&
+      (rc = cat_io_fdatasync(ctx, sc->fd, sc->path)) < 0) { /* same size: no times */
     /* Not durable: put the old header back, so that the failure leaves the old state, as a
      * failure before the commit point does. If even that fails, the file holds either. */
     char keep[CAT_ERRMSG_SIZE];
@@ -495,6 +503,7 @@ static int contiguous_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entr
     sc->broken = true; /* the file may hold either version now */
     goto leave;
   }
+  sc->header_unsynced = sync == CATERVA_SYNC_NORMAL;
   sc->dead += f0 - (sc->header_len + sc->section);
   sc->frame_len = sc->wend = off;
   sc->cbytes = sc->section = section;
@@ -973,9 +982,11 @@ void cat_file_drop_chunk(caterva_schunk *sc, int64_t entry) {
 }
 
 int cat_file_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
-                    int64_t nbytes, int64_t cbytes, bool full_header, bool sync) {
+                    int64_t nbytes, int64_t cbytes, bool full_header, int sync) {
   if (sc->broken) return cat_error(ctx, CATERVA_E_IO, "schunk unusable after a failed update");
   if (sc->store == CATERVA_STORE_SPARSE) {
+    /* NORMAL is FULL here: the replaced chunk files are removed right after the rename, so
+     * the rename must be durable first */
     int rc = sync && !sc->nosync ? sync_pending(ctx, sc) : CATERVA_OK;
     if (rc < 0) return rc;
     return sparse_write_index(ctx, sc, entries, n, nbytes, cbytes, sync && !sc->nosync);
@@ -1109,6 +1120,8 @@ void cat_file_close(caterva_schunk *sc) {
     if (caterva_ctx_new(1, &ctx) == CATERVA_OK) (void)contiguous_rewrite(ctx, sc);
     caterva_ctx_free(ctx);
   }
+  if (sc->header_unsynced && sc->fd >= 0) (void)cat_io_fdatasync(NULL, sc->fd, sc->path);
+  sc->header_unsynced = false;
   sc->retain_maps = false;
   unmap(sc);
   while (sc->retired != NULL) {

@@ -641,7 +641,84 @@ int cat_frame_build_index(caterva_ctx *ctx, const int64_t *entries, int64_t n, u
   return rc;
 }
 
+/* A vlmetalayer of at least this many bytes (the block statistics of a large array: 40 bytes
+ * per block) is cut into blocks of CAT_VLMETA_BLOCK bytes instead of the default's one or
+ * two, so that setting it again re-encodes only the blocks that changed. */
+#define CAT_VLMETA_LARGE (128 * 1024)
+#define CAT_VLMETA_BLOCK (16 * 1024)
+
+static void vlmeta_cparams(caterva_cparams *cp, int32_t len) {
+  aux_cparams(cp, len % 8 == 0 ? 8 : 1);
+  if (len >= CAT_VLMETA_LARGE) cp->blocksize = CAT_VLMETA_BLOCK;
+}
+
 int cat_frame_vlmeta_compress(caterva_ctx *ctx, const void *content, int32_t len, uint8_t **out,
                               int32_t *cbytes) {
-  return compress_aux(ctx, content, len, len % 8 == 0 ? 8 : 1, out, cbytes);
+  caterva_cparams cp;
+  uint8_t *buf;
+  int32_t cb;
+  vlmeta_cparams(&cp, len);
+  buf = malloc((size_t)len + CATERVA_CHUNK_MAX_OVERHEAD);
+  if (buf == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  cb = caterva_chunk_compress(ctx, &cp, content, len, buf, len + CATERVA_CHUNK_MAX_OVERHEAD);
+  if (cb < 0) {
+    free(buf);
+    return cb;
+  }
+  *out = buf;
+  *cbytes = cb;
+  return CATERVA_OK;
+}
+
+/* Which blocks of old's content differ from content: 1 when old was decoded and compared
+ * (dirty filled), 0 when it cannot be patched from (then compress whole). */
+static int vlmeta_dirty(caterva_ctx *ctx, const uint8_t *old, int32_t oldlen, const uint8_t *content,
+                        int32_t len, uint8_t **dirty) {
+  caterva_chunk_info ci;
+  uint8_t *prev = NULL;
+  int rc = 0;
+  *dirty = NULL;
+  if (old == NULL || caterva_chunk_info_get(old, (size_t)oldlen, &ci) < 0 || ci.nbytes != len ||
+      ci.special || ci.memcpyed || ci.blocksize <= 0 || ci.nblocks <= 0)
+    return 0;
+  prev = malloc((size_t)len);
+  *dirty = malloc((size_t)ci.nblocks);
+  if (prev == NULL || *dirty == NULL ||
+      caterva_chunk_decompress(ctx, old, (size_t)oldlen, prev, len) != len)
+    goto leave;
+  for (int32_t j = 0; j < ci.nblocks; j++) {
+    int64_t at = (int64_t)j * ci.blocksize, n = len - at < ci.blocksize ? len - at : ci.blocksize;
+    (*dirty)[j] = n > 0 && memcmp(prev + at, content + at, (size_t)n) != 0;
+  }
+  rc = 1;
+leave:
+  if (rc == 0) {
+    free(*dirty);
+    *dirty = NULL;
+  }
+  free(prev);
+  return rc;
+}
+
+int cat_frame_vlmeta_recompress(caterva_ctx *ctx, const uint8_t *old, int32_t oldlen,
+                                const void *content, int32_t len, uint8_t **out,
+                                int32_t *cbytes) {
+  caterva_cparams cp;
+  uint8_t *dirty = NULL, *buf = NULL;
+  int32_t cb = CATERVA_E_UNSUPPORTED;
+  if (len < 32 || !vlmeta_dirty(ctx, old, oldlen, content, len, &dirty))
+    return cat_frame_vlmeta_compress(ctx, content, len, out, cbytes);
+  vlmeta_cparams(&cp, len);
+  buf = malloc((size_t)len + CATERVA_CHUNK_MAX_OVERHEAD);
+  if (buf != NULL)
+    cb = cat_chunk_patch(ctx, &cp, old, oldlen, content, len, dirty, buf,
+                         len + CATERVA_CHUNK_MAX_OVERHEAD);
+  free(dirty);
+  if (cb < 0) {
+    free(buf);
+    return cat_frame_vlmeta_compress(ctx, content, len, out, cbytes);
+  }
+  *out = buf;
+  *cbytes = cb;
+  return CATERVA_OK;
 }

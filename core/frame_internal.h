@@ -123,6 +123,8 @@ struct caterva_schunk {
   bool no_autocompact;       /* never compact on our own (the caller holds the lock) */
   bool retain_maps;          /* keep old maps until freed (CATERVA_SC_RETAIN_MAPS) */
   bool nosync;               /* sparse: chunk files and index not fsync'ed (CATERVA_SC_NOSYNC) */
+  bool header_unsynced;      /* contiguous: the last commit's header write was not synced
+                              * (CATERVA_SYNC_NORMAL); the next sync of the file covers it */
   bool keep_replaced;        /* sparse: a commit keeps the chunk files it replaces (group.c) */
   int syncfd;                /* sparse: the directory, opened before chunk files were written
                               * without an fsync each (cat_file_put_copies); the next synced
@@ -183,6 +185,14 @@ int cat_frame_build_index(caterva_ctx *ctx, const int64_t *entries, int64_t n, u
 /* Compress a vlmetalayer payload into a new malloc'ed chunk. */
 int cat_frame_vlmeta_compress(caterva_ctx *ctx, const void *content, int32_t len, uint8_t **out,
                               int32_t *cbytes);
+/* The same, reusing the compressed blocks of old (oldlen bytes: this vlmetalayer's previous
+ * chunk) whose content did not change: only the changed blocks are compressed, and the
+ * result is byte-identical to cat_frame_vlmeta_compress (the block statistics, rewritten at
+ * every commit, change one chunk's records in a one-cell commit). Compresses whole when old
+ * cannot be patched (another length, special, memcpyed). */
+int cat_frame_vlmeta_recompress(caterva_ctx *ctx, const uint8_t *old, int32_t oldlen,
+                                const void *content, int32_t len, uint8_t **out,
+                                int32_t *cbytes);
 /* Parse a whole contiguous frame image (header, trailer, index) into sc; sets sc->section. */
 int cat_frame_parse_contiguous(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
                                size_t len);
@@ -228,9 +238,10 @@ void cat_file_drop_chunk(caterva_schunk *sc, int64_t entry);
 /* Make the index entries/n/nbytes durable, with everything written so far: contiguous,
  * index and trailer after sc->wend, sync, then the header (all of it with full_header: a
  * metalayer changed; else the commit bytes); sparse, chunks.b2frame replaced, whose header
- * records cbytes (the sum of the chunk files). sync = false skips the fsyncs. */
+ * records cbytes (the sum of the chunk files). sync: CATERVA_SYNC_FULL, _NORMAL (contiguous:
+ * no sync after the header write; sparse: full) or _OFF (no fsync). */
 int cat_file_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
-                    int64_t nbytes, int64_t cbytes, bool full_header, bool sync);
+                    int64_t nbytes, int64_t cbytes, bool full_header, int sync);
 /* Contiguous: cut the file back to len bytes (a rollback). Other stores: nothing. */
 int cat_file_truncate_to(caterva_ctx *ctx, caterva_schunk *sc, int64_t len);
 /* Contiguous: read the uncommitted chunk at index entry (past the committed section) into

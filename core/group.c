@@ -427,7 +427,8 @@ int caterva_array_commit_group(caterva_ctx *ctx, caterva_array **a, int n, int s
     a[i]->sc->keep_replaced = true;
   }
   for (; committed < n; committed++) {
-    rc = cat_array_commit_finish(ctx, a[committed], sync);
+    /* each array fully durable before the leader's journal goes (never NORMAL here) */
+    rc = cat_array_commit_finish(ctx, a[committed], sync ? CATERVA_SYNC_FULL : CATERVA_SYNC_OFF);
     a[committed]->sc->keep_replaced = false;
     if (rc < 0) {
       if (a[committed]->sc->broken) committed++; /* its file may hold either state */

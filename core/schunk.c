@@ -1040,7 +1040,11 @@ int caterva_schunk_vlmeta_set(caterva_ctx *ctx, caterva_schunk *sc, const char *
             "at most %d vlmetalayers", CATERVA_MAX_VLMETALAYERS);
   item.name = strdup(name);
   CAT_CHECK(fail, item.name != NULL, CATERVA_E_NOMEM, "out of memory");
-  CAT_TRY(fail, cat_frame_vlmeta_compress(ctx, content, len, &item.chunk, &item.cbytes));
+  if (k >= 0) /* only the blocks that changed are compressed again */
+    CAT_TRY(fail, cat_frame_vlmeta_recompress(ctx, sc->vlmeta[k].chunk, sc->vlmeta[k].cbytes,
+                                              content, len, &item.chunk, &item.cbytes));
+  else
+    CAT_TRY(fail, cat_frame_vlmeta_compress(ctx, content, len, &item.chunk, &item.cbytes));
   n = sc->nvlmeta + (k < 0);
   next = malloc((size_t)n * sizeof *next);
   CAT_CHECK(fail, next != NULL, CATERVA_E_NOMEM, "out of memory");

@@ -339,7 +339,9 @@ int caterva_schunk_commit(caterva_ctx *ctx, caterva_schunk *sc, int sync) {
     rc = cat_file_rewrite(ctx, sc);
   } else {
     rc = cat_file_commit(ctx, sc, sc->entries, sc->nchunks, sc->nbytes, sc->cbytes,
-                         t->meta_dirty, sync != 0);
+                         t->meta_dirty,
+                         sync == CATERVA_SYNC_NORMAL ? CATERVA_SYNC_NORMAL
+                                                     : sync ? CATERVA_SYNC_FULL : CATERVA_SYNC_OFF);
   }
   if (rc < 0) {
     if (!sc->broken) t->failed = true; /* nothing committed: the caller rolls back */

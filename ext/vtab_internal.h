@@ -132,7 +132,7 @@ struct CvVtab {
   int bDirty;                         /* Cells written since the block cache was cleared */
   int bWrote;                         /* Cells written in this transaction */
   int bGroupFailed;                   /* A commit of several arrays failed: reopen them all */
-  int bSync;                          /* synchronous: fsync at commit */
+  int bSync;                          /* synchronous: CATERVA_SYNC_FULL, _NORMAL or _OFF */
   int bLockReads;                     /* lock_reads=1: LOCK_SH while cursors are open */
   int bReadLocked;                    /* ... and it is held now */
   int nCursor;                        /* Open cursors */
@@ -512,6 +512,18 @@ int cvRemoteReopen(CvVtab *pTab);
 /* At the start of a scan (xFilter) inside a write transaction: flush our own writes so
 ** the scan sees them. */
 int cvPrepareRead(CvVtab *pTab);
+/* A commit, and closing a table, compact a contiguous file (caterva_schunk_compact) only once
+** its dead bytes reach this many as well as half of the file (so a file is at most about twice
+** its packed size): with a quarter and no floor, a small file was rewritten, with its syncs
+** and rename, every few one-cell commits, and the demo array (whose commits leave a 70 KB
+** trailer of block statistics behind each) every tenth. */
+#define CV_COMPACT_MIN_DEAD (1 << 20)
+/* True when sc's dead bytes call for a compaction (the rule above). */
+int cvCompactWanted(caterva_schunk *sc);
+/* Compact sc after a commit when its dead bytes allow; 1 when it was compacted (blocks cached
+** from the old file must go), else 0. */
+int cvCompactAfterCommit(caterva_ctx *pCtx, caterva_schunk *sc);
+
 /* xDisconnect: compact a file we wrote when its dead space is large (under the lock). */
 void cvCompactOnClose(CvVtab *pTab);
 /* Free the retired arrays (no cursor is open). */

@@ -69,12 +69,14 @@ static void cvVtabFree(CvVtab *pTab) {
 ** xConnect and xCreate: argv[0] is the module name, argv[1] the schema, argv[2] the table
 ** name, argv[3..] the arguments in parentheses.
 */
-/* synchronous= : 1 (fsync at commit; full, normal, on, 1) or 0 (off, 0); -1 if neither. */
+/* synchronous= : CATERVA_SYNC_FULL (full, on, 1; the default), CATERVA_SYNC_NORMAL (normal)
+** or CATERVA_SYNC_OFF (off, 0); -1 if none of them. */
 static int cvParseSync(const char *z) {
-  if (z == 0 || sqlite3_stricmp(z, "full") == 0 || sqlite3_stricmp(z, "normal") == 0 ||
-      sqlite3_stricmp(z, "on") == 0 || strcmp(z, "1") == 0)
-    return 1;
-  if (sqlite3_stricmp(z, "off") == 0 || strcmp(z, "0") == 0) return 0;
+  if (z == 0 || sqlite3_stricmp(z, "full") == 0 || sqlite3_stricmp(z, "on") == 0 ||
+      strcmp(z, "1") == 0)
+    return CATERVA_SYNC_FULL;
+  if (sqlite3_stricmp(z, "normal") == 0) return CATERVA_SYNC_NORMAL;
+  if (sqlite3_stricmp(z, "off") == 0 || strcmp(z, "0") == 0) return CATERVA_SYNC_OFF;
   return -1;
 }
 

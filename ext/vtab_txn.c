@@ -26,8 +26,9 @@
  *   xSync        all fallible work of the commit: flush, write index, trailer and header at
  *                one commit point (fsync unless synchronous=off). If it fails, SQLite calls
  *                xRollback and the file is as before xBegin.
- *   xCommit      cannot fail: compact when dead space is large (under the lock; a failure
- *                only leaves a larger file), release the lock.
+ *   xCommit      cannot fail: compact when dead space is large (half of the file and
+ *                CV_COMPACT_MIN_DEAD; under the lock; a failure only leaves a larger file),
+ *                release the lock.
  *   xRollback    truncate back, restore the shape, release the lock: the file is
  *                byte-identical to what it was at xBegin.
  *
@@ -373,16 +374,24 @@ int cvOneSync(CvVtab *pTab) {
   return SQLITE_OK;
 }
 
+int cvCompactWanted(caterva_schunk *sc) {
+  int64_t nDead = caterva_schunk_dead_bytes(sc);
+  return nDead >= CV_COMPACT_MIN_DEAD && nDead >= caterva_schunk_frame_len(sc) / 2;
+}
+
+int cvCompactAfterCommit(caterva_ctx *pCtx, caterva_schunk *sc) {
+  /* Compaction renames a new file over the path: readers keep their old one. */
+  if (!cvCompactWanted(sc) || caterva_schunk_compact(pCtx, sc, 0) != CATERVA_OK) return 0;
+  return caterva_schunk_dead_bytes(sc) == 0;
+}
+
 /* xCommit. */
 int cvOneCommit(CvVtab *pTab) {
-  caterva_schunk *sc;
   if (!pTab->bInTxn) return SQLITE_OK;
   if (!pTab->bCommitted) (void)cvOneSync(pTab);
   pTab->bCommitted = 0;
-  sc = caterva_array_schunk(pTab->pArr);
-  /* Compaction renames a new file over the path: readers keep their old one. */
-  if (caterva_schunk_dead_bytes(sc) > 0 && pTab->nCursor == 0 &&
-      caterva_schunk_compact(pTab->pConn->pCtx, sc, 0) == CATERVA_OK)
+  if (pTab->nCursor == 0 &&
+      cvCompactAfterCommit(pTab->pConn->pCtx, caterva_array_schunk(pTab->pArr)))
     cvCacheInvalidate(&pTab->cache);
   cvTxnEnd(pTab);
   return SQLITE_OK;
@@ -394,7 +403,7 @@ void cvCompactOnClose(CvVtab *pTab) {
   uint64_t g;
   if (!pTab->bWritable || pTab->bInTxn || pTab->pLock == 0 || pTab->pArr == 0) return;
   sc = caterva_array_schunk(pTab->pArr);
-  if (caterva_schunk_dead_bytes(sc) == 0) return;
+  if (!cvCompactWanted(sc)) return;
   /* only under the lock, and only if nobody committed since our handle saw the file */
   if (caterva_lock_exclusive(pCtx, pTab->pLock, &g) != CATERVA_OK) return;
   if (g == pTab->iGen + 1 && caterva_schunk_stale(pCtx, sc) == 0)

@@ -224,9 +224,7 @@ int cvVarsCommit(CvVtab *pTab) {
   if (!pTab->bCommitted) (void)cvVarsSync(pTab);
   pTab->bCommitted = 0;
   for (int i = 0; i <= pTab->nVar && pTab->nCursor == 0; i++) {
-    caterva_schunk *sc = caterva_array_schunk(cvArrOf(pTab, i));
-    /* Compaction renames a new file over the path: readers keep their old one. */
-    if (caterva_schunk_dead_bytes(sc) > 0 && caterva_schunk_compact(pCtx, sc, 0) == CATERVA_OK) {
+    if (cvCompactAfterCommit(pCtx, caterva_array_schunk(cvArrOf(pTab, i)))) {
       if (i == 0) cvCacheInvalidate(&pTab->cache);
       else cvCacheInvalidate(&pTab->aVar[i - 1].cache);
     }

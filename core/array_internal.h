@@ -169,10 +169,23 @@ int cat_array_coords_allow_shape(caterva_ctx *ctx, caterva_array *a, const int64
 /* A chunk's statistics record computed ahead (wstore.c), opaque outside blockstats.c. */
 typedef struct bs_rec cat_bs_rec;
 
+/* ---- imgpool.c: the write cache's chunk images (slabs huge pages can back) ------------- */
+
+typedef struct cat_imgpool cat_imgpool;
+/* A pool of images of size bytes (NULL: no memory). */
+cat_imgpool *cat_imgpool_new(size_t size);
+/* An image (contents undefined), or NULL without memory. */
+uint8_t *cat_imgpool_get(cat_imgpool *p);
+/* Give an image from p back (NULL: nothing). */
+void cat_imgpool_put(cat_imgpool *p, uint8_t *img);
+/* Free p and its slabs: images still out become invalid (p may be NULL). */
+void cat_imgpool_free(cat_imgpool *p);
+
 /* ---- wstore.c: full chunk images compressed on a worker thread (wcache.c uses it) ------- */
 
 typedef struct cat_wstore cat_wstore;
-/* A finished job: chunk nchunk's image (owned) and its compressed bytes (owned; cbytes < 0:
+/* A finished job: chunk nchunk's image (the caller's, from its pool) and its compressed bytes
+ * (owned; cbytes < 0:
  * the error, errmsg its message), with its statistics record (owned, or NULL). */
 typedef struct cat_wdone {
   int64_t nchunk;
@@ -184,8 +197,8 @@ typedef struct cat_wdone {
 } cat_wdone;
 /* A queue with its (not yet started) worker for chunks of chunksize bytes; NULL: no memory. */
 cat_wstore *cat_ws_new(int32_t chunksize);
-/* Queue img, the whole image of a's chunk nchunk (ownership passes), to be compressed with
- * cp. The queue must not be full (cat_ws_full: pop first). */
+/* Queue img, the whole image of a's chunk nchunk (it comes back with the result), to be
+ * compressed with cp. The queue must not be full (cat_ws_full: pop first). */
 int cat_ws_push(cat_wstore *ws, const caterva_array *a, const caterva_cparams *cp,
                 int64_t nchunk, uint8_t *img);
 int cat_ws_full(const cat_wstore *ws);
@@ -195,13 +208,13 @@ int cat_ws_queued(const cat_wstore *ws);
 int cat_ws_holds(const cat_wstore *ws, int64_t nchunk);
 /* The oldest job into *out once finished (waiting for it when wait; meanwhile, with ctx, the
  * caller compresses queued chunks itself): 1, or 0 when none is (finished). The caller owns
- * *out (cat_ws_done_free). */
+ * *out: cat_ws_done_free frees all but the image, which goes back where it came from. */
 int cat_ws_pop(cat_wstore *ws, caterva_ctx *ctx, int wait, cat_wdone *out);
 void cat_ws_done_free(cat_wdone *d);
-/* Wait for every job and drop them (a rollback). */
-void cat_ws_discard(cat_wstore *ws);
+/* Wait for every job and drop them (a rollback); their images go to pool. */
+void cat_ws_discard(cat_wstore *ws, cat_imgpool *pool);
 /* Discard, stop the worker, free (ws may be NULL). */
-void cat_ws_free(cat_wstore *ws);
+void cat_ws_free(cat_wstore *ws, cat_imgpool *pool);
 
 /* ---- array_txn.c: what wcache.c and array.c build on ------------------------------------ */
 

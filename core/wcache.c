@@ -59,6 +59,7 @@ struct cat_wcache {
   uint64_t clock;
   int64_t budget;    /* bytes */
   cat_wstore *ws;    /* chunks written wholly, being compressed on a worker, or NULL */
+  cat_imgpool *pool; /* where the entries' images come from (imgpool.c) */
   int stuck;         /* 0, or the error of storing the worker's chunks at a savepoint: the
                       * transaction has lost writes and every later call fails with it */
   char stuckmsg[CAT_ERRMSG_SIZE];
@@ -85,9 +86,11 @@ static size_t bits_words(const cat_geom *g) {
   return (size_t)cat_ceil_div64(g->chunksize / g->itemsize, 64);
 }
 
-static void entries_free(cat_wentry *e, int n) {
+/* pool: where the images came from; NULL: malloc (a savepoint's copies) */
+static void entries_free(cat_wentry *e, int n, cat_imgpool *pool) {
   for (int i = 0; i < n; i++) {
-    free(e[i].img);
+    if (pool != NULL) cat_imgpool_put(pool, e[i].img);
+    else free(e[i].img);
     free(e[i].bits);
   }
   free(e);
@@ -97,16 +100,17 @@ static void entries_free(cat_wentry *e, int n) {
 static void drop_wmarks(cat_wcache *wc, int level) {
   while (wc != NULL && wc->nmarks > 0 && wc->marks[wc->nmarks - 1].level >= level) {
     cat_wmark *m = &wc->marks[--wc->nmarks];
-    entries_free(m->e, m->n);
+    entries_free(m->e, m->n, NULL);
   }
 }
 
 void cat_wcache_free(cat_wcache *wc) {
   if (wc == NULL) return;
   drop_wmarks(wc, -1);
-  cat_ws_free(wc->ws);
+  cat_ws_free(wc->ws, wc->pool);
   free(wc->marks);
-  entries_free(wc->e, wc->n);
+  entries_free(wc->e, wc->n, wc->pool);
+  cat_imgpool_free(wc->pool);
   free(wc);
 }
 
@@ -124,6 +128,12 @@ static int wcache_get(caterva_ctx *ctx, caterva_array *a) {
   if (a->wc != NULL) return CATERVA_OK;
   a->wc = calloc(1, sizeof *a->wc);
   if (a->wc == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  a->wc->pool = cat_imgpool_new((size_t)(a->g.chunksize > 0 ? a->g.chunksize : 1));
+  if (a->wc->pool == NULL) {
+    free(a->wc);
+    a->wc = NULL;
+    return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  }
   m = budget / (a->g.chunksize > 0 ? a->g.chunksize : 1);
   a->wc->max = m < 1 ? 1 : m > 4096 ? 4096 : (int)m;
   a->wc->last = -1;
@@ -284,6 +294,7 @@ static int store_done(caterva_ctx *ctx, caterva_array *a, cat_wdone *d) {
   cat_bs_hint(a, -1, NULL);
   rc = cat_array_txn_leave(ctx, a, own, rc);
 leave:
+  cat_imgpool_put(a->wc->pool, d->img);
   cat_ws_done_free(d);
   return rc;
 }
@@ -360,7 +371,7 @@ static int claim(caterva_ctx *ctx, caterva_array *a, int64_t n, cat_wentry **out
       if (wc->e[i].stamp < e->stamp) e = &wc->e[i];
     CAT_TRY(leave, store_entry(ctx, a, e));
   }
-  if (e->img == NULL) e->img = malloc((size_t)g->chunksize); /* NULL too after a hand-over */
+  if (e->img == NULL) e->img = cat_imgpool_get(wc->pool); /* NULL too after a hand-over */
   if (e->bits == NULL) e->bits = malloc(bits_words(g) * sizeof *e->bits);
   CAT_CHECK(leave, e->img != NULL && e->bits != NULL, CATERVA_E_NOMEM, "out of memory");
   e->nchunk = n;
@@ -480,7 +491,7 @@ int caterva_array_pending(const caterva_array *a) {
 
 /* Forget every cached image (a rollback). */
 static void wcache_discard(caterva_array *a) {
-  if (a->wc != NULL) cat_ws_discard(a->wc->ws);
+  if (a->wc != NULL) cat_ws_discard(a->wc->ws, a->wc->pool);
   for (int i = 0; a->wc != NULL && i < a->wc->n; i++) a->wc->e[i].nchunk = -1;
   if (a->wc != NULL) {
     a->wc->last = -1;
@@ -536,7 +547,7 @@ static int copy_pending(caterva_ctx *ctx, const caterva_array *a, cat_wentry **o
     c->bits = malloc(nb);
     *n = j;
     if (c->img == NULL || c->bits == NULL) {
-      entries_free(*out, j);
+      entries_free(*out, j, NULL);
       *out = NULL;
       *n = 0;
       return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
@@ -583,7 +594,7 @@ static void settle_or_stick(caterva_ctx *ctx, caterva_array *a) {
   if (rc >= 0) return;
   a->wc->stuck = rc;
   snprintf(a->wc->stuckmsg, sizeof a->wc->stuckmsg, "%s", ctx != NULL ? ctx->errmsg : "");
-  cat_ws_discard(a->wc->ws);
+  cat_ws_discard(a->wc->ws, a->wc->pool);
 }
 
 int caterva_array_savepoint(caterva_ctx *ctx, caterva_array *a, int level) {
@@ -610,7 +621,7 @@ int caterva_array_savepoint(caterva_ctx *ctx, caterva_array *a, int level) {
   rc = caterva_schunk_savepoint(ctx, a->sc, level);
   if (rc >= 0) rc = cat_bs_mark(ctx, a, level);
   if (rc >= 0) wc->nmarks++;
-  else entries_free(wc->marks[wc->nmarks].e, wc->marks[wc->nmarks].n);
+  else entries_free(wc->marks[wc->nmarks].e, wc->marks[wc->nmarks].n, NULL);
 leave:
   return rc;
 }
@@ -628,7 +639,7 @@ int caterva_array_rollback_to(caterva_ctx *ctx, caterva_array *a, int level) {
   int rc;
   if (a == NULL) return cat_error(ctx, CATERVA_E_INVALID, "no array");
   drop_wmarks(a->wc, level + 1);
-  if (a->wc != NULL) cat_ws_discard(a->wc->ws); /* all of it came after the mark */
+  if (a->wc != NULL) cat_ws_discard(a->wc->ws, a->wc->pool); /* all of it came after the mark */
   rc = caterva_schunk_rollback_to(ctx, a->sc, level);
   if (rc >= 0) cat_bs_rollback_to(a, level);
   if (rc >= 0) rc = cat_array_load_meta(ctx, a);

@@ -174,20 +174,22 @@ int cat_ws_pop(cat_wstore *ws, caterva_ctx *ctx, int wait, cat_wdone *out) {
 }
 
 void cat_ws_done_free(cat_wdone *d) {
-  free(d->img);
   free(d->cbuf);
   cat_bs_rec_drop(d->rec);
   memset(d, 0, sizeof *d);
 }
 
-void cat_ws_discard(cat_wstore *ws) {
+void cat_ws_discard(cat_wstore *ws, cat_imgpool *pool) {
   cat_wdone d;
-  while (ws != NULL && cat_ws_pop(ws, NULL, 1, &d)) cat_ws_done_free(&d);
+  while (ws != NULL && cat_ws_pop(ws, NULL, 1, &d)) {
+    cat_imgpool_put(pool, d.img);
+    cat_ws_done_free(&d);
+  }
 }
 
-void cat_ws_free(cat_wstore *ws) {
+void cat_ws_free(cat_wstore *ws, cat_imgpool *pool) {
   if (ws == NULL) return;
-  cat_ws_discard(ws);
+  cat_ws_discard(ws, pool);
   pthread_mutex_lock(&ws->mu);
   ws->quit = 1;
   pthread_cond_broadcast(&ws->cv);

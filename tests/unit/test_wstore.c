@@ -11,7 +11,9 @@
  *     the file is byte-identical to the one before;
  *   - a chunk written wholly twice (the second time while its first image may still be with
  *     the worker) keeps the second values;
- *   - block statistics of chunks stored from the worker equal those computed from the file.
+ *   - block statistics of chunks stored from the worker equal those computed from the file;
+ *   - the image pool (imgpool.c): images of a slab are 2 MiB-aligned in their slab, distinct,
+ *     do not overlap, are writable whole, and come back for reuse; small ones are malloc'ed.
  */
 #define _XOPEN_SOURCE 700
 #include "array_internal.h"
@@ -266,6 +268,33 @@ static void test_stats(caterva_ctx *ctx) {
   caterva_array_free(a);
 }
 
+/* Images of 1 MiB + 8 bytes (7 a slab) and of 1000 bytes (malloc). */
+static void test_pool(void) {
+  size_t sizes[2] = {((size_t)1 << 20) + 8, 1000};
+  for (int k = 0; k < 2; k++) {
+    cat_imgpool *p = cat_imgpool_new(sizes[k]);
+    uint8_t *img[20];
+    int ok = p != NULL, aligned = 0;
+    for (int i = 0; ok && i < 20; i++) {
+      img[i] = cat_imgpool_get(p);
+      ok = img[i] != NULL;
+      if (ok) memset(img[i], i + 1, sizes[k]);
+      if (ok) aligned += ((uintptr_t)img[i] & (((uintptr_t)2 << 20) - 1)) == 0;
+    }
+    for (int i = 0; ok && i < 20; i++) /* each still holds its own bytes: no overlap */
+      ok = img[i][0] == i + 1 && img[i][sizes[k] - 1] == i + 1;
+    for (int i = 0; ok && i < 20; i++) cat_imgpool_put(p, img[i]);
+    uint8_t *again = ok ? cat_imgpool_get(p) : NULL;
+    int reused = 0;
+    for (int i = 0; again != NULL && i < 20; i++) reused |= again == img[i];
+    if (again != NULL) cat_imgpool_put(p, again);
+    cat_imgpool_free(p);
+    tap_ok(ok && (k == 1 || (aligned >= 3 && reused)),
+           "image pool, images of %zu bytes: 20 distinct writable images%s", sizes[k],
+           k == 0 ? ", each slab's first 2 MiB-aligned, given back and reused" : " (malloc)");
+  }
+}
+
 int main(void) {
   const char *t = getenv("TMPDIR");
   caterva_ctx *ctx = NULL;
@@ -278,6 +307,7 @@ int main(void) {
   test_rollback(ctx);
   test_twice(ctx);
   test_stats(ctx);
+  test_pool();
   caterva_ctx_free(ctx);
   tu_rm_tree(tmpdir);
   return tap_done();

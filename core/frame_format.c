@@ -608,15 +608,13 @@ static void aux_cparams(caterva_cparams *cp, int typesize) {
   cp->typesize = typesize;
 }
 
-static int compress_aux(caterva_ctx *ctx, const uint8_t *src, int32_t n, int typesize,
+/* n bytes of src compressed with cp into a new buffer *out (the caller frees it) of *len. */
+static int compress_new(caterva_ctx *ctx, const caterva_cparams *cp, const void *src, int32_t n,
                         uint8_t **out, int32_t *len) {
-  caterva_cparams cp;
-  uint8_t *buf;
+  uint8_t *buf = malloc((size_t)n + CATERVA_CHUNK_MAX_OVERHEAD);
   int32_t cb;
-  aux_cparams(&cp, typesize);
-  buf = malloc((size_t)n + CATERVA_CHUNK_MAX_OVERHEAD);
   if (buf == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
-  cb = caterva_chunk_compress(ctx, &cp, src, n, buf, n + CATERVA_CHUNK_MAX_OVERHEAD);
+  cb = caterva_chunk_compress(ctx, cp, src, n, buf, n + CATERVA_CHUNK_MAX_OVERHEAD);
   if (cb < 0) {
     free(buf);
     return cb;
@@ -624,6 +622,13 @@ static int compress_aux(caterva_ctx *ctx, const uint8_t *src, int32_t n, int typ
   *out = buf;
   *len = cb;
   return CATERVA_OK;
+}
+
+static int compress_aux(caterva_ctx *ctx, const uint8_t *src, int32_t n, int typesize,
+                        uint8_t **out, int32_t *len) {
+  caterva_cparams cp;
+  aux_cparams(&cp, typesize);
+  return compress_new(ctx, &cp, src, n, out, len);
 }
 
 int cat_frame_build_index(caterva_ctx *ctx, const int64_t *entries, int64_t n, uint8_t **out,
@@ -655,19 +660,8 @@ static void vlmeta_cparams(caterva_cparams *cp, int32_t len) {
 int cat_frame_vlmeta_compress(caterva_ctx *ctx, const void *content, int32_t len, uint8_t **out,
                               int32_t *cbytes) {
   caterva_cparams cp;
-  uint8_t *buf;
-  int32_t cb;
   vlmeta_cparams(&cp, len);
-  buf = malloc((size_t)len + CATERVA_CHUNK_MAX_OVERHEAD);
-  if (buf == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
-  cb = caterva_chunk_compress(ctx, &cp, content, len, buf, len + CATERVA_CHUNK_MAX_OVERHEAD);
-  if (cb < 0) {
-    free(buf);
-    return cb;
-  }
-  *out = buf;
-  *cbytes = cb;
-  return CATERVA_OK;
+  return compress_new(ctx, &cp, content, len, out, cbytes);
 }
 
 /* Which blocks of old's content differ from content: 1 when old was decoded and compared

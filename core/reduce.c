@@ -565,6 +565,21 @@ static int cols_ok(const caterva_reduce *r) {
   return 1;
 }
 
+/* The next position of the counter cnt over dimensions lo .. hi - 1 (the last fastest) of
+** extents ext, moving *boff by the block strides bstr: 1, or 0 after the last position. */
+static inline int box_step(int64_t *cnt, const int64_t *ext, const int64_t *bstr, int lo,
+                           int hi, int64_t *boff) {
+  for (int k = hi - 1; k >= lo; k--) {
+    if (++cnt[k] < ext[k]) {
+      *boff += bstr[k];
+      return 1;
+    }
+    cnt[k] = 0;
+    *boff -= (ext[k] - 1) * bstr[k];
+  }
+  return 0;
+}
+
 /* Fold the block's part of the box into slot sl as columns (cols_ok; the slot's nloc,
 ** parts and their strides lstr set, its parts reset). */
 static void fill_cols(const caterva_reduce *r, const red_slot *sl, const red_soa *a,
@@ -584,15 +599,7 @@ static void fill_cols(const caterva_reduce *r, const red_slot *sl, const red_soa
     for (k = 1; k < nd - 1; k++) loff += cnt[k] * lstr[k];
     fn(a, loff, lidx0, lstr[0], blk->data + (size_t)boff * sz, ext[0], (size_t)bstr[0] * sz,
        ext[nd - 1], r->minmax);
-    for (k = nd - 2; k >= 1; k--) {
-      if (++cnt[k] < ext[k]) {
-        boff += bstr[k];
-        break;
-      }
-      cnt[k] = 0;
-      boff -= (ext[k] - 1) * bstr[k];
-    }
-    if (k < 1) break;
+    if (!box_step(cnt, ext, bstr, 1, nd - 1, &boff)) break;
   }
 }
 
@@ -720,15 +727,7 @@ static void slot_fill(const caterva_reduce *r, red_slot *sl, const caterva_block
       if (r->dims[k].mode != CATERVA_RED_REDUCE) loff += sl->lidx[k][cnt[k]] * lstr[k];
     if (r->soa) srun(&soa, loff, sl->lidx[last], q, m, mode);
     else run(sl->part + loff, sl->lidx[last], q, m, mode, r->std);
-    for (k = last - 1; k >= 0; k--) {
-      if (++cnt[k] < ext[k]) {
-        boff += bstr[k];
-        break;
-      }
-      cnt[k] = 0;
-      boff -= (ext[k] - 1) * bstr[k];
-    }
-    if (k < 0) break;
+    if (!box_step(cnt, ext, bstr, 0, last, &boff)) break;
   }
 }
 

@@ -30,11 +30,8 @@
  * for data far from 0), give the block's M2 = sum d^2 - (sum d)^2 / n; parts are combined
  * with Chan, Golub and LeVeque's update M2 = M2a + M2b + delta^2 na nb / n.
  */
-#include "array_internal.h"
+#include "reduce_internal.h"
 
-#include "caterva_reduce.h"
-
-#include <math.h>
 #include <stdlib.h>
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -42,613 +39,6 @@
 
 #define RED_SLOT_BUDGET ((int64_t)4 << 20) /* bytes of slots: bounds a batch's blocks */
 #define RED_ROWS_MAX_BYTES ((int64_t)1 << 31)
-
-/* A row's part of one block (or of one block's statistics). */
-typedef struct red_part {
-  int64_t n;
-  double sum;           /* float items, or an integer sum past int64 (over) */
-  caterva_scalar mn, mx;
-  /* the fields above are all that floats without deviations use */
-  int64_t isum;
-  int over;
-  double k, s1, s2;     /* STD: the shift (first value), sum of x - k, sum of (x - k)^2 */
-} red_part;
-
-/* An output row. */
-typedef struct red_row {
-  int64_t n;
-  double s, c;          /* the float sum s + c (Neumaier), or an integer sum past int64 */
-  double m2;            /* STD: sum of squared deviations from the mean */
-  int64_t isum;
-  int over;
-  caterva_scalar mn, mx;
-} red_row;
-
-/* One block's parts. */
-typedef struct red_slot {
-  int64_t nchunk;
-  int64_t nparts;               /* product of nloc */
-  int32_t nloc[CATERVA_MAX_DIM];/* distinct local coordinates along each dimension */
-  int32_t *glob[CATERVA_MAX_DIM]; /* local coordinate -> output coordinate */
-  int32_t *lidx[CATERVA_MAX_DIM]; /* index - start -> local coordinate */
-  red_part *part;
-} red_slot;
-
-/* A block answered by its statistics, waiting for its turn. */
-typedef struct red_queued {
-  int64_t nchunk, row;
-  int64_t region, next;           /* owned folding: its owner, the owner's next entry or -1 */
-  red_part part;
-} red_queued;
-
-struct caterva_reduce {
-  caterva_ctx *ctx;               /* of the caterva_reduce_add running */
-  caterva_array *a;
-  int nd, flags, std, stype, kind, itemsize;
-  caterva_reduce_dim dims[CATERVA_MAX_DIM];
-  int32_t *gids[CATERVA_MAX_DIM]; /* owned copies of the group maps */
-  int64_t ext[CATERVA_MAX_DIM];   /* output coordinates along each dimension */
-  int64_t stride[CATERVA_MAX_DIM];/* of the output rows, C order */
-  int64_t nrows;
-  red_row *rows;
-  int64_t sublo[CATERVA_MAX_DIM], subhi[CATERVA_MAX_DIM]; /* the sub-box being added */
-  red_slot *slots;
-  int32_t nslots;
-  red_part *partbuf;              /* every slot's parts */
-  int64_t maxparts;               /* parts a slot has room for */
-  int soa;                        /* floats without deviations: parts as four arrays */
-  int32_t *idxbuf;                /* every slot's index lists */
-  int64_t seq0;                   /* sequence number of slots[0] in the current batch */
-  red_queued *queue;
-  int64_t nqueue, capqueue, headqueue;
-  int64_t from_stats;
-  /* owned folding (caterva_reduce_add, see red_own): a region is the blocks sharing their
-     span along every kept dimension; each worker folds and merges the blocks of the regions
-     it is handed, so no two touch a row at once */
-  int rows_mapped;                /* rows come from mmap (rows_alloc) */
-  int cols;                       /* blocks folded as columns (cols_ok) */
-  int minmax;                     /* minima and maxima kept up (not CATERVA_REDUCE_NOMINMAX) */
-  int own;
-  int64_t rfirst[CATERVA_MAX_DIM];/* kept dimensions: global block column of the box's first */
-  int64_t rstride[CATERVA_MAX_DIM];/* of the regions, C order (0: not kept) */
-  int64_t nregions;
-  int64_t *qhead, *qtail;         /* per region: its next queued entry to merge, its last */
-  red_slot *wslots;               /* one per worker */
-  red_part *wpartbuf;
-  int32_t *widxbuf;
-  int32_t nwslots;
-};
-
-/* ---- folding values into parts ---------------------------------------------------------- */
-
-static void part_init(const caterva_reduce *r, red_part *p) {
-  p->n = 0;
-  p->sum = 0;
-  if (r->stype == CATERVA_STATS_FLOAT) {
-    p->mn.f = INFINITY;
-    p->mx.f = -INFINITY;
-    if (r->std) p->k = p->s1 = p->s2 = 0;
-    return;
-  }
-  p->isum = 0;
-  p->over = 0;
-  p->k = p->s1 = p->s2 = 0;
-  if (0) {
-  } else if (r->stype == CATERVA_STATS_INT) {
-    p->mn.i = INT64_MAX;
-    p->mx.i = INT64_MIN;
-  } else {
-    p->mn.u = UINT64_MAX;
-    p->mx.u = 0;
-  }
-}
-
-static inline __attribute__((always_inline)) void part_f(red_part *p, double v, int std) {
-  if (std) {
-    double d;
-    if (p->n == 0) p->k = v;
-    d = v - p->k;
-    p->s1 += d;
-    p->s2 += d * d;
-  }
-  p->n++;
-  p->sum += v;
-  if (v < p->mn.f) p->mn.f = v;
-  if (v > p->mx.f) p->mx.f = v;
-}
-
-/* Add v to an integer sum; past int64 it continues in double. */
-static inline void isum_add(int64_t *is, int *over, double *fs, int64_t v) {
-  int64_t t;
-  if (*over) {
-    *fs += (double)v;
-  } else if (__builtin_add_overflow(*is, v, &t)) {
-    *over = 1;
-    *fs = (double)*is + (double)v;
-  } else {
-    *is = t;
-  }
-}
-
-static inline void usum_add(int64_t *is, int *over, double *fs, uint64_t v) {
-  if (!*over && v <= (uint64_t)INT64_MAX && *is <= INT64_MAX - (int64_t)v) {
-    *is += (int64_t)v;
-    return;
-  }
-  if (!*over) {
-    *over = 1;
-    *fs = (double)*is;
-  }
-  *fs += (double)v;
-}
-
-static inline void part_shift(red_part *p, double v, int std) {
-  if (std) {
-    double d;
-    if (p->n == 0) p->k = v;
-    d = v - p->k;
-    p->s1 += d;
-    p->s2 += d * d;
-  }
-}
-
-static inline void part_i(red_part *p, int64_t v, int std) {
-  part_shift(p, (double)v, std);
-  p->n++;
-  isum_add(&p->isum, &p->over, &p->sum, v);
-  if (v < p->mn.i) p->mn.i = v;
-  if (v > p->mx.i) p->mx.i = v;
-}
-
-static inline void part_u(red_part *p, uint64_t v, int std) {
-  part_shift(p, (double)v, std);
-  p->n++;
-  usum_add(&p->isum, &p->over, &p->sum, v);
-  if (v < p->mn.u) p->mn.u = v;
-  if (v > p->mx.u) p->mx.u = v;
-}
-
-/* How a run of items finds its parts: all in part[0], item j in part[j], or in part[lidx[j]]. */
-#define RED_ONE   0
-#define RED_IDENT 1
-#define RED_LIDX  2
-
-/* Fold m items at q into their parts (mode RED_*). Floats: the common cases -- a run into
-** one part without deviations, and std or not as a constant -- get loops of their own. */
-#define RED_RUN_F(NAME, T, CONV, PRESENT)                                                  \
-  static void NAME##_loop(red_part *part, const int32_t *lidx, const uint8_t *q, int64_t m, \
-                          int mode, const int std) {                                      \
-    for (int64_t j = 0; j < m; j++) {                                                     \
-      T t;                                                                                \
-      memcpy(&t, q + (size_t)j * sizeof t, sizeof t);                                     \
-      if (PRESENT(t))                                                                     \
-        part_f(mode == RED_ONE ? part : part + (mode == RED_IDENT ? j : lidx[j]), CONV(t),   \
-               std);                                                                      \
-    }                                                                                     \
-  }                                                                                       \
-  static void NAME(red_part *part, const int32_t *lidx, const uint8_t *q, int64_t m,       \
-                   int mode, int std) {                                                   \
-    if (mode == RED_ONE && !std) {                                                        \
-      double s = 0, mn = part->mn.f, mx = part->mx.f;                                     \
-      int64_t n = 0;                                                                      \
-      for (int64_t j = 0; j < m; j++) {                                                   \
-        T t;                                                                              \
-        memcpy(&t, q + (size_t)j * sizeof t, sizeof t);                                   \
-        if (PRESENT(t)) {                                                                 \
-          double v = CONV(t);                                                             \
-          n++;                                                                            \
-          s += v;                                                                         \
-          mn = v < mn ? v : mn;                                                           \
-          mx = v > mx ? v : mx;                                                           \
-        }                                                                                 \
-      }                                                                                   \
-      part->n += n;                                                                       \
-      part->sum += s;                                                                     \
-      part->mn.f = mn;                                                                    \
-      part->mx.f = mx;                                                                    \
-    } else if (mode == RED_ONE) {                                                         \
-      double s = 0, mn = part->mn.f, mx = part->mx.f, k = part->k, s1 = part->s1,         \
-             s2 = part->s2;                                                               \
-      int64_t n = part->n;                                                                \
-      for (int64_t j = 0; j < m; j++) {                                                   \
-        T t;                                                                              \
-        memcpy(&t, q + (size_t)j * sizeof t, sizeof t);                                   \
-        if (PRESENT(t)) {                                                                 \
-          double v = CONV(t), d;                                                          \
-          if (n++ == 0) k = v;                                                            \
-          d = v - k;                                                                      \
-          s1 += d;                                                                        \
-          s2 += d * d;                                                                    \
-          s += v;                                                                         \
-          mn = v < mn ? v : mn;                                                           \
-          mx = v > mx ? v : mx;                                                           \
-        }                                                                                 \
-      }                                                                                   \
-      part->n = n;                                                                        \
-      part->sum += s;                                                                     \
-      part->mn.f = mn;                                                                    \
-      part->mx.f = mx;                                                                    \
-      part->k = k;                                                                        \
-      part->s1 = s1;                                                                      \
-      part->s2 = s2;                                                                      \
-    } else if (std) {                                                                     \
-      NAME##_loop(part, lidx, q, m, mode, 1);                                             \
-    } else {                                                                              \
-      NAME##_loop(part, lidx, q, m, mode, 0);                                             \
-    }                                                                                     \
-  }
-/* Integers: one loop. */
-#define RED_RUN(NAME, T, CONV, ADD)                                                        \
-  static void NAME(red_part *part, const int32_t *lidx, const uint8_t *q, int64_t m,       \
-                   int mode, int std) {                                                   \
-    for (int64_t j = 0; j < m; j++) {                                                     \
-      T t;                                                                                \
-      memcpy(&t, q + (size_t)j * sizeof t, sizeof t);                                     \
-      ADD(mode == RED_ONE ? part : part + (mode == RED_IDENT ? j : lidx[j]), CONV(t), std);  \
-    }                                                                                     \
-  }
-#define RED_NOTNAN(t) ((t) == (t))
-#define RED_HALFOK(t) ((t & 0x7C00) != 0x7C00 || (t & 0x3FF) == 0)
-#define RED_ID(t) (t)
-#define RED_BOOL(t) ((int64_t)((t) != 0))
-RED_RUN_F(run_f8, double, RED_ID, RED_NOTNAN)
-RED_RUN_F(run_f4, float, (double), RED_NOTNAN)
-RED_RUN_F(run_f2, uint16_t, cat_half_to_double, RED_HALFOK)
-RED_RUN(run_b1, uint8_t, RED_BOOL, part_i)
-RED_RUN(run_i1, int8_t, (int64_t), part_i)
-RED_RUN(run_i2, int16_t, (int64_t), part_i)
-RED_RUN(run_i4, int32_t, (int64_t), part_i)
-RED_RUN(run_i8, int64_t, RED_ID, part_i)
-RED_RUN(run_u1, uint8_t, (uint64_t), part_u)
-RED_RUN(run_u2, uint16_t, (uint64_t), part_u)
-RED_RUN(run_u4, uint32_t, (uint64_t), part_u)
-RED_RUN(run_u8, uint64_t, RED_ID, part_u)
-
-/*
- * Floats without deviations -- the common case -- keep a slot's parts as four arrays (sums,
- * counts, minima, maxima; counts as doubles, exact below 2^53) rather than as structs: a run
- * along a kept dimension then updates consecutive elements of each array, a loop the
- * compiler vectorises, where the structs made it 4 scattered loads and stores per item.
- */
-typedef struct red_soa {
-  double *s, *n, *mn, *mx;
-} red_soa;
-
-#if defined(__x86_64__) && defined(__SSE2__)
-#include <emmintrin.h>
-/* Items of 4 or 8 bytes (float32, float64) into parts [0, m), two at a time: absent (NaN)
-** items add 0 to the sum and to the count (their mask is clear), and compare false, so that
-** minpd and maxpd keep the part's value -- what the scalar loop does, item for item, in the
-** same order. 1 when done, 0 for other item sizes. */
-static int red_ident_vec(double *s, double *n, double *mn, double *mx, const uint8_t *q,
-                         int64_t m, size_t sz) {
-  const __m128d one = _mm_set1_pd(1.0);
-  int64_t j = 0;
-  if (sz != 4 && sz != 8) return 0;
-  for (; j + 2 <= m; j += 2) {
-    __m128d v = sz == 4 ? _mm_cvtps_pd(_mm_castsi128_ps(_mm_loadl_epi64((const void *)(q + j * 4))))
-                        : _mm_loadu_pd((const double *)(const void *)(q + j * 8));
-    __m128d ok = _mm_cmpeq_pd(v, v);
-    _mm_storeu_pd(s + j, _mm_add_pd(_mm_loadu_pd(s + j), _mm_and_pd(v, ok)));
-    _mm_storeu_pd(n + j, _mm_add_pd(_mm_loadu_pd(n + j), _mm_and_pd(one, ok)));
-    _mm_storeu_pd(mn + j, _mm_min_pd(v, _mm_loadu_pd(mn + j)));
-    _mm_storeu_pd(mx + j, _mm_max_pd(v, _mm_loadu_pd(mx + j)));
-  }
-  for (; j < m; j++) {
-    double v;
-    if (sz == 4) {
-      float f;
-      memcpy(&f, q + j * 4, 4);
-      v = f;
-    } else {
-      memcpy(&v, q + j * 8, 8);
-    }
-    s[j] += v == v ? v : 0.0;
-    n[j] += v == v ? 1.0 : 0.0;
-    mn[j] = v < mn[j] ? v : mn[j];
-    mx[j] = v > mx[j] ? v : mx[j];
-  }
-  return 1;
-}
-#else
-static int red_ident_vec(double *s, double *n, double *mn, double *mx, const uint8_t *q,
-                         int64_t m, size_t sz) {
-  (void)s, (void)n, (void)mn, (void)mx, (void)q, (void)m, (void)sz;
-  return 0;
-}
-#endif
-
-#define RED_SOA(NAME, T, CONV, PRESENT)                                                    \
-  static void NAME(const red_soa *a, int64_t base, const int32_t *lidx, const uint8_t *q,   \
-                   int64_t m, int mode) {                                                 \
-    double *s = a->s + base, *n = a->n + base, *mn = a->mn + base, *mx = a->mx + base;      \
-    if (mode == RED_ONE) {                                                                \
-      double ls = 0, ln = 0, lmn = mn[0], lmx = mx[0];                                    \
-      for (int64_t j = 0; j < m; j++) {                                                   \
-        T t;                                                                              \
-        memcpy(&t, q + (size_t)j * sizeof t, sizeof t);                                   \
-        if (PRESENT(t)) {                                                                 \
-          double v = CONV(t);                                                             \
-          ln += 1;                                                                        \
-          ls += v;                                                                        \
-          lmn = v < lmn ? v : lmn;                                                        \
-          lmx = v > lmx ? v : lmx;                                                        \
-        }                                                                                 \
-      }                                                                                   \
-      s[0] += ls;                                                                         \
-      n[0] += ln;                                                                         \
-      mn[0] = lmn;                                                                        \
-      mx[0] = lmx;                                                                        \
-    } else if (mode == RED_IDENT && red_ident_vec(s, n, mn, mx, q, m, sizeof(T))) {      \
-      /* done with vector instructions */                                                 \
-    } else if (mode == RED_IDENT) {                                                       \
-      for (int64_t j = 0; j < m; j++) {                                                   \
-        T t;                                                                              \
-        double v;                                                                         \
-        int ok;                                                                           \
-        memcpy(&t, q + (size_t)j * sizeof t, sizeof t);                                   \
-        v = CONV(t);                                                                      \
-        ok = PRESENT(t);                                                                  \
-        s[j] = ok ? s[j] + v : s[j];                                                      \
-        n[j] += ok;                                                                       \
-        mn[j] = v < mn[j] ? v : mn[j]; /* false for NaN */                                \
-        mx[j] = v > mx[j] ? v : mx[j];                                                    \
-      }                                                                                   \
-    } else {                                                                              \
-      for (int64_t j = 0; j < m; j++) {                                                   \
-        T t;                                                                              \
-        memcpy(&t, q + (size_t)j * sizeof t, sizeof t);                                   \
-        if (PRESENT(t)) {                                                                 \
-          double v = CONV(t);                                                             \
-          int32_t l = lidx[j];                                                            \
-          s[l] += v;                                                                      \
-          n[l] += 1;                                                                      \
-          mn[l] = v < mn[l] ? v : mn[l];                                                  \
-          mx[l] = v > mx[l] ? v : mx[l];                                                  \
-        }                                                                                 \
-      }                                                                                   \
-    }                                                                                     \
-  }
-RED_SOA(soa_f8, double, RED_ID, RED_NOTNAN)
-RED_SOA(soa_f4, float, (double), RED_NOTNAN)
-RED_SOA(soa_f2, uint16_t, cat_half_to_double, RED_HALFOK)
-
-
-/*
- * Columns: a block whose first dimension is reduced or grouped and whose others are all kept
- * (a climatology folds time into every (lat, lon)). For each kept position its items along
- * dimension 0 are added in increasing order -- the order in which slot_fill's runs add them,
- * with the same operations, so the results are bit-identical -- but in registers: a part is
- * loaded and stored once per run of one group instead of once per item. mm: 0 when minima
- * and maxima are not wanted (CATERVA_REDUCE_NOMINMAX).
- */
-#if defined(__x86_64__) && defined(__SSE2__)
-static inline __attribute__((always_inline)) __m128d cols_load2(const uint8_t *p, size_t sz) {
-  return sz == 4 ? _mm_cvtps_pd(_mm_castsi128_ps(_mm_loadl_epi64((const void *)p)))
-                 : _mm_loadu_pd((const double *)(const void *)p);
-}
-
-/* One vector of items into its accumulators (absent items: see red_ident_vec). */
-#define COLS_STEP(V, S, N, MN, MX)                                                         \
-  do {                                                                                    \
-    __m128d ok_ = _mm_cmpeq_pd(V, V);                                                     \
-    S = _mm_add_pd(S, _mm_and_pd(V, ok_));                                                \
-    N = _mm_add_pd(N, _mm_and_pd(one, ok_));                                              \
-    if (mm) {                                                                             \
-      MN = _mm_min_pd(V, MN);                                                             \
-      MX = _mm_max_pd(V, MX);                                                             \
-    }                                                                                     \
-  } while (0)
-
-/* Positions [0, 2w) (w: 1 or 2) of parts p (counts, minima, maxima at the same offsets of n,
-** mn, mx) from the items at q, tstride bytes apart, from t on while lidx keeps the same
-** group; returns where it stopped. The accumulators are plain variables, to stay in
-** registers. */
-static inline __attribute__((always_inline)) int64_t
-cols_vec_run(const red_soa *a, int64_t p, const int32_t *lidx, int64_t t, const uint8_t *q,
-             int64_t nt, size_t tstride, size_t sz, const int w, const int mm) {
-  const __m128d one = _mm_set1_pd(1.0), inf = _mm_set1_pd(INFINITY);
-  const int32_t l = lidx ? lidx[t] : 0;
-  __m128d s0 = _mm_loadu_pd(a->s + p), n0 = _mm_loadu_pd(a->n + p);
-  __m128d mn0 = mm ? _mm_loadu_pd(a->mn + p) : inf, mx0 = mm ? _mm_loadu_pd(a->mx + p) : inf;
-  __m128d s1 = s0, n1 = n0, mn1 = mn0, mx1 = mx0;
-  if (w == 2) {
-    s1 = _mm_loadu_pd(a->s + p + 2);
-    n1 = _mm_loadu_pd(a->n + p + 2);
-    if (mm) {
-      mn1 = _mm_loadu_pd(a->mn + p + 2);
-      mx1 = _mm_loadu_pd(a->mx + p + 2);
-    }
-  }
-  for (; t < nt && (lidx ? lidx[t] : 0) == l; t++) {
-    const uint8_t *at = q + (size_t)t * tstride;
-    __m128d v0 = cols_load2(at, sz);
-    COLS_STEP(v0, s0, n0, mn0, mx0);
-    if (w == 2) {
-      __m128d v1 = cols_load2(at + 2 * sz, sz);
-      COLS_STEP(v1, s1, n1, mn1, mx1);
-    }
-  }
-  _mm_storeu_pd(a->s + p, s0);
-  _mm_storeu_pd(a->n + p, n0);
-  if (mm) {
-    _mm_storeu_pd(a->mn + p, mn0);
-    _mm_storeu_pd(a->mx + p, mx0);
-  }
-  if (w == 2) {
-    _mm_storeu_pd(a->s + p + 2, s1);
-    _mm_storeu_pd(a->n + p + 2, n1);
-    if (mm) {
-      _mm_storeu_pd(a->mn + p + 2, mn1);
-      _mm_storeu_pd(a->mx + p + 2, mx1);
-    }
-  }
-  return t;
-}
-
-static inline __attribute__((always_inline)) int64_t
-cols_vec_mm(const red_soa *a, int64_t base, const int32_t *lidx, int64_t lstr, const uint8_t *q,
-            int64_t nt, size_t tstride, int64_t m, size_t sz, const int mm) {
-  int64_t j = 0;
-  for (; j + 4 <= m; j += 4)
-    for (int64_t t = 0; t < nt;)
-      t = cols_vec_run(a, base + (lidx ? lidx[t] : 0) * lstr + j, lidx, t, q + (size_t)j * sz,
-                       nt, tstride, sz, 2, mm);
-  for (; j + 2 <= m; j += 2)
-    for (int64_t t = 0; t < nt;)
-      t = cols_vec_run(a, base + (lidx ? lidx[t] : 0) * lstr + j, lidx, t, q + (size_t)j * sz,
-                       nt, tstride, sz, 1, mm);
-  return j;
-}
-
-/* Positions [0, j) of m with vector instructions (items of 4 or 8 bytes); returns j. */
-static int64_t cols_vec(const red_soa *a, int64_t base, const int32_t *lidx, int64_t lstr,
-                        const uint8_t *q, int64_t nt, size_t tstride, int64_t m, size_t sz,
-                        int mm) {
-  if (sz != 4 && sz != 8) return 0;
-  return mm ? cols_vec_mm(a, base, lidx, lstr, q, nt, tstride, m, sz, 1)
-            : cols_vec_mm(a, base, lidx, lstr, q, nt, tstride, m, sz, 0);
-}
-#else
-static int64_t cols_vec(const red_soa *a, int64_t base, const int32_t *lidx, int64_t lstr,
-                        const uint8_t *q, int64_t nt, size_t tstride, int64_t m, size_t sz,
-                        int mm) {
-  (void)a, (void)base, (void)lidx, (void)lstr, (void)q, (void)nt, (void)tstride, (void)m;
-  (void)sz, (void)mm;
-  return 0;
-}
-#endif
-
-/* Kept positions [0, m) of parts base + lidx[t] * lstr (lidx NULL: base) from the items
-** q[t * tstride + j] for t in [0, nt). */
-#define RED_COLS(NAME, T, CONV, PRESENT)                                                   \
-  static void NAME(const red_soa *a, int64_t base, const int32_t *lidx, int64_t lstr,      \
-                   const uint8_t *q, int64_t nt, size_t tstride, int64_t m, int mm) {      \
-    for (int64_t j = cols_vec(a, base, lidx, lstr, q, nt, tstride, m, sizeof(T), mm);      \
-         j < m; j++) {                                                                    \
-      for (int64_t t = 0; t < nt;) {                                                      \
-        int32_t l = lidx ? lidx[t] : 0;                                                   \
-        int64_t p = base + l * lstr + j;                                                  \
-        double s = a->s[p], n = a->n[p], mn = a->mn[p], mx = a->mx[p];                    \
-        for (; t < nt && (lidx ? lidx[t] : 0) == l; t++) {                                \
-          T x;                                                                            \
-          double v;                                                                       \
-          int ok;                                                                         \
-          memcpy(&x, q + (size_t)t * tstride + (size_t)j * sizeof x, sizeof x);           \
-          v = CONV(x);                                                                    \
-          ok = PRESENT(x);                                                                \
-          s = ok ? s + v : s;                                                             \
-          n += ok;                                                                        \
-          mn = v < mn ? v : mn; /* false for NaN */                                       \
-          mx = v > mx ? v : mx;                                                           \
-        }                                                                                 \
-        a->s[p] = s;                                                                      \
-        a->n[p] = n;                                                                      \
-        a->mn[p] = mn;                                                                    \
-        a->mx[p] = mx;                                                                    \
-      }                                                                                   \
-    }                                                                                     \
-  }
-RED_COLS(cols_f8, double, RED_ID, RED_NOTNAN)
-RED_COLS(cols_f4, float, (double), RED_NOTNAN)
-RED_COLS(cols_f2, uint16_t, cat_half_to_double, RED_HALFOK)
-
-typedef void (*red_cols_fn)(const red_soa *, int64_t, const int32_t *, int64_t, const uint8_t *,
-                            int64_t, size_t, int64_t, int);
-
-/* Whether blocks are folded as columns: floats without deviations, dimension 0 reduced or
-** grouped, every other one kept. */
-static int cols_ok(const caterva_reduce *r) {
-  if (!r->soa || r->nd < 2 || r->dims[0].mode == CATERVA_RED_KEEP) return 0;
-  for (int k = 1; k < r->nd; k++)
-    if (r->dims[k].mode != CATERVA_RED_KEEP) return 0;
-  return 1;
-}
-
-/* The next position of the counter cnt over dimensions lo .. hi - 1 (the last fastest) of
-** extents ext, moving *boff by the block strides bstr: 1, or 0 after the last position. */
-static inline int box_step(int64_t *cnt, const int64_t *ext, const int64_t *bstr, int lo,
-                           int hi, int64_t *boff) {
-  for (int k = hi - 1; k >= lo; k--) {
-    if (++cnt[k] < ext[k]) {
-      *boff += bstr[k];
-      return 1;
-    }
-    cnt[k] = 0;
-    *boff -= (ext[k] - 1) * bstr[k];
-  }
-  return 0;
-}
-
-/* Fold the block's part of the box into slot sl as columns (cols_ok; the slot's nloc,
-** parts and their strides lstr set, its parts reset). */
-static void fill_cols(const caterva_reduce *r, const red_slot *sl, const red_soa *a,
-                      const caterva_block *blk, const int64_t *lstr, const int64_t *bstr) {
-  const int nd = r->nd;
-  const red_cols_fn fn = r->itemsize == 8 ? cols_f8 : r->itemsize == 4 ? cols_f4 : cols_f2;
-  const int32_t *lidx0 = r->dims[0].mode == CATERVA_RED_GROUP ? sl->lidx[0] : NULL;
-  const size_t sz = (size_t)r->itemsize;
-  int64_t cnt[CATERVA_MAX_DIM] = {0}, ext[CATERVA_MAX_DIM], boff = 0;
-  for (int k = 0; k < nd; k++) {
-    ext[k] = blk->stop[k] - blk->start[k];
-    boff += (blk->start[k] - blk->origin[k]) * bstr[k];
-  }
-  for (;;) { /* every position of dimensions 1 .. nd - 2 */
-    int64_t loff = 0;
-    int k;
-    for (k = 1; k < nd - 1; k++) loff += cnt[k] * lstr[k];
-    fn(a, loff, lidx0, lstr[0], blk->data + (size_t)boff * sz, ext[0], (size_t)bstr[0] * sz,
-       ext[nd - 1], r->minmax);
-    if (!box_step(cnt, ext, bstr, 1, nd - 1, &boff)) break;
-  }
-}
-
-typedef void (*red_soa_fn)(const red_soa *, int64_t, const int32_t *, const uint8_t *, int64_t,
-                           int);
-
-static red_soa_fn soa_fn(const caterva_reduce *r) {
-  return r->itemsize == 8 ? soa_f8 : r->itemsize == 4 ? soa_f4 : soa_f2;
-}
-
-/* Slot sl's four arrays. */
-static red_soa slot_soa(const caterva_reduce *r, const red_slot *sl) {
-  red_soa a;
-  a.s = (double *)(void *)sl->part;
-  a.n = a.s + r->maxparts;
-  a.mn = a.n + r->maxparts;
-  a.mx = a.mn + r->maxparts;
-  return a;
-}
-
-/* Reset parts [0, n) of the four arrays. */
-static void soa_init(red_soa *a, int64_t n) {
-  for (int64_t i = 0; i < n; i++) {
-    a->s[i] = 0;
-    a->n[i] = 0;
-    a->mn[i] = INFINITY;
-    a->mx[i] = -INFINITY;
-  }
-}
-
-typedef void (*red_run_fn)(red_part *, const int32_t *, const uint8_t *, int64_t, int, int);
-
-static red_run_fn run_fn(const caterva_reduce *r) {
-  switch (r->kind * 16 + r->itemsize) {
-    case CATERVA_KIND_FLOAT * 16 + 8: return run_f8;
-    case CATERVA_KIND_FLOAT * 16 + 4: return run_f4;
-    case CATERVA_KIND_FLOAT * 16 + 2: return run_f2;
-    case CATERVA_KIND_BOOL * 16 + 1: return run_b1;
-    case CATERVA_KIND_INT * 16 + 1: return run_i1;
-    case CATERVA_KIND_INT * 16 + 2: return run_i2;
-    case CATERVA_KIND_INT * 16 + 4: return run_i4;
-    case CATERVA_KIND_INT * 16 + 8: return run_i8;
-    case CATERVA_KIND_UINT * 16 + 1: return run_u1;
-    case CATERVA_KIND_UINT * 16 + 2: return run_u2;
-    case CATERVA_KIND_UINT * 16 + 4: return run_u4;
-    case CATERVA_KIND_UINT * 16 + 8: return run_u8;
-    default: return NULL;
-  }
-}
 
 /* ---- one block into its slot (on any worker) ------------------------------------------ */
 
@@ -671,21 +61,21 @@ static void slot_axis(const caterva_reduce *r, red_slot *sl, int k, int64_t star
 /* Fold the block's part of the box into slot sl. */
 static void slot_fill(const caterva_reduce *r, red_slot *sl, const caterva_block *blk) {
   const int nd = r->nd;
-  const red_run_fn run = run_fn(r);
+  const red_run_fn run = cat_red_run_fn(r);
   int64_t lstr[CATERVA_MAX_DIM], bstr[CATERVA_MAX_DIM], cnt[CATERVA_MAX_DIM];
   int64_t ext[CATERVA_MAX_DIM] = {0}, m, boff = 0, loff = 0;
   int last, mode;
-  const red_soa_fn srun = r->soa ? soa_fn(r) : NULL;
+  const red_soa_fn srun = r->soa ? cat_red_soa_fn(r) : NULL;
   red_soa soa = slot_soa(r, sl);
   sl->nchunk = blk->nchunk;
   sl->nparts = 1;
   if (nd == 0) {
     if (r->soa) {
-      soa_init(&soa, 1);
+      cat_red_soa_init(&soa, 1);
       srun(&soa, 0, NULL, blk->data, 1, RED_ONE);
       return;
     }
-    part_init(r, sl->part);
+    cat_red_part_init(r, sl->part);
     run(sl->part, NULL, blk->data, 1, RED_ONE, r->std);
     return;
   }
@@ -700,11 +90,11 @@ static void slot_fill(const caterva_reduce *r, red_slot *sl, const caterva_block
     sl->nparts *= sl->nloc[k];
     bstr[k] = k == nd - 1 ? 1 : bstr[k + 1] * blk->blockshape[k + 1];
   }
-  if (r->soa) soa_init(&soa, sl->nparts);
+  if (r->soa) cat_red_soa_init(&soa, sl->nparts);
   else
-    for (int64_t i = 0; i < sl->nparts; i++) part_init(r, &sl->part[i]);
+    for (int64_t i = 0; i < sl->nparts; i++) cat_red_part_init(r, &sl->part[i]);
   if (r->cols) {
-    fill_cols(r, sl, &soa, blk, lstr, bstr);
+    cat_red_fill_cols(r, sl, &soa, blk, lstr, bstr);
     return;
   }
   /* trailing reduced axes that the block covers whole join the run */
@@ -989,7 +379,7 @@ static int red_keep(void *arg, int64_t nchunk, int32_t nblock) {
   q->region = r->own ? region_of(r, lo) : 0;
   if (r->own) queue_link(r, q->region, r->nqueue);
   r->nqueue++;
-  part_init(r, &q->part);
+  cat_red_part_init(r, &q->part);
   q->part.n = st.nvalid;
   q->part.mn = st.min;
   q->part.mx = st.max;
@@ -1278,14 +668,14 @@ int caterva_reduce_new(caterva_ctx *ctx, caterva_array *a, const caterva_reduce_
             caterva_array_dtype(a) ? caterva_array_dtype(a) : "(none)");
   r->kind = info.kind;
   r->soa = r->stype == CATERVA_STATS_FLOAT && !r->std;
-  CAT_CHECK(leave, run_fn(r) != NULL, CATERVA_E_UNSUPPORTED,
+  CAT_CHECK(leave, cat_red_run_fn(r) != NULL, CATERVA_E_UNSUPPORTED,
             "reduce: items of dtype %s are not numbers", caterva_array_dtype(a));
   CAT_TRY(leave, take_dims(ctx, r, dims));
   r->rows = rows_alloc(r->nrows, &r->rows_mapped);
   CAT_CHECK(leave, r->rows != NULL, CATERVA_E_NOMEM, "out of memory");
   slots_size(r);
   regions_init(r);
-  r->cols = cols_ok(r) && !(flags & CATERVA_REDUCE_NOCOLS);
+  r->cols = cat_red_cols_ok(r) && !(flags & CATERVA_REDUCE_NOCOLS);
   r->minmax = !(flags & CATERVA_REDUCE_NOMINMAX);
 leave:
   if (rc < 0) caterva_reduce_free(r);

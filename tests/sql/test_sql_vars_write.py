@@ -88,6 +88,37 @@ def same(got, want):
     return ""
 
 
+# A writer of the two-array table in a loop of UPDATEs of every cell, until it is killed
+# (argv: extension, the two paths, the two value columns).
+WRITER_LOOP = r"""
+import sqlite3, sys
+db = sqlite3.connect(':memory:', isolation_level=None)
+db.enable_load_extension(True)
+db.load_extension(sys.argv[1])
+db.execute("CREATE VIRTUAL TABLE temp.w USING caterva('%s', '%s')" % (sys.argv[2], sys.argv[3]))
+n = 0
+while True:
+    n += 1
+    db.execute("UPDATE temp.w SET %s = %d, %s = %d" % (sys.argv[4], n, sys.argv[5], n))
+"""
+
+
+def copy_pair(work, pa0, pb0):
+    """Copies of both arrays (files or sparse directories) in work; their paths."""
+    pa, pb = [os.path.join(work, os.path.basename(p)) for p in (pa0, pb0)]
+    for src, dst in ((pa0, pa), (pb0, pb)):
+        (shutil.copytree if os.path.isdir(src) else shutil.copyfile)(src, dst)
+    return pa, pb
+
+
+def preload_env():
+    """The environment for a child process, with the ASan runtime preloaded when needed."""
+    env = dict(os.environ)
+    if os.environ.get("CATERVA_PRELOAD"):
+        env["LD_PRELOAD"] = os.environ["CATERVA_PRELOAD"]
+    return env
+
+
 def journals(tmp):
     return sorted(n for n in os.listdir(tmp) if n.endswith(".cvjournal"))
 
@@ -232,9 +263,7 @@ def locking(tmp, pa, pb):
             "db.execute(\"CREATE VIRTUAL TABLE temp.w USING caterva('%s','%s')\");"
             "db.execute('UPDATE temp.w SET %s = %s + 1, %s = %s + 1 WHERE t = 0 AND s = 2');"
             "print('done')" % (pa, pb, na, na, nb, nb))
-    env = dict(os.environ)
-    if os.environ.get("CATERVA_PRELOAD"):
-        env["LD_PRELOAD"] = os.environ["CATERVA_PRELOAD"]
+    env = preload_env()
     p = subprocess.Popen([sys.executable, "-c", code, EXT], stdout=subprocess.PIPE, text=True, env=env)
     import time
     time.sleep(0.5)
@@ -280,9 +309,7 @@ def faults(tmp, pa0, pb0):
         work = os.path.join(tmp, "fault")
         shutil.rmtree(work, ignore_errors=True)
         os.mkdir(work)
-        pa, pb = [os.path.join(work, os.path.basename(p)) for p in (pa0, pb0)]
-        for src, dst in ((pa0, pa), (pb0, pb)):
-            (shutil.copytree if os.path.isdir(src) else shutil.copyfile)(src, dst)
+        pa, pb = copy_pair(work, pa0, pb0)
         old = (array_bytes(pa), array_bytes(pb))
         env = dict(env0, CATERVA_FAIL_IO="%d:%s" % (n, how)) if n else env0
         out = subprocess.run([sys.executable, "-c", FAULT_CHILD, EXT, pa, pb, str(rows + 1)],
@@ -343,9 +370,7 @@ def interrupted(tmp, pa0, pb0):
     a killed writer leaves is made by copying the files while the commit is paused."""
     work = os.path.join(tmp, "crash")
     os.mkdir(work)
-    pa, pb = [os.path.join(work, os.path.basename(p)) for p in (pa0, pb0)]
-    for src, dst in ((pa0, pa), (pb0, pb)):
-        (shutil.copytree if os.path.isdir(src) else shutil.copyfile)(src, dst)
+    pa, pb = copy_pair(work, pa0, pb0)
     db = open_table(pa, pb)
     na, nb = names(db)
     old = content(db)
@@ -353,22 +378,10 @@ def interrupted(tmp, pa0, pb0):
     # Run a two-array commit under gdb-free control: a child that commits and is killed with
     # SIGKILL from inside the window, found by polling for the journal and the first array's
     # change. The window is short; retry a few times with a large transaction.
-    code = r"""
-import sqlite3, sys
-db = sqlite3.connect(':memory:', isolation_level=None)
-db.enable_load_extension(True)
-db.load_extension(sys.argv[1])
-db.execute("CREATE VIRTUAL TABLE temp.w USING caterva('%s', '%s')" % (sys.argv[2], sys.argv[3]))
-n = 0
-while True:
-    n += 1
-    db.execute("UPDATE temp.w SET %s = %d, %s = %d" % (sys.argv[4], n, sys.argv[5], n))
-"""
+    code = WRITER_LOOP
     import signal
     import time
-    env = dict(os.environ)
-    if os.environ.get("CATERVA_PRELOAD"):
-        env["LD_PRELOAD"] = os.environ["CATERVA_PRELOAD"]
+    env = preload_env()
     got = None
     for attempt in range(200):
         p = subprocess.Popen([sys.executable, "-c", code, EXT, pa, pb, na, nb], env=env)
@@ -492,9 +505,8 @@ def readers_see_one_moment(tmp):
     db = open_table(pa, pb, timeout=10)  # a reader reloading an array holds LOCK_SH briefly
     na, nb = names(db)
     db.execute("UPDATE temp.w SET %s = 0, %s = 0" % (na, nb))
-    env = dict(os.environ)
+    env = preload_env()
     if os.environ.get("CATERVA_PRELOAD"):
-        env["LD_PRELOAD"] = os.environ["CATERVA_PRELOAD"]
         env["ASAN_OPTIONS"] = "detect_leaks=0"
     p = subprocess.Popen([sys.executable, "-c", READER_CHILD, EXT, pa, pb, "2.5"],
                          stdout=subprocess.PIPE, text=True, env=env)
@@ -518,27 +530,13 @@ def recover_through_one(tmp, pa0, pb0):
     import time
     work = os.path.join(tmp, "crash1")
     os.mkdir(work)
-    pa, pb = [os.path.join(work, os.path.basename(p)) for p in (pa0, pb0)]
-    for src, dst in ((pa0, pa), (pb0, pb)):
-        (shutil.copytree if os.path.isdir(src) else shutil.copyfile)(src, dst)
+    pa, pb = copy_pair(work, pa0, pb0)
     db = open_table(pa, pb)
     na, nb = names(db)
     db.execute("UPDATE temp.w SET %s = 0, %s = 0" % (na, nb))
     db.close()
-    code = r"""
-import sqlite3, sys
-db = sqlite3.connect(':memory:', isolation_level=None)
-db.enable_load_extension(True)
-db.load_extension(sys.argv[1])
-db.execute("CREATE VIRTUAL TABLE temp.w USING caterva('%s', '%s')" % (sys.argv[2], sys.argv[3]))
-n = 0
-while True:
-    n += 1
-    db.execute("UPDATE temp.w SET %s = %d, %s = %d" % (sys.argv[4], n, sys.argv[5], n))
-"""
-    env = dict(os.environ)
-    if os.environ.get("CATERVA_PRELOAD"):
-        env["LD_PRELOAD"] = os.environ["CATERVA_PRELOAD"]
+    code = WRITER_LOOP
+    env = preload_env()
     leader = pa.rstrip("/") + ".cvjournal"
     got = False
     for attempt in range(200):

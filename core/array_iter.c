@@ -1,8 +1,9 @@
 /*
  * array_iter.c -- the block iterator over a box of an array (geometry in array_geom.c):
- * its read-ahead of decompressed blocks, and the portions a remote box is fetched in.
+ * its read-ahead of decompressed blocks, and the portions a remote box is fetched in. Reading
+ * a whole box and visiting every block on the context's threads are in array_visit.c.
  */
-#include "array_internal.h"
+#include "array_iter_internal.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -46,64 +47,11 @@ typedef struct cat_readahead {
 
 enum { RA_IDLE, RA_QUEUED, RA_DONE };
 
-/* How the blocks of the current chunk are served. */
-enum { SERVE_BLOCKS, SERVE_FILL, SERVE_WHOLE, SERVE_NODATA };
-
 #define ITER_BATCH_BYTES (16 * 1024 * 1024) /* decompressed blocks kept at once */
 /* ... with a read-ahead: a batch is consumed right after the worker wrote it, so that it is
 ** read from the cache (whole chunks of megabytes were read from memory: 0.83-0.85x the shell's
 ** generate_series for a full scan of a 200^3 float64 array, 0.88-0.92x with these) */
 #define ITER_READAHEAD_BYTES (512 * 1024)
-
-struct caterva_block_iter {
-  caterva_ctx *ctx;
-  const caterva_array *a;
-  caterva_schunk *sc;
-  const cat_geom *g;
-  int flags;                         /* CATERVA_ITER_* */
-  int64_t start[CATERVA_MAX_DIM];    /* the box, clipped */
-  int64_t stop[CATERVA_MAX_DIM];
-  int64_t c0[CATERVA_MAX_DIM];       /* chunk grid range of the box: [c0, c1) */
-  int64_t c1[CATERVA_MAX_DIM];
-  int64_t cc[CATERVA_MAX_DIM];       /* current chunk's grid coordinates */
-  int32_t b0[CATERVA_MAX_DIM];       /* block grid range inside the current chunk */
-  int32_t b1[CATERVA_MAX_DIM];
-  int32_t bc[CATERVA_MAX_DIM];       /* current block's grid coordinates */
-  int64_t clo[CATERVA_MAX_DIM];      /* current chunk's valid items: [clo, chi) */
-  int64_t chi[CATERVA_MAX_DIM];
-  int32_t *sel;                      /* block numbers of the current chunk to visit, C order */
-  int32_t nsel, selcap;
-  int32_t pos;                       /* next entry of sel to hand out */
-  int32_t batch_lo, batch_hi;        /* sel[batch_lo, batch_hi) are decompressed in data */
-  int32_t batch_max;                 /* blocks per decompression call */
-  int serve;                         /* SERVE_* for the current chunk */
-  const uint8_t *chunk;              /* current chunk's bytes (borrowed from sc) */
-  int32_t cbytes;
-  uint8_t *data;                     /* decompressed blocks of the current batch */
-  size_t datacap;                    /* bytes allocated at data */
-  uint8_t *whole;                    /* a whole decompressed chunk (fallback path) */
-  uint8_t *fill;                     /* one block of a special chunk's content */
-  int fill_kind;                     /* special kind in fill, or -1 */
-  uint8_t fill_value[256];           /* value in fill for CATERVA_SPECIAL_VALUE */
-  int fill_vsize;
-  int64_t nchunk;                    /* number of the chunk at cc */
-  int have_chunk;                    /* cc is valid */
-  int done;
-  int (*keep)(void *, int64_t, int32_t); /* block filter, or NULL */
-  void *keep_arg;
-  int64_t (*owner)(void *, const caterva_block *); /* visit: blocks of one owner in turn */
-  void *owner_arg;
-  cat_readahead *ra;                 /* CATERVA_ITER_READAHEAD with threads, else NULL */
-  caterva_block blk;                 /* handed out by next */
-  /* remote super-chunks: chunks are fetched ahead, a portion of the box at a time */
-  int64_t pinned;                    /* chunk whose bytes it->chunk borrows (pinned), or -1 */
-  int64_t nvisit, nplanned;          /* chunks of the box entered / fetched ahead, C order */
-  cat_fetchahead *fa;                /* fetches the next portion meanwhile, or NULL */
-  cat_want *ready;                   /* the current portion's chunks, pinned (fetch-ahead) */
-  const uint8_t **ready_chunk;       /* ... their bytes */
-  int32_t *ready_cbytes;
-  int nready;
-};
 
 /* The bytes (decompressed) of selected blocks fetched ahead at once from a remote array;
 ** smaller portions when a thread fetches the next one meanwhile (the first costs a wave the
@@ -113,7 +61,6 @@ struct caterva_block_iter {
 #define ITER_REMOTE_MAX_CHUNKS 4096
 
 static void ra_free(cat_readahead *ra);
-static void ra_discard(caterva_block_iter *it);
 static void fa_stop(caterva_block_iter *it);
 static int ready_chunk(caterva_block_iter *it, int64_t nchunk);
 
@@ -138,7 +85,7 @@ void caterva_block_iter_free(caterva_block_iter *it) {
 int caterva_block_iter_reset(caterva_block_iter *it, const int64_t *start,
                              const int64_t *stop) {
   const cat_geom *g = it->g;
-  ra_discard(it);
+  cat_iter_ra_discard(it);
   unpin(it);
   fa_stop(it);
   it->nvisit = it->nplanned = 0;
@@ -428,7 +375,7 @@ static int plan_remote_from(caterva_block_iter *it, const int64_t *from, int use
 }
 
 /* Move to the box's first chunk, or the next one: 0 past the last. */
-static int step_chunk(caterva_block_iter *it) {
+int cat_iter_step_chunk(caterva_block_iter *it) {
   if (it->have_chunk) return next_chunk(it, it->cc);
   memcpy(it->cc, it->c0, sizeof it->cc);
   it->have_chunk = 1;
@@ -537,7 +484,7 @@ int caterva_block_iter_prefetch(caterva_block_iter *it, int64_t max_bytes) {
 
 /* Enter the chunk at it->cc: its valid items and the blocks to visit (planned ahead by the
 ** read-ahead, or computed now). */
-static int enter_chunk(caterva_block_iter *it) {
+int cat_iter_enter_chunk(caterva_block_iter *it) {
   int rc = CATERVA_OK;
   const cat_geom *g = it->g;
   cat_readahead *ra = it->ra;
@@ -652,7 +599,7 @@ static int ra_finish(caterva_block_iter *it) {
 }
 
 /* Drop whatever was read ahead (a reset, the end). */
-static void ra_discard(caterva_block_iter *it) {
+void cat_iter_ra_discard(caterva_block_iter *it) {
   if (it->ra == NULL) return;
   ra_finish(it);
   it->ra->peek_valid = 0;
@@ -793,9 +740,9 @@ leave:
 /* Block nblock of the chunk whose valid items are [clo, chi): its grid coordinates into bc,
 ** its first item's global coordinates into origin and its part of the box into [start,
 ** stop). Reads only the box and the geometry, so workers may call it. */
-static void block_box(const caterva_block_iter *it, const int64_t *clo, const int64_t *chi,
-                      int32_t nblock, int32_t *bc, int64_t *origin, int64_t *start,
-                      int64_t *stop) {
+void cat_iter_block_box(const caterva_block_iter *it, const int64_t *clo, const int64_t *chi,
+                        int32_t nblock, int32_t *bc, int64_t *origin, int64_t *start,
+                        int64_t *stop) {
   const cat_geom *g = it->g;
   int32_t rest = nblock;
   for (int k = g->ndim - 1; k >= 0; k--) {
@@ -822,18 +769,18 @@ int caterva_block_iter_next(caterva_block_iter *it, const caterva_block **blk) {
   g = it->g;
   b = &it->blk;
   while (it->pos >= it->nsel) {
-    if (!step_chunk(it)) {
+    if (!cat_iter_step_chunk(it)) {
       it->done = 1;
       return 0;
     }
-    rc = enter_chunk(it);
+    rc = cat_iter_enter_chunk(it);
     if (rc < 0) {
       it->done = 1;
       return rc;
     }
     b->nchunk = it->nchunk;
   }
-  block_box(it, it->clo, it->chi, it->sel[it->pos], it->bc, b->origin, b->start, b->stop);
+  cat_iter_block_box(it, it->clo, it->chi, it->sel[it->pos], it->bc, b->origin, b->start, b->stop);
   b->nblock = it->sel[it->pos];
   switch (it->serve) {
   case SERVE_BLOCKS:
@@ -855,376 +802,3 @@ int caterva_block_iter_next(caterva_block_iter *it, const caterva_block **blk) {
   return 1;
 }
 
-/* ---- reading a whole box ---------------------------------------------------------------- */
-
-/* Where the blocks of a box go: a C-order buffer covering [bstart, bstart + bshape). */
-typedef struct cat_dest {
-  const caterva_block_iter *it;
-  uint8_t *buf;
-  const int64_t *bstart, *bshape;
-  int mode;  /* CAT_TO_BUF, or CAT_TO_BUF_STREAM for buffers far larger than the caches */
-} cat_dest;
-
-/* Boxes of at least this many bytes are written with non-temporal stores. */
-#define READ_STREAM_BYTES (64 * 1024 * 1024)
-
-/* One chunk of a batch: its valid items, for placing its blocks. */
-typedef struct cat_dest_chunk {
-  const cat_dest *d;
-  int64_t clo[CATERVA_MAX_DIM], chi[CATERVA_MAX_DIM];
-} cat_dest_chunk;
-
-/* Chunks and blocks decoded in one batch of tasks (one wake-up of the pool's threads). */
-#define READ_BATCH_CHUNKS 64
-#define READ_BATCH_BLOCKS 8192
-
-typedef struct cat_read_batch {
-  cat_chunk_req req[READ_BATCH_CHUNKS];
-  cat_dest_chunk dc[READ_BATCH_CHUNKS];
-  int64_t off[READ_BATCH_CHUNKS];   /* req[i]'s blocks start at blocks + off[i] */
-  int32_t nreq;
-  int32_t *blocks;
-  int64_t nblocks, cap;
-} cat_read_batch;
-
-/* cat_block_fn: copy a decoded block's part of the box into place (on any worker). */
-static int scatter_block(void *arg, int32_t nblock, const uint8_t *data, int w) {
-  const cat_dest_chunk *dc = arg;
-  const cat_dest *d = dc->d;
-  int32_t bc[CATERVA_MAX_DIM];
-  int64_t origin[CATERVA_MAX_DIM], lo[CATERVA_MAX_DIM], hi[CATERVA_MAX_DIM];
-  (void)w;
-  block_box(d->it, dc->clo, dc->chi, nblock, bc, origin, lo, hi);
-  cat_copy_box(d->it->g, (uint8_t *)data, origin, lo, hi, d->buf, d->bstart, d->bshape, d->mode);
-  return CATERVA_OK;
-}
-
-/* The current chunk's selected blocks served from fill or whole (not decoded per block). */
-static void copy_served(caterva_block_iter *it, const cat_dest *d) {
-  const cat_geom *g = it->g;
-  int64_t origin[CATERVA_MAX_DIM], lo[CATERVA_MAX_DIM], hi[CATERVA_MAX_DIM];
-  for (int32_t i = 0; i < it->nsel; i++) {
-    int32_t nb = it->sel[i];
-    uint8_t *data = it->serve == SERVE_FILL ? it->fill
-                                            : it->whole + (size_t)nb * (size_t)g->blocksize;
-    block_box(it, it->clo, it->chi, nb, it->bc, origin, lo, hi);
-    cat_copy_box(g, data, origin, lo, hi, d->buf, d->bstart, d->bshape, d->mode);
-  }
-}
-
-/* Decode the batch's blocks and hand each to fn (on the pool's threads), then empty it. */
-static int flush_batch_with(caterva_block_iter *it, cat_read_batch *b, cat_block_fn fn) {
-  int64_t r;
-  if (b->nreq == 0) return CATERVA_OK;
-  for (int32_t i = 0; i < b->nreq; i++) b->req[i].blocks = b->blocks + b->off[i];
-  r = cat_chunks_decode_each(it->ctx, b->req, b->nreq, fn);
-  b->nreq = 0;
-  b->nblocks = 0;
-  return r < 0 ? (int)r : CATERVA_OK;
-}
-
-/* Decode and place the batch's blocks, then empty it. */
-static int flush_batch(caterva_block_iter *it, cat_read_batch *b) {
-  return flush_batch_with(it, b, scatter_block);
-}
-
-/* Add the current chunk's selected blocks (plainly compressed) to the batch. */
-static int add_to_batch(caterva_block_iter *it, cat_read_batch *b, const cat_dest *d) {
-  caterva_ctx *ctx = it->ctx;
-  int rc = CATERVA_OK;
-  int32_t i = b->nreq;
-  if (b->nblocks + it->nsel > b->cap) {
-    int64_t cap = b->nblocks + it->nsel > 2 * b->cap ? b->nblocks + it->nsel : 2 * b->cap;
-    int32_t *p = realloc(b->blocks, (size_t)cap * sizeof *p);
-    CAT_CHECK(leave, p != NULL, CATERVA_E_NOMEM, "out of memory");
-    b->blocks = p;
-    b->cap = cap;
-  }
-  memcpy(b->blocks + b->nblocks, it->sel, (size_t)it->nsel * sizeof *it->sel);
-  b->off[i] = b->nblocks;
-  b->nblocks += it->nsel;
-  b->req[i].chunk = it->chunk;
-  b->req[i].len = (size_t)it->cbytes;
-  b->req[i].n = it->nsel;
-  b->req[i].arg = &b->dc[i];
-  b->dc[i].d = d;
-  memcpy(b->dc[i].clo, it->clo, sizeof it->clo);
-  memcpy(b->dc[i].chi, it->chi, sizeof it->chi);
-  b->nreq++;
-  if (b->nreq == READ_BATCH_CHUNKS || b->nblocks >= READ_BATCH_BLOCKS) rc = flush_batch(it, b);
-leave:
-  return rc;
-}
-
-int cat_block_iter_read_all(caterva_block_iter *it, uint8_t *buf, const int64_t *bstart,
-                            const int64_t *bshape) {
-  caterva_ctx *ctx = it->ctx;
-  int rc = CATERVA_OK;
-  cat_dest d = {it, buf, bstart, bshape, CAT_TO_BUF};
-  cat_read_batch *b = NULL;
-  int64_t nbytes = it->g->itemsize;
-  if (it->done || (it->flags & CATERVA_ITER_NODATA)) goto leave;
-  for (int k = 0; k < it->g->ndim; k++) nbytes *= bshape[k];
-  if (nbytes >= READ_STREAM_BYTES) d.mode = CAT_TO_BUF_STREAM;
-  ra_discard(it);
-  /* ~20 KB of request slots, filled before use: only the counts need a start value (zeroing
-   * the whole of it cost as much as decoding a small box's block) */
-  b = malloc(sizeof *b);
-  CAT_CHECK(leave, b != NULL, CATERVA_E_NOMEM, "out of memory");
-  b->nreq = 0;
-  b->blocks = NULL;
-  b->nblocks = b->cap = 0;
-  for (;;) {
-    if (!step_chunk(it)) break;
-    CAT_TRY(leave, enter_chunk(it));
-    it->pos = it->nsel; /* next() would move on to the following chunk */
-    if (it->nsel == 0) continue;
-    if (it->serve == SERVE_BLOCKS) CAT_TRY(leave, add_to_batch(it, b, &d));
-    else copy_served(it, &d);
-  }
-  rc = flush_batch(it, b);
-leave:
-  if (b != NULL) free(b->blocks);
-  free(b);
-  it->done = 1;
-  return rc;
-}
-
-/* ---- visiting every block on the context's threads ------------------------------------------ */
-
-/* A visit: the caller's functions, and the sequence number of the next block. */
-typedef struct cat_visit {
-  caterva_block_iter *it;
-  caterva_block_visit_fn fn;
-  caterva_block_done_fn done;
-  void *arg;
-  int64_t seq;                       /* blocks handed out so far */
-  int64_t seq_batch;                 /* first sequence number of the pending batch */
-  struct cat_visit_chunk *vcs;       /* the batch's chunks (READ_BATCH_CHUNKS) */
-} cat_visit;
-
-/* One chunk's share of a batch (a whole chunk, or a run of its selected blocks). */
-typedef struct cat_visit_chunk {
-  const cat_visit *v;
-  int64_t nchunk;
-  int64_t seq0;                      /* sequence number of blocks[0] */
-  const int32_t *blocks;             /* its block numbers, increasing (in the batch's list) */
-  int32_t n;
-  int64_t clo[CATERVA_MAX_DIM], chi[CATERVA_MAX_DIM];
-} cat_visit_chunk;
-
-/* cat_block_fn: describe a decoded block and pass it to the caller's function. The block's
-** sequence number is its place in the chunk's increasing list plus the list's first number. */
-static int visit_block(void *arg, int32_t nblock, const uint8_t *data, int w) {
-  const cat_visit_chunk *vc = arg;
-  const cat_visit *v = vc->v;
-  caterva_block blk;
-  int32_t bc[CATERVA_MAX_DIM], lo = 0, hi = vc->n - 1;
-  while (lo < hi) { /* the first entry >= nblock: nblock itself */
-    int32_t mid = lo + (hi - lo) / 2;
-    if (vc->blocks[mid] < nblock) lo = mid + 1;
-    else hi = mid;
-  }
-  block_box(v->it, vc->clo, vc->chi, nblock, bc, blk.origin, blk.start, blk.stop);
-  blk.blockshape = v->it->g->blockshape;
-  blk.data = data;
-  blk.nchunk = vc->nchunk;
-  blk.nblock = nblock;
-  return v->fn(v->arg, &blk, vc->seq0 + lo, w);
-}
-
-/* A batch's block (number t, owner key) while its blocks are sorted by owner. */
-typedef struct cat_owned {
-  int64_t key, t;
-} cat_owned;
-
-static int owned_cmp(const void *x, const void *y) {
-  const cat_owned *a = x, *b = y;
-  if (a->key != b->key) return a->key < b->key ? -1 : 1;
-  return a->t < b->t ? -1 : a->t > b->t;
-}
-
-/* The batch's blocks grouped by their owner (each group in increasing order) into *gr,
-** whose arrays are malloc'ed (free gr->order and gr->first). */
-static int owner_groups(cat_visit *v, const cat_read_batch *b, cat_groups *gr) {
-  caterva_block_iter *it = v->it;
-  caterva_ctx *ctx = it->ctx;
-  int rc = CATERVA_OK;
-  cat_owned *own = malloc((size_t)(b->nblocks > 0 ? b->nblocks : 1) * sizeof *own);
-  int64_t *order = malloc((size_t)(b->nblocks > 0 ? b->nblocks : 1) * sizeof *order);
-  int64_t *first = malloc((size_t)(b->nblocks + 1) * sizeof *first), t = 0, n = 0;
-  caterva_block blk;
-  int32_t bc[CATERVA_MAX_DIM];
-  CAT_CHECK(leave, own != NULL && order != NULL && first != NULL, CATERVA_E_NOMEM,
-            "out of memory");
-  blk.blockshape = it->g->blockshape;
-  blk.data = NULL;
-  for (int32_t i = 0; i < b->nreq; i++) {
-    const cat_visit_chunk *vc = &v->vcs[i];
-    for (int32_t j = 0; j < vc->n; j++, t++) {
-      block_box(it, vc->clo, vc->chi, vc->blocks[j], bc, blk.origin, blk.start, blk.stop);
-      blk.nchunk = vc->nchunk;
-      blk.nblock = vc->blocks[j];
-      own[t].key = it->owner(it->owner_arg, &blk);
-      own[t].t = t;
-    }
-  }
-  qsort(own, (size_t)t, sizeof *own, owned_cmp);
-  for (int64_t i = 0; i < t; i++) {
-    if (i == 0 || own[i].key != own[i - 1].key) first[n++] = i;
-    order[i] = own[i].t;
-  }
-  first[n] = t;
-  gr->order = order;
-  gr->first = first;
-  gr->n = n;
-  order = first = NULL;
-leave:
-  free(own);
-  free(order);
-  free(first);
-  return rc;
-}
-
-/* Decode the batch's blocks, a group per owner, and hand each to visit_block; then empty it. */
-static int flush_owned(cat_visit *v, cat_read_batch *b) {
-  cat_groups gr = {NULL, NULL, 0};
-  int64_t r = owner_groups(v, b, &gr);
-  for (int32_t i = 0; i < b->nreq; i++) b->req[i].blocks = b->blocks + b->off[i];
-  if (r >= 0) r = cat_chunks_decode_groups(v->it->ctx, b->req, b->nreq, visit_block, &gr);
-  b->nreq = 0;
-  b->nblocks = 0;
-  free((void *)gr.order);
-  free((void *)gr.first);
-  return r < 0 ? (int)r : CATERVA_OK;
-}
-
-/* Decode the pending batch on the pool (a group per owner when the caller set one), then
-** tell the caller it is complete. */
-static int visit_flush(cat_visit *v, cat_read_batch *b) {
-  int rc;
-  for (int32_t i = 0; i < b->nreq; i++) v->vcs[i].blocks = b->blocks + b->off[i];
-  if (v->it->owner != NULL && b->nreq > 0) rc = flush_owned(v, b);
-  else rc = flush_batch_with(v->it, b, visit_block);
-  if (rc >= 0 && v->seq > v->seq_batch && v->done != NULL)
-    rc = v->done(v->arg, v->seq_batch, v->seq);
-  v->seq_batch = v->seq;
-  return rc;
-}
-
-/* Add selected blocks sel[from, from + n) of the current chunk to the batch. */
-static int visit_add(cat_visit *v, cat_read_batch *b, int32_t from, int32_t n) {
-  cat_visit_chunk *vcs = v->vcs;
-  caterva_block_iter *it = v->it;
-  caterva_ctx *ctx = it->ctx;
-  int rc = CATERVA_OK;
-  int32_t i = b->nreq;
-  if (b->nblocks + n > b->cap) {
-    int64_t cap = b->nblocks + n > 2 * b->cap ? b->nblocks + n : 2 * b->cap;
-    int32_t *p = realloc(b->blocks, (size_t)cap * sizeof *p);
-    CAT_CHECK(leave, p != NULL, CATERVA_E_NOMEM, "out of memory");
-    b->blocks = p;
-    b->cap = cap;
-  }
-  memcpy(b->blocks + b->nblocks, it->sel + from, (size_t)n * sizeof *it->sel);
-  b->off[i] = b->nblocks;
-  b->nblocks += n;
-  b->req[i].chunk = it->chunk;
-  b->req[i].len = (size_t)it->cbytes;
-  b->req[i].n = n;
-  b->req[i].arg = &vcs[i];
-  vcs[i].v = v;
-  vcs[i].nchunk = it->nchunk;
-  vcs[i].seq0 = v->seq;
-  vcs[i].blocks = NULL; /* set at the flush: the list may still move */
-  vcs[i].n = n;
-  memcpy(vcs[i].clo, it->clo, sizeof it->clo);
-  memcpy(vcs[i].chi, it->chi, sizeof it->chi);
-  v->seq += n;
-  b->nreq++;
-leave:
-  return rc;
-}
-
-/* The current chunk's blocks served from fill or whole, on the caller's thread, in order,
-** in batches of at most max. */
-static int visit_served(cat_visit *v, int32_t max) {
-  caterva_block_iter *it = v->it;
-  const cat_geom *g = it->g;
-  caterva_block blk;
-  int rc = CATERVA_OK;
-  blk.blockshape = g->blockshape;
-  blk.nchunk = it->nchunk;
-  for (int32_t i = 0; i < it->nsel && rc >= 0; i++) {
-    blk.nblock = it->sel[i];
-    blk.data = it->serve == SERVE_FILL ? it->fill
-                                       : it->whole + (size_t)blk.nblock * (size_t)g->blocksize;
-    block_box(it, it->clo, it->chi, blk.nblock, it->bc, blk.origin, blk.start, blk.stop);
-    rc = v->fn(v->arg, &blk, v->seq++, 0);
-    if (rc >= 0 && (v->seq - v->seq_batch == max || i + 1 == it->nsel)) {
-      if (v->done != NULL) rc = v->done(v->arg, v->seq_batch, v->seq);
-      v->seq_batch = v->seq;
-    }
-  }
-  return rc;
-}
-
-/* The current chunk's selected blocks into the batch, in runs of at most max blocks, the
-** batch decoded whenever it is full. */
-static int visit_chunk(cat_visit *v, cat_read_batch *b, int32_t max) {
-  caterva_block_iter *it = v->it;
-  int rc = CATERVA_OK;
-  for (int32_t from = 0; from < it->nsel && rc >= 0;) {
-    int32_t n = it->nsel - from;
-    if (b->nreq == READ_BATCH_CHUNKS || b->nblocks >= max) rc = visit_flush(v, b);
-    if (rc < 0) break;
-    if (n > max - b->nblocks) n = (int32_t)(max - b->nblocks);
-    rc = visit_add(v, b, from, n);
-    from += n;
-  }
-  return rc;
-}
-
-int caterva_block_iter_visit(caterva_block_iter *it, int32_t max_batch,
-                             caterva_block_visit_fn fn, caterva_block_done_fn done, void *arg) {
-  caterva_ctx *ctx = it ? it->ctx : NULL;
-  int rc = CATERVA_OK;
-  cat_read_batch *b = NULL;
-  cat_visit_chunk *vcs = NULL;
-  cat_visit v = {it, fn, done, arg, 0, 0, NULL};
-  CAT_CHECK(leave, it != NULL && fn != NULL && !(it->flags & CATERVA_ITER_NODATA),
-            CATERVA_E_INVALID, "visit: no iterator, no function, or an iterator without data");
-  if (it->done) goto leave;
-  if (max_batch < 1 || max_batch > READ_BATCH_BLOCKS) max_batch = READ_BATCH_BLOCKS;
-  ra_discard(it);
-  b = malloc(sizeof *b);
-  if (b != NULL) {
-    b->nreq = 0;
-    b->blocks = NULL;
-    b->nblocks = b->cap = 0;
-  }
-  vcs = malloc(READ_BATCH_CHUNKS * sizeof *vcs);
-  CAT_CHECK(leave, b != NULL && vcs != NULL, CATERVA_E_NOMEM, "out of memory");
-  v.vcs = vcs;
-  for (;;) {
-    if (!step_chunk(it)) break;
-    /* a remote chunk's bytes stay only while it is the pinned one: decode it before the next */
-    if (cat_sc_is_remote(it->sc)) CAT_TRY(leave, visit_flush(&v, b));
-    CAT_TRY(leave, enter_chunk(it));
-    it->pos = it->nsel; /* next() would move on to the following chunk */
-    if (it->nsel == 0) continue;
-    if (it->serve == SERVE_BLOCKS) {
-      CAT_TRY(leave, visit_chunk(&v, b, max_batch));
-    } else {
-      CAT_TRY(leave, visit_flush(&v, b));
-      CAT_TRY(leave, visit_served(&v, max_batch));
-    }
-  }
-  rc = visit_flush(&v, b);
-leave:
-  if (b != NULL) free(b->blocks);
-  free(b);
-  free(vcs);
-  if (it != NULL) it->done = 1;
-  return rc;
-}

@@ -716,6 +716,7 @@ static int resize_impl(caterva_ctx *ctx, caterva_array *a, const int64_t *new_sh
   if (a->has_b2nd) CAT_TRY(leave, update_meta_shape(ctx, a, CAT_META_B2ND, 1, ng.shape));
   if (a->has_caterva) CAT_TRY(leave, update_meta_shape(ctx, a, CAT_META_CATERVA, 0, ng.shape));
   a->g = ng;
+  a->geom_gen++;
   cat_wcache_reshaped(a);
   CAT_TRY(leave, cat_bs_reshaped(ctx, a, old_shape));
   /* Items that were padding of surviving edge chunks become real: give them the fill. */

@@ -150,6 +150,7 @@ typedef struct cat_coord_slot cat_coord_slot;
 struct caterva_array {
   caterva_schunk *sc;                 /* owned */
   cat_geom g;
+  uint32_t geom_gen;                  /* changes whenever g is set (chunk numbering may change) */
   char *dtype;                        /* b2nd dtype string, or NULL */
   int has_b2nd, has_caterva;          /* which metalayers the frame carries */
   uint8_t fill[CAT_FILL_MAX];         /* the fill item (first itemsize bytes; wider items: 0) */

@@ -47,6 +47,7 @@ int cat_array_load_meta(caterva_ctx *ctx, caterva_array *a) {
   if (a->has_b2nd) CAT_TRY(leave, caterva_schunk_meta_get(a->sc, CAT_META_B2ND, &content, &len));
   CAT_TRY(leave, cat_meta_decode(ctx, content, (size_t)len, a->has_b2nd, &m));
   CAT_TRY(leave, cat_geom_init(ctx, &a->g, &m, caterva_schunk_typesize(a->sc)));
+  a->geom_gen++;
   free(a->dtype);
   a->dtype = NULL;
   if (m.dtype != NULL) {

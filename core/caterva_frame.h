@@ -258,6 +258,11 @@ int caterva_schunk_compact(caterva_ctx *ctx, caterva_schunk *sc, int force);
                                        lose the last commits, never a process crash */
 /** Set behaviour flags (CATERVA_SC_*). */
 void caterva_schunk_set_flags(caterva_schunk *sc, int flags);
+/** Give back the file maps and chunk bytes that CATERVA_SC_RETAIN_MAPS kept since the last
+ * call (each commit of a contiguous file replaces its map): every pointer obtained from
+ * caterva_schunk_get_chunk before this call becomes invalid, so call it only when none is in
+ * use (a table with no open cursor). Without it they are kept until sc is freed. */
+void caterva_schunk_release_maps(caterva_schunk *sc);
 /** @} */
 
 /** @defgroup lock Locking between processes (c-blosc2's `.b2lock` protocol, lock.c)

@@ -1124,13 +1124,7 @@ void cat_file_close(caterva_schunk *sc) {
   sc->header_unsynced = false;
   sc->retain_maps = false;
   unmap(sc);
-  while (sc->retired != NULL) {
-    cat_map *m = sc->retired;
-    sc->retired = m->next;
-    if (m->n > 0) munmap(m->p, m->n);
-    else free(m->p);
-    free(m);
-  }
+  cat_file_release_retired(sc);
   if (sc->fd >= 0) close(sc->fd);
   sc->fd = -1;
   if (sc->rfd >= 0) close(sc->rfd);
@@ -1167,6 +1161,16 @@ int cat_file_stale(caterva_ctx *ctx, caterva_schunk *sc) {
                         sc->cbytes);
   return memcmp(disk + CAT_FH_COMMIT_START, mine + CAT_FH_COMMIT_START,
                 CAT_FH_COMMIT_END - CAT_FH_COMMIT_START) != 0;
+}
+
+void cat_file_release_retired(caterva_schunk *sc) {
+  while (sc->retired != NULL) {
+    cat_map *m = sc->retired;
+    sc->retired = m->next;
+    if (m->n > 0) munmap(m->p, m->n);
+    else free(m->p);
+    free(m);
+  }
 }
 
 void cat_file_retire_bytes(caterva_schunk *sc, void *p) {

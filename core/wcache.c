@@ -56,6 +56,13 @@ struct cat_wcache {
   int64_t blo[CATERVA_MAX_DIM], bhi[CATERVA_MAX_DIM]; /* its cells inside the shape */
   int64_t bbase;     /* image offset (in items) of its first item */
   int64_t lastidx;   /* image offset of the last write (stride prediction) */
+  int64_t nitems;    /* items of an image */
+  int have_chunk;    /* clo/chi describe chunk cn (the slow path's divisions skipped) in the
+                      * geometry of generation chunk_gen */
+  uint32_t chunk_gen;
+  int64_t cn, clo[CATERVA_MAX_DIM], chi[CATERVA_MAX_DIM];
+  int32_t *rdiv[CATERVA_MAX_DIM]; /* per dimension, NULL or for each offset r inside a chunk:
+                                   * (r / blockshape) << 16 | r % blockshape */
   uint64_t clock;
   int64_t budget;    /* bytes */
   cat_wstore *ws;    /* chunks written wholly, being compressed on a worker, or NULL */
@@ -107,6 +114,7 @@ static void drop_wmarks(cat_wcache *wc, int level) {
 void cat_wcache_free(cat_wcache *wc) {
   if (wc == NULL) return;
   drop_wmarks(wc, -1);
+  for (int k = 0; k < CATERVA_MAX_DIM; k++) free(wc->rdiv[k]);
   cat_ws_free(wc->ws, wc->pool);
   free(wc->marks);
   entries_free(wc->e, wc->n, wc->pool);
@@ -120,6 +128,18 @@ void caterva_array_set_write_cache(caterva_array *a, int64_t nbytes) {
   if (a->wc != NULL) {
     int64_t m = a->wbudget / (a->g.chunksize > 0 ? a->g.chunksize : 1);
     a->wc->max = m < 1 ? 1 : m > 4096 ? 4096 : (int)m;
+  }
+}
+
+/* The tables that turn an offset inside a chunk into block and offset in the block without a
+ * division, for the dimensions whose chunk extent fits 16 bits (others divide). A table
+ * that cannot be allocated is left out the same way. */
+static void rdiv_init(cat_wcache *wc, const cat_geom *g) {
+  for (int k = 0; k < g->ndim; k++) {
+    int64_t cs = g->chunkshape[k], bs = g->blockshape[k];
+    if (cs <= 0 || cs > 65535 || bs <= 0 || (wc->rdiv[k] = malloc((size_t)cs * 4)) == NULL)
+      continue;
+    for (int64_t r = 0; r < cs; r++) wc->rdiv[k][r] = (int32_t)((r / bs) << 16 | r % bs);
   }
 }
 
@@ -137,6 +157,8 @@ static int wcache_get(caterva_ctx *ctx, caterva_array *a) {
   m = budget / (a->g.chunksize > 0 ? a->g.chunksize : 1);
   a->wc->max = m < 1 ? 1 : m > 4096 ? 4096 : (int)m;
   a->wc->last = -1;
+  a->wc->nitems = a->g.itemsize > 0 ? a->g.chunksize / a->g.itemsize : 0;
+  rdiv_init(a->wc, &a->g);
   return CATERVA_OK;
 }
 
@@ -393,9 +415,11 @@ leave:
 
 /* The image offset of coord when it lies in the block of the last write (no divisions:
  * loads and slab updates write many cells of one block in a row), else -1. */
-static int64_t same_block(const cat_wcache *wc, const cat_geom *g, const int64_t *coord) {
+static int64_t same_block(const caterva_array *a, const int64_t *coord) {
+  const cat_wcache *wc = a->wc;
+  const cat_geom *g = &a->g;
   int64_t in = 0;
-  if (!wc->have_blk) return -1;
+  if (!wc->have_blk || wc->chunk_gen != a->geom_gen) return -1;
   for (int k = 0; k < g->ndim; k++) {
     int64_t c = coord[k];
     if (c < wc->blo[k] || c >= wc->bhi[k]) return -1;
@@ -404,43 +428,80 @@ static int64_t same_block(const cat_wcache *wc, const cat_geom *g, const int64_t
   return wc->bbase + in;
 }
 
+/* Chunk number n of coord, its block number blk in the chunk, its C-order offset in in the
+ * block and its offset in the block along each dimension, off. Inside the chunk of the last write (loads and slab updates stay in one chunk for
+ * many rows), without a division where the tables exist. */
+static int locate(caterva_ctx *ctx, const caterva_array *a, const int64_t *coord, int64_t *n,
+                  int64_t *blk, int64_t *in, int64_t *off) {
+  const cat_wcache *wc = a->wc;
+  const cat_geom *g = &a->g;
+  int64_t b = 0, o = 0, cn = 0;
+  int inside = wc->have_chunk && wc->chunk_gen == a->geom_gen;
+  for (int k = 0; k < g->ndim && inside; k++)
+    inside = coord[k] >= wc->clo[k] && coord[k] < wc->chi[k];
+  for (int k = 0; k < g->ndim; k++) {
+    int64_t c = coord[k], r;
+    if (c < 0 || c >= g->shape[k])
+      return cat_error(ctx, CATERVA_E_RANGE, "coordinate %lld out of range 0..%lld in "
+                       "dimension %d", (long long)c, (long long)g->shape[k] - 1, k);
+    if (inside) {
+      r = c - wc->clo[k];
+    } else {
+      cn = cn * g->gridshape[k] + c / g->chunkshape[k];
+      r = c % g->chunkshape[k];
+    }
+    if (wc->rdiv[k] != NULL) {
+      int32_t t = wc->rdiv[k][r];
+      b = b * g->blockgrid[k] + (t >> 16);
+      off[k] = t & 0xffff;
+    } else {
+      b = b * g->blockgrid[k] + r / g->blockshape[k];
+      off[k] = r % g->blockshape[k];
+    }
+    o = o * g->blockshape[k] + off[k];
+  }
+  *n = inside ? wc->cn : cn;
+  *blk = b;
+  *in = o;
+  return CATERVA_OK;
+}
+
 int caterva_array_set_item(caterva_ctx *ctx, caterva_array *a, const int64_t *coord,
                            const void *item) {
   const cat_geom *g;
   cat_wentry *e = NULL;
-  int64_t n = 0, blk = 0, in = 0, fast;
+  int64_t n = 0, blk = 0, in = 0, fast, off[CATERVA_MAX_DIM];
   size_t idx;
   int rc = CATERVA_OK;
   CAT_CHECK(leave, a != NULL && item != NULL && (coord != NULL || a->g.ndim == 0),
             CATERVA_E_INVALID, "set_item: NULL argument");
   CAT_TRY(leave, stuck_error(ctx, a));
   g = &a->g;
-  if (a->wc != NULL && (fast = same_block(a->wc, g, coord)) >= 0) {
+  if (a->wc != NULL && (fast = same_block(a, coord)) >= 0) {
     e = &a->wc->e[a->wc->last];
     idx = (size_t)fast;
     goto write;
   }
-  for (int k = 0; k < g->ndim; k++) {
-    int64_t c = coord[k], r;
-    CAT_CHECK(leave, c >= 0 && c < g->shape[k], CATERVA_E_RANGE,
-              "coordinate %lld out of range 0..%lld in dimension %d", (long long)c,
-              (long long)g->shape[k] - 1, k);
-    n = n * g->gridshape[k] + c / g->chunkshape[k];
-    r = c % g->chunkshape[k];
-    blk = blk * g->blockgrid[k] + r / g->blockshape[k];
-    in = in * g->blockshape[k] + r % g->blockshape[k];
-  }
   CAT_TRY(leave, wcache_get(ctx, a));
+  CAT_TRY(leave, locate(ctx, a, coord, &n, &blk, &in, off));
   if (a->wc->last >= 0 && a->wc->e[a->wc->last].nchunk == n) e = &a->wc->e[a->wc->last];
   else CAT_TRY(leave, claim(ctx, a, n, &e));
   idx = (size_t)(blk * g->blockitems + in);
-  /* remember this block for the next cells */
+  if (!a->wc->have_chunk || a->wc->cn != n || a->wc->chunk_gen != a->geom_gen) {
+    for (int k = 0; k < g->ndim; k++) {
+      a->wc->clo[k] = coord[k] - coord[k] % g->chunkshape[k];
+      a->wc->chi[k] = a->wc->clo[k] + g->chunkshape[k];
+    }
+    a->wc->cn = n;
+    a->wc->chunk_gen = a->geom_gen;
+    a->wc->have_chunk = 1;
+  }
+  /* remember this block for the next cells: its cells that are this chunk's (a block may run
+   * into the chunk's padding, whose coordinates belong to the next chunk) and inside the
+   * shape */
   for (int k = 0; k < g->ndim; k++) {
-    /* the block's cells that are this chunk's (a block may run into the chunk's padding,
-     * whose coordinates belong to the next chunk) and inside the shape */
-    int64_t lo = coord[k] - coord[k] % g->chunkshape[k] % g->blockshape[k];
-    int64_t hi = lo + g->blockshape[k], cend = coord[k] - coord[k] % g->chunkshape[k] + g->chunkshape[k];
-    if (hi > cend) hi = cend;
+    int64_t lo = coord[k] - off[k], hi = lo + g->blockshape[k];
+    if (hi > a->wc->chi[k]) hi = a->wc->chi[k];
     a->wc->blo[k] = lo;
     a->wc->bhi[k] = hi < g->shape[k] ? hi : g->shape[k];
   }
@@ -452,7 +513,7 @@ write:
     /* Rows in a transposed order write with a constant stride, a cache line each: the line
      * of the predicted next write is fetched while SQLite produces that row. */
     int64_t next = 2 * (int64_t)idx - a->wc->lastidx;
-    if (next >= 0 && next < g->chunksize / g->itemsize) {
+    if (next >= 0 && next < a->wc->nitems) {
       __builtin_prefetch(e->img + (size_t)next * (size_t)g->itemsize, 1, 3);
       __builtin_prefetch(&e->bits[next >> 6], 1, 3);
     }
@@ -496,6 +557,7 @@ static void wcache_discard(caterva_array *a) {
   if (a->wc != NULL) {
     a->wc->last = -1;
     a->wc->have_blk = 0;
+    a->wc->have_chunk = 0;
   }
 }
 
@@ -503,7 +565,7 @@ static void wcache_discard(caterva_array *a) {
  * not renumber chunks (growth or shrinking along the first axis only); others are stored
  * first by the caller. */
 void cat_wcache_reshaped(caterva_array *a) {
-  if (a->wc != NULL) a->wc->have_blk = 0;
+  if (a->wc != NULL) a->wc->have_blk = a->wc->have_chunk = 0;
   for (int i = 0; a->wc != NULL && i < a->wc->n; i++) {
     cat_wentry *e = &a->wc->e[i];
     if (e->nchunk < 0) continue;

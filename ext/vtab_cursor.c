@@ -93,6 +93,7 @@ int cvCursorClose(sqlite3_vtab_cursor *pCursor) {
   sqlite3_free(pCur);
   if (--pTab->nCursor == 0) {
     cvFreeRetired(pTab);
+    cvReleaseMaps(pTab);
     if (pTab->bReadLocked) {
       caterva_lock_release(pTab->pLock);
       pTab->bReadLocked = 0;

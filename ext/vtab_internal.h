@@ -554,6 +554,7 @@ int cvBeginFirst(CvVtab *pTab);
 int cvStatementStartFirst(CvVtab *pTab);
 /* The end of a transaction either way: flags reset, the first array's lock released. */
 void cvTxnEnd(CvVtab *pTab);
+void cvReleaseMaps(CvVtab *pTab);
 void cvSleepMs(int ms);
 
 /* ---- vtab_vars_txn.c: transactions of tables over several arrays ------------------------ */

@@ -348,7 +348,18 @@ int cvBeginFirst(CvVtab *pTab) {
 }
 
 /* End of a transaction either way: the lock goes. */
+/* With no cursor open, nothing points into the file maps that commits replaced: give them
+** back (a connection that commits many times would otherwise keep one map per commit, up to
+** the process's limit on mappings, until the table is closed). */
+void cvReleaseMaps(CvVtab *pTab) {
+  if (pTab->nCursor > 0) return;
+  if (pTab->pArr) caterva_schunk_release_maps(caterva_array_schunk(pTab->pArr));
+  for (int i = 0; i < pTab->nVar; i++)
+    if (pTab->aVar[i].pArr) caterva_schunk_release_maps(caterva_array_schunk(pTab->aVar[i].pArr));
+}
+
 void cvTxnEnd(CvVtab *pTab) {
+  cvReleaseMaps(pTab);
   pTab->bInTxn = 0;
   /* blocks cached by the scans of this transaction may predate its writes */
   if (pTab->bDirty) cvCacheInvalidate(&pTab->cache);

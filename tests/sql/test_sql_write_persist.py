@@ -81,9 +81,56 @@ def persistence(tmp):
                "cols %r\ngot %r\nwant %r\ninfo %r" % (cols, got, want, info))
 
 
+def maps_of(path):
+    """How many mappings of path this process holds (/proc/self/maps)."""
+    real = os.path.realpath(path)
+    with open("/proc/self/maps") as f:
+        return sum(1 for line in f if line.rstrip("\n").endswith(" " + real))
+
+
+def map_count(tmp):
+    """A connection that commits many times keeps one map of the file, not one per commit;
+    while one of its own scans is open across commits, the maps that scan may read stay (its
+    rows are right), and they go once it ends."""
+    path = os.path.join(tmp, "maps.b2nd")
+    db = connect()
+    create(db, "t", path, "shape='40,40', dtype='float64', chunks='10,10', blocks='5,5'")
+    db.execute("WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c "
+               "WHERE i < 1599) INSERT INTO t SELECT i / 40, i % 40, i FROM c")
+    most = 0
+    for k in range(300):
+        db.execute("UPDATE t SET value = value + 1 WHERE d0 = %d AND d1 = %d" % (k % 40, k * 7 % 40))
+        if k % 2:
+            db.execute("INSERT INTO t VALUES (%d, %d, -2)" % (k * 3 % 40, k % 40))
+        most = max(most, maps_of(path))
+    report(0 < most <= 2, "300 one-cell commits through one connection hold at most 2 maps "
+           "of the file (one per commit kept until the table closes before)", "most: %d" % most)
+    cur = db.execute("SELECT d0, d1, value FROM t ORDER BY d0, d1")
+    first = cur.fetchmany(10)
+    before = db.execute("SELECT sum(value) FROM t").fetchone()[0]
+    for k in range(20):
+        db.execute("UPDATE t SET value = value + 1 WHERE d0 = 39 AND d1 = %d" % k)
+    held = maps_of(path)
+    rest = cur.fetchall()
+    rows = first + rest
+    report(len(rows) == 1600 and held > 2,
+           "a scan open across 20 commits keeps the maps it may read and returns every row",
+           "rows %d, maps while open %d" % (len(rows), held))
+    after = maps_of(path)
+    db.execute("UPDATE t SET value = value + 1 WHERE d0 = 0 AND d1 = 0")
+    now = maps_of(path)
+    total = db.execute("SELECT sum(value) FROM t").fetchone()[0]
+    report(now <= 2 and total == before + 21,
+           "after the scan ends, the next commit gives the kept maps back",
+           "maps after the scan %d, after a commit %d; sum %r, expected %r" %
+           (after, now, total, before + 21))
+    db.close()
+
+
 def after_commit(tmp):
     own_writes(tmp)
     persistence(tmp)
+    map_count(tmp)
 
 
 if __name__ == "__main__":

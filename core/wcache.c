@@ -30,6 +30,10 @@ struct cat_wentry {
   int64_t nvalid;    /* items of the chunk inside the shape */
   uint64_t stamp;    /* last use, for LRU */
   bool cleared;      /* the image was zeroed when claimed (items not written read 0) */
+  int perm;          /* -1: img and bits in the chunk's layout (blocks); k >= 0: the cells of
+                      * the chunk's box in C order with dimension k moved last (rows that
+                      * arrive with k fastest fill it sequentially); see normalize */
+  int64_t pstride[CATERVA_MAX_DIM]; /* with perm >= 0: the item stride of each dimension */
 };
 
 /* A savepoint's copy of the images pending then (they are not flushed: a statement
@@ -63,6 +67,13 @@ struct cat_wcache {
   int64_t cn, clo[CATERVA_MAX_DIM], chi[CATERVA_MAX_DIM];
   int32_t *rdiv[CATERVA_MAX_DIM]; /* per dimension, NULL or for each offset r inside a chunk:
                                    * (r / blockshape) << 16 | r % blockshape */
+  int64_t prev[CATERVA_MAX_DIM]; /* the coordinates of the last write (have_prev) */
+  int have_prev;
+  int step_dim;      /* the dimension along which a write that claimed a chunk last stepped
+                      * by +1 from the write before it (all others equal), or -1: none yet */
+  int64_t *lay;      /* NULL, or per dimension k (at layoff[k]) and offset r in a chunk's box:
+                      * the item offset in the chunk's layout (normalize) */
+  int64_t layoff[CATERVA_MAX_DIM];
   uint64_t clock;
   int64_t budget;    /* bytes */
   cat_wstore *ws;    /* chunks written wholly, being compressed on a worker, or NULL */
@@ -115,6 +126,7 @@ void cat_wcache_free(cat_wcache *wc) {
   if (wc == NULL) return;
   drop_wmarks(wc, -1);
   for (int k = 0; k < CATERVA_MAX_DIM; k++) free(wc->rdiv[k]);
+  free(wc->lay);
   cat_ws_free(wc->ws, wc->pool);
   free(wc->marks);
   entries_free(wc->e, wc->n, wc->pool);
@@ -157,9 +169,146 @@ static int wcache_get(caterva_ctx *ctx, caterva_array *a) {
   m = budget / (a->g.chunksize > 0 ? a->g.chunksize : 1);
   a->wc->max = m < 1 ? 1 : m > 4096 ? 4096 : (int)m;
   a->wc->last = -1;
+  a->wc->step_dim = -1;
   a->wc->nitems = a->g.itemsize > 0 ? a->g.chunksize / a->g.itemsize : 0;
   rdiv_init(a->wc, &a->g);
   return CATERVA_OK;
+}
+
+/* ---- images filled in another order ------------------------------------------------------
+ *
+ * Rows that arrive with a dimension other than the last one fastest (time fastest into a
+ * time, lat, lon array) would write each item into another cache line of the chunk's layout
+ * (a block row apart), so a chunk claimed by such a row is filled in the order they come: its
+ * box in C order with that dimension moved last (perm). Before anything else reads the image
+ * (storing it, a savepoint's copy, a resize) normalize puts items and bits in the chunk's
+ * layout, a copy in one pass. */
+
+/* Give e the layout of rows arriving with dimension k fastest. */
+static void perm_setup(const cat_geom *g, cat_wentry *e, int k) {
+  int64_t st = g->chunkshape[k];
+  e->perm = k;
+  e->pstride[k] = 1;
+  for (int j = g->ndim - 1; j >= 0; j--) {
+    if (j == k) continue;
+    e->pstride[j] = st;
+    st *= g->chunkshape[j];
+  }
+}
+
+/* The tables of wc->lay: offset r along dimension k of a chunk's box lands at item
+ * (r / blockshape) * (block stride) * blockitems + (r % blockshape) * (stride in a block). */
+static int lay_init(caterva_ctx *ctx, cat_wcache *wc, const cat_geom *g) {
+  int64_t total = 0, at = 0;
+  if (wc->lay != NULL) return CATERVA_OK;
+  for (int k = 0; k < g->ndim; k++) total += g->chunkshape[k];
+  wc->lay = malloc((size_t)(total > 0 ? total : 1) * sizeof *wc->lay);
+  if (wc->lay == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  for (int k = 0; k < g->ndim; k++) {
+    int64_t bst = 1, ist = 1;
+    for (int j = k + 1; j < g->ndim; j++) {
+      bst *= g->blockgrid[j];
+      ist *= g->blockshape[j];
+    }
+    wc->layoff[k] = at;
+    for (int64_t r = 0; r < g->chunkshape[k]; r++)
+      wc->lay[at + r] = r / g->blockshape[k] * bst * g->blockitems + r % g->blockshape[k] * ist;
+    at += g->chunkshape[k];
+  }
+  return CATERVA_OK;
+}
+
+/* One row of a permuted image (n items from item src on) to their places base + tk[i]. */
+static void perm_row(const cat_geom *g, const cat_wentry *e, int64_t src, int64_t n,
+                     const int64_t *tk, int64_t base, uint8_t *dst, uint64_t *bits) {
+  size_t is = (size_t)g->itemsize;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t d = base + tk[i], s = src + i;
+    if (is == 4) memcpy(dst + d * 4, e->img + s * 4, 4);
+    else if (is == 8) memcpy(dst + d * 8, e->img + s * 8, 8);
+    else memcpy(dst + (size_t)d * is, e->img + (size_t)s * is, is);
+    if (e->bits[s >> 6] >> (s & 63) & 1) bits[d >> 6] |= (uint64_t)1 << (d & 63);
+  }
+}
+
+/* Put e's image and bits in the chunk's layout (nothing to do if they are). */
+static int normalize(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
+  cat_wcache *wc = a->wc;
+  const cat_geom *g = &a->g;
+  int64_t r[CATERVA_MAX_DIM] = {0}, src = 0;
+  uint8_t *dst = NULL;
+  uint64_t *bits = NULL;
+  int k = e->perm, rc = CATERVA_OK;
+  if (k < 0) return CATERVA_OK;
+  CAT_TRY(leave, lay_init(ctx, wc, g));
+  dst = cat_imgpool_get(wc->pool);
+  bits = calloc(bits_words(g), sizeof *bits);
+  CAT_CHECK(leave, dst != NULL && bits != NULL, CATERVA_E_NOMEM, "out of memory");
+  if (e->cleared) memset(dst, 0, (size_t)g->chunksize); /* padding and cells not written */
+  for (;;) {
+    int64_t base = 0;
+    int j;
+    for (j = 0; j < g->ndim; j++)
+      if (j != k) base += wc->lay[wc->layoff[j] + r[j]];
+    perm_row(g, e, src, g->chunkshape[k], wc->lay + wc->layoff[k], base, dst, bits);
+    src += g->chunkshape[k];
+    for (j = g->ndim - 1; j >= 0; j--) {
+      if (j == k) continue;
+      if (++r[j] < g->chunkshape[j]) break;
+      r[j] = 0;
+    }
+    if (j < 0) break;
+  }
+  cat_imgpool_put(wc->pool, e->img);
+  free(e->bits);
+  e->img = dst;
+  e->bits = bits;
+  e->perm = -1;
+  dst = NULL;
+  bits = NULL;
+leave:
+  cat_imgpool_put(wc->pool, dst);
+  free(bits);
+  return rc;
+}
+
+/* Every pending image in the chunk's layout. */
+static int normalize_all(caterva_ctx *ctx, caterva_array *a) {
+  int rc = CATERVA_OK;
+  for (int i = 0; a->wc != NULL && i < a->wc->n; i++)
+    if (a->wc->e[i].nchunk >= 0) CAT_TRY(leave, normalize(ctx, a, &a->wc->e[i]));
+leave:
+  return rc;
+}
+
+/* The image offset of coord in the permuted image of the last write's chunk, else -1. */
+static int64_t same_chunk_perm(const caterva_array *a, const int64_t *coord) {
+  const cat_wcache *wc = a->wc;
+  const cat_wentry *e;
+  int64_t off = 0;
+  if (!wc->have_chunk || wc->chunk_gen != a->geom_gen || wc->last < 0) return -1;
+  e = &wc->e[wc->last];
+  if (e->perm < 0 || e->nchunk != wc->cn) return -1;
+  for (int k = 0; k < a->g.ndim; k++) {
+    int64_t c = coord[k];
+    if (c < wc->clo[k] || c >= wc->chi[k] || c >= a->g.shape[k]) return -1;
+    off += (c - wc->clo[k]) * e->pstride[k];
+  }
+  return off;
+}
+
+/* The dimension along which coord steps by +1 from the last write (all others equal), or
+ * -1. */
+static int step_of(const cat_wcache *wc, const cat_geom *g, const int64_t *coord) {
+  int d = -1;
+  if (!wc->have_prev) return -1;
+  for (int k = 0; k < g->ndim; k++) {
+    int64_t diff = coord[k] - wc->prev[k];
+    if (diff == 0) continue;
+    if (diff != 1 || d >= 0) return -1;
+    d = k;
+  }
+  return d;
 }
 
 /* Per block of e's image: some item written (1), or none (0). */
@@ -257,6 +406,7 @@ static int store_entry(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
   caterva_cparams cp = cat_array_chunk_cparams(a);
   int32_t cbytes = 0, cap = g->chunksize + CATERVA_CHUNK_MAX_OVERHEAD;
   int rc = CATERVA_OK, own, patched = 0;
+  CAT_TRY(leave, normalize(ctx, a, e));
   cbuf = malloc((size_t)cap);
   CAT_CHECK(leave, cbuf != NULL, CATERVA_E_NOMEM, "out of memory");
   if (e->nset < e->nvalid) {
@@ -333,7 +483,8 @@ leave:
 }
 
 int cat_wcache_settle(caterva_ctx *ctx, caterva_array *a) {
-  return a->wc != NULL ? reap(ctx, a, 1) : CATERVA_OK;
+  int rc = a->wc != NULL ? reap(ctx, a, 1) : CATERVA_OK;
+  return rc < 0 ? rc : normalize_all(ctx, a);
 }
 
 /* Store entry e, every item of which was written: inside a transaction, with threads to
@@ -344,6 +495,7 @@ static int store_full(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
   int rc = CATERVA_OK;
   if (ctx == NULL || ctx->nthreads < 2 || !caterva_schunk_in_txn(a->sc))
     return store_entry(ctx, a, e);
+  CAT_TRY(leave, normalize(ctx, a, e));
   if (wc->ws == NULL && (wc->ws = cat_ws_new(a->g.chunksize)) == NULL) return store_entry(ctx, a, e);
   CAT_TRY(leave, reap(ctx, a, 0));
   if (cat_ws_full(wc->ws)) {
@@ -406,6 +558,8 @@ static int claim(caterva_ctx *ctx, caterva_array *a, int64_t n, cat_wentry **out
   e->cleared = e->nvalid < (int64_t)g->nblocks * g->blockitems;
   if (e->cleared) memset(e->img, 0, (size_t)g->chunksize);
   memset(e->bits, 0, bits_words(g) * sizeof *e->bits);
+  e->perm = -1;
+  if (wc->step_dim >= 0 && wc->step_dim < g->ndim - 1) perm_setup(g, e, wc->step_dim);
   wc->last = (int)(e - wc->e);
   wc->have_blk = 0;
   *out = e;
@@ -477,16 +631,21 @@ int caterva_array_set_item(caterva_ctx *ctx, caterva_array *a, const int64_t *co
             CATERVA_E_INVALID, "set_item: NULL argument");
   CAT_TRY(leave, stuck_error(ctx, a));
   g = &a->g;
-  if (a->wc != NULL && (fast = same_block(a, coord)) >= 0) {
+  if (a->wc != NULL && ((fast = same_block(a, coord)) >= 0 ||
+                        (fast = same_chunk_perm(a, coord)) >= 0)) {
     e = &a->wc->e[a->wc->last];
     idx = (size_t)fast;
     goto write;
   }
   CAT_TRY(leave, wcache_get(ctx, a));
   CAT_TRY(leave, locate(ctx, a, coord, &n, &blk, &in, off));
-  if (a->wc->last >= 0 && a->wc->e[a->wc->last].nchunk == n) e = &a->wc->e[a->wc->last];
-  else CAT_TRY(leave, claim(ctx, a, n, &e));
-  idx = (size_t)(blk * g->blockitems + in);
+  if (a->wc->last >= 0 && a->wc->e[a->wc->last].nchunk == n) {
+    e = &a->wc->e[a->wc->last];
+  } else {
+    int sd = step_of(a->wc, g, coord);
+    if (sd >= 0) a->wc->step_dim = sd;
+    CAT_TRY(leave, claim(ctx, a, n, &e));
+  }
   if (!a->wc->have_chunk || a->wc->cn != n || a->wc->chunk_gen != a->geom_gen) {
     for (int k = 0; k < g->ndim; k++) {
       a->wc->clo[k] = coord[k] - coord[k] % g->chunkshape[k];
@@ -496,6 +655,14 @@ int caterva_array_set_item(caterva_ctx *ctx, caterva_array *a, const int64_t *co
     a->wc->chunk_gen = a->geom_gen;
     a->wc->have_chunk = 1;
   }
+  if (e->perm >= 0) {
+    int64_t p = 0;
+    for (int k = 0; k < g->ndim; k++) p += (coord[k] - a->wc->clo[k]) * e->pstride[k];
+    idx = (size_t)p;
+    a->wc->have_blk = 0;
+    goto write;
+  }
+  idx = (size_t)(blk * g->blockitems + in);
   /* remember this block for the next cells: its cells that are this chunk's (a block may run
    * into the chunk's padding, whose coordinates belong to the next chunk) and inside the
    * shape */
@@ -509,6 +676,8 @@ int caterva_array_set_item(caterva_ctx *ctx, caterva_array *a, const int64_t *co
   a->wc->have_blk = 1;
 write:
   e->stamp = ++a->wc->clock;
+  if (g->ndim > 0) memcpy(a->wc->prev, coord, (size_t)g->ndim * sizeof *coord);
+  a->wc->have_prev = 1;
   {
     /* Rows in a transposed order write with a constant stride, a cache line each: the line
      * of the predicted next write is fetched while SQLite produces that row. */
@@ -589,7 +758,7 @@ void cat_wcache_reshaped(caterva_array *a) {
 static void wcache_discard(caterva_array *a);
 
 /* Copies of the n pending entries of src into a new array *out (n may be 0). */
-static int copy_pending(caterva_ctx *ctx, const caterva_array *a, cat_wentry **out, int *n) {
+static int copy_pending(caterva_ctx *ctx, caterva_array *a, cat_wentry **out, int *n) {
   const cat_wcache *wc = a->wc;
   size_t nb = bits_words(&a->g) * sizeof(uint64_t);
   int k = 0;
@@ -597,6 +766,9 @@ static int copy_pending(caterva_ctx *ctx, const caterva_array *a, cat_wentry **o
   *n = 0;
   for (int i = 0; wc != NULL && i < wc->n; i++) k += wc->e[i].nchunk >= 0;
   if (k == 0) return CATERVA_OK;
+  if ((k = normalize_all(ctx, a)) < 0) return k;
+  k = 0;
+  for (int i = 0; i < wc->n; i++) k += wc->e[i].nchunk >= 0;
   *out = calloc((size_t)k, sizeof **out);
   if (*out == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
   for (int i = 0, j = 0; i < wc->n; i++) {
@@ -628,6 +800,7 @@ static int restore_pending(caterva_ctx *ctx, caterva_array *a, const cat_wmark *
   for (int i = 0; m != NULL && i < m->n; i++) {
     cat_wentry *e;
     CAT_TRY(leave, claim(ctx, a, m->e[i].nchunk, &e));
+    e->perm = -1; /* the copies are in the chunk's layout */
     memcpy(e->img, m->e[i].img, (size_t)a->g.chunksize);
     memcpy(e->bits, m->e[i].bits, nb);
     e->nset = m->e[i].nset;

@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CAT_WS_DEPTH 8
-#define CAT_WS_BYTES (32 * 1024 * 1024)
+#define CAT_WS_DEPTH 32
+#define CAT_WS_BYTES (64 * 1024 * 1024)
 
 enum { WS_QUEUED, WS_RUNNING, WS_DONE };
 

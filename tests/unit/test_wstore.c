@@ -54,11 +54,13 @@ static caterva_array *make(caterva_ctx *ctx, const char *path, int sparse) {
   return a;
 }
 
-/* Every cell of the box [0, nt) x Y x X with generation gen, C order or transposed. */
+/* Every cell of the box [0, nt) x Y x X with generation gen, in C order (0), transposed (1:
+ * t fastest, then y, then x) or y fastest (2: then t, then x). */
 static int write_all(caterva_ctx *ctx, caterva_array *a, int64_t nt, int transposed, int gen) {
   int64_t c[3];
   for (int64_t i = 0; i < nt * Y * X; i++) {
-    if (transposed) c[0] = i % nt, c[1] = i / nt % Y, c[2] = i / (nt * Y);
+    if (transposed == 1) c[0] = i % nt, c[1] = i / nt % Y, c[2] = i / (nt * Y);
+    else if (transposed == 2) c[1] = i % Y, c[0] = i / Y % nt, c[2] = i / (nt * Y);
     else c[0] = i / (Y * X), c[1] = i / X % Y, c[2] = i % X;
     double v = cell(c[0], c[1], c[2], gen);
     if (caterva_array_set_item(ctx, a, c, &v) < 0) return -1;
@@ -218,6 +220,51 @@ static void test_rollback(caterva_ctx *ctx) {
   }
 }
 
+/* Rows arriving with another dimension than the last fastest fill images in their own order
+ * (wcache.c, perm): chunks completed that way, chunks written in part over committed ones
+ * (their other cells from the file), a savepoint's copies and ROLLBACK TO, growth with such
+ * images pending, and the edge chunks of the shape (t 6 of 7, x 8-9 of 10) all read back. */
+static void test_orders(caterva_ctx *ctx) {
+  for (int order = 1; order <= 2; order++)
+    for (int sparse = 0; sparse < 2; sparse++) {
+      char path[300];
+      int64_t shape[3] = {9, Y, X}, bad[4] = {-1, -1, -1, -1};
+      snprintf(path, sizeof path, "%s/order-%d-%d.b2nd", tmpdir, order, sparse);
+      caterva_array *a = make(ctx, path, sparse);
+      int ok = a != NULL && caterva_array_begin(ctx, a) >= 0 &&
+               write_all(ctx, a, T, order, 1) >= 0 && caterva_array_commit(ctx, a, 0) >= 0;
+      if (ok) bad[0] = check_cells(ctx, a, T, 1);
+      /* the first 3 time steps (1.5 chunk rows) again: partial chunks completed from the file */
+      ok = ok && caterva_array_begin(ctx, a) >= 0 && write_all(ctx, a, 3, order, 2) >= 0 &&
+           caterva_array_commit(ctx, a, 0) >= 0;
+      if (ok) {
+        int64_t start[3] = {0, 0, 0}, stop[3] = {T, Y, X}, n = T * Y * X;
+        double *buf = malloc((size_t)n * sizeof *buf);
+        bad[1] = buf == NULL || caterva_array_get_slice(ctx, a, start, stop, buf, n * 8) < 0;
+        for (int64_t i = 0; buf != NULL && bad[1] >= 0 && i < n; i++)
+          bad[1] += buf[i] != cell(i / (Y * X), i / X % Y, i % X, i / (Y * X) < 3 ? 2 : 1);
+        free(buf);
+      }
+      /* a savepoint with images pending, more rows, ROLLBACK TO it, growth, commit */
+      ok = ok && caterva_array_begin(ctx, a) >= 0 && write_all(ctx, a, 5, order, 3) >= 0 &&
+           caterva_array_savepoint(ctx, a, 1) >= 0 && write_all(ctx, a, T, order, 4) >= 0 &&
+           caterva_array_rollback_to(ctx, a, 1) >= 0 && write_all(ctx, a, T, order, 3) >= 0 &&
+           caterva_array_resize(ctx, a, shape) >= 0 && caterva_array_commit(ctx, a, 0) >= 0;
+      if (ok) bad[2] = check_cells(ctx, a, T, 3);
+      /* a write of part of the rows, then a flush and a read inside the transaction */
+      ok = ok && caterva_array_begin(ctx, a) >= 0 && write_all(ctx, a, T, order, 5) >= 0 &&
+           caterva_array_flush(ctx, a) >= 0;
+      if (ok) bad[3] = check_cells(ctx, a, T, 5);
+      ok = ok && caterva_array_rollback(ctx, a) >= 0 && check_cells(ctx, a, T, 3) == 0;
+      tap_ok(ok && bad[0] == 0 && bad[1] == 0 && bad[2] == 0 && bad[3] == 0,
+             "%s, %s fastest: loaded, rewritten in part, savepoint and ROLLBACK TO with growth, "
+             "flushed: every cell right (wrong: %lld, %lld, %lld, %lld)",
+             sparse ? "sparse" : "contiguous", order == 1 ? "t" : "y", (long long)bad[0],
+             (long long)bad[1], (long long)bad[2], (long long)bad[3]);
+      caterva_array_free(a);
+    }
+}
+
 static void test_twice(caterva_ctx *ctx) {
   char path[300];
   snprintf(path, sizeof path, "%s/twice.b2nd", tmpdir);
@@ -306,6 +353,7 @@ int main(void) {
   test_set_slice(ctx);
   test_rollback(ctx);
   test_twice(ctx);
+  test_orders(ctx);
   test_stats(ctx);
   test_pool();
   caterva_ctx_free(ctx);

@@ -284,7 +284,7 @@ int caterva_array_set_fill(caterva_ctx *ctx, caterva_array *a, const void *item,
  * write-back cache of decompressed chunks. A chunk all of whose items inside the shape have
  * been written is compressed without being read (loads in C order stream): inside a
  * transaction, with a context of two or more threads, on a worker thread of the array's own
- * while the caller goes on (at most 8 such chunks, 32 MiB, wait at a time), and stored by a
+ * while the caller goes on (at most 32 such chunks, 64 MiB, wait at a time), and stored by a
  * later call on the caller's thread (a later write, a flush, a savepoint or its release, a
  * resize, set_slice, commit), in the order the chunks were completed (the file's bytes are
  * those of a single-threaded load); else at once. Other chunks are completed from the

@@ -13,7 +13,10 @@
  *
  *   image offset of an item = block number in the chunk * items per block
  *                             + C-order offset inside the block
- * (chunks hold their blocks in C order over the block grid, spec §5.2).
+ * (chunks hold their blocks in C order over the block grid, spec §5.2), except in images of
+ * chunks claimed by rows that arrive with another dimension than the last fastest: those
+ * hold the chunk's box in C order with that dimension last until normalize (below) puts them
+ * in the chunk's layout, before anything but a write reads them.
  */
 #include "array_internal.h"
 
@@ -75,6 +78,7 @@ struct cat_wcache {
                       * the item offset in the chunk's layout (normalize) */
   int64_t layoff[CATERVA_MAX_DIM];
   uint64_t clock;
+  int16_t hint[256]; /* an entry that held chunk n (n % 256), checked before use, or -1 */
   int64_t budget;    /* bytes */
   cat_wstore *ws;    /* chunks written wholly, being compressed on a worker, or NULL */
   cat_imgpool *pool; /* where the entries' images come from (imgpool.c) */
@@ -170,6 +174,7 @@ static int wcache_get(caterva_ctx *ctx, caterva_array *a) {
   a->wc->max = m < 1 ? 1 : m > 4096 ? 4096 : (int)m;
   a->wc->last = -1;
   a->wc->step_dim = -1;
+  memset(a->wc->hint, 0xff, sizeof a->wc->hint);
   a->wc->nitems = a->g.itemsize > 0 ? a->g.chunksize / a->g.itemsize : 0;
   rdiv_init(a->wc, &a->g);
   return CATERVA_OK;
@@ -522,13 +527,17 @@ static int claim(caterva_ctx *ctx, caterva_array *a, int64_t n, cat_wentry **out
   /* a chunk written again while its last image is still being compressed: that one is
    * stored first, so that the items not written now are taken from it */
   if (cat_ws_holds(wc->ws, n)) CAT_TRY(leave, reap(ctx, a, 1));
-  for (int i = 0; i < wc->n; i++)
-    if (wc->e[i].nchunk == n) {
-      *out = &wc->e[i];
-      if (wc->last != i) wc->have_blk = 0;
-      wc->last = i;
-      return CATERVA_OK;
-    }
+  {
+    int h = wc->hint[n & 255], i = h >= 0 && h < wc->n && wc->e[h].nchunk == n ? h : 0;
+    for (; i < wc->n; i++)
+      if (wc->e[i].nchunk == n) {
+        *out = &wc->e[i];
+        if (wc->last != i) wc->have_blk = 0;
+        wc->last = i;
+        wc->hint[n & 255] = (int16_t)i;
+        return CATERVA_OK;
+      }
+  }
   for (int i = 0; i < wc->n && e == NULL; i++)
     if (wc->e[i].nchunk < 0) e = &wc->e[i];
   if (e == NULL && wc->n < wc->max) {
@@ -561,6 +570,7 @@ static int claim(caterva_ctx *ctx, caterva_array *a, int64_t n, cat_wentry **out
   e->perm = -1;
   if (wc->step_dim >= 0 && wc->step_dim < g->ndim - 1) perm_setup(g, e, wc->step_dim);
   wc->last = (int)(e - wc->e);
+  wc->hint[n & 255] = (int16_t)wc->last;
   wc->have_blk = 0;
   *out = e;
 leave:

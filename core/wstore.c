@@ -10,7 +10,8 @@
  * stay on the caller's thread, and the chunks reach the file in the same order as without
  * the worker, so the bytes written are the same.
  *
- * The queue holds at most CAT_WS_DEPTH images (bounded memory); a full queue makes the
+ * The queue holds at most CAT_WS_DEPTH images and CAT_WS_BYTES (bounded memory: a transposed
+ * load of the demo grid completes 13 chunks at once); a full queue makes the
  * caller wait for the oldest. Errors of a job (out of memory) come back with it and fail
  * the caller's next store, that is, its statement. Nothing here reads the array's state but
  * the parameters copied at push time and the statistics' item type, which do not change while
@@ -45,6 +46,8 @@ struct cat_wstore {
   caterva_ctx *wctx;        /* the worker's context (one thread, its own codec state) */
   ws_job q[CAT_WS_DEPTH];   /* ring: jobs head .. head + n - 1, in the order handed over */
   int head, n, depth;
+  uint64_t mask;            /* bit nchunk % 64 of every queued job (the caller's own: set and
+                             * recomputed by push and pop on its thread) */
 };
 
 static ws_job *ws_at(cat_wstore *ws, int i) { return &ws->q[(ws->head + i) % CAT_WS_DEPTH]; }
@@ -111,7 +114,8 @@ int cat_ws_full(const cat_wstore *ws) { return ws->n >= ws->depth; }
 int cat_ws_queued(const cat_wstore *ws) { return ws != NULL && ws->n > 0; }
 
 int cat_ws_holds(const cat_wstore *ws, int64_t nchunk) {
-  for (int i = 0; ws != NULL && i < ws->n; i++)
+  if (ws == NULL || !(ws->mask >> (nchunk & 63) & 1)) return 0;
+  for (int i = 0; i < ws->n; i++)
     if (ws->q[(ws->head + i) % CAT_WS_DEPTH].d.nchunk == nchunk) return 1;
   return 0;
 }
@@ -140,6 +144,7 @@ int cat_ws_push(cat_wstore *ws, const caterva_array *a, const caterva_cparams *c
   j->g = a->g;
   j->a = a;
   ws->n++;
+  ws->mask |= (uint64_t)1 << (nchunk & 63);
   pthread_cond_broadcast(&ws->cv);
 leave:
   pthread_mutex_unlock(&ws->mu);
@@ -167,6 +172,8 @@ int cat_ws_pop(cat_wstore *ws, caterva_ctx *ctx, int wait, cat_wdone *out) {
     *out = ws_at(ws, 0)->d;
     ws->head = (ws->head + 1) % CAT_WS_DEPTH;
     ws->n--;
+    ws->mask = 0;
+    for (int i = 0; i < ws->n; i++) ws->mask |= (uint64_t)1 << (ws_at(ws, i)->d.nchunk & 63);
     got = 1;
   }
   pthread_mutex_unlock(&ws->mu);

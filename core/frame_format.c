@@ -666,23 +666,30 @@ int cat_frame_vlmeta_compress(caterva_ctx *ctx, const void *content, int32_t len
 
 /* Which blocks of old's content differ from content: 1 when old was decoded and compared
  * (dirty filled), 0 when it cannot be patched from (then compress whole). */
-static int vlmeta_dirty(caterva_ctx *ctx, const uint8_t *old, int32_t oldlen, const uint8_t *content,
+static int vlmeta_dirty(caterva_ctx *ctx, const uint8_t *old, int32_t oldlen,
+                        const uint8_t *oldraw, int32_t oldrawlen, const uint8_t *content,
                         int32_t len, uint8_t **dirty) {
   caterva_chunk_info ci;
   uint8_t *prev = NULL;
+  const uint8_t *cmp;
   int rc = 0;
   *dirty = NULL;
   if (old == NULL || caterva_chunk_info_get(old, (size_t)oldlen, &ci) < 0 || ci.nbytes != len ||
       ci.special || ci.memcpyed || ci.blocksize <= 0 || ci.nblocks <= 0)
     return 0;
-  prev = malloc((size_t)len);
   *dirty = malloc((size_t)ci.nblocks);
-  if (prev == NULL || *dirty == NULL ||
-      caterva_chunk_decompress(ctx, old, (size_t)oldlen, prev, len) != len)
-    goto leave;
+  if (*dirty == NULL) goto leave;
+  if (oldraw != NULL && oldrawlen == len) {
+    cmp = oldraw; /* what old decodes to, kept beside it */
+  } else {
+    prev = malloc((size_t)len);
+    if (prev == NULL || caterva_chunk_decompress(ctx, old, (size_t)oldlen, prev, len) != len)
+      goto leave;
+    cmp = prev;
+  }
   for (int32_t j = 0; j < ci.nblocks; j++) {
     int64_t at = (int64_t)j * ci.blocksize, n = len - at < ci.blocksize ? len - at : ci.blocksize;
-    (*dirty)[j] = n > 0 && memcmp(prev + at, content + at, (size_t)n) != 0;
+    (*dirty)[j] = n > 0 && memcmp(cmp + at, content + at, (size_t)n) != 0;
   }
   rc = 1;
 leave:
@@ -695,12 +702,12 @@ leave:
 }
 
 int cat_frame_vlmeta_recompress(caterva_ctx *ctx, const uint8_t *old, int32_t oldlen,
-                                const void *content, int32_t len, uint8_t **out,
-                                int32_t *cbytes) {
+                                const uint8_t *oldraw, int32_t oldrawlen, const void *content,
+                                int32_t len, uint8_t **out, int32_t *cbytes) {
   caterva_cparams cp;
   uint8_t *dirty = NULL, *buf = NULL;
   int32_t cb = CATERVA_E_UNSUPPORTED;
-  if (len < 32 || !vlmeta_dirty(ctx, old, oldlen, content, len, &dirty))
+  if (len < 32 || !vlmeta_dirty(ctx, old, oldlen, oldraw, oldrawlen, content, len, &dirty))
     return cat_frame_vlmeta_compress(ctx, content, len, out, cbytes);
   vlmeta_cparams(&cp, len);
   buf = malloc((size_t)len + CATERVA_CHUNK_MAX_OVERHEAD);

@@ -52,6 +52,8 @@
 #define CAT_INDEX_MAX_FIXED (64 * 1024 * 1024)
 #define CAT_INDEX_MAX_RATIO 16384
 #define CAT_VLMETA_MAX (64 * 1024 * 1024)
+/* Contents at least this large are kept decoded beside their chunk (cat_vlmeta.raw). */
+#define CAT_VLMETA_KEEP_RAW (32 * 1024)
 
 /* Special index entries: top byte 0x80 | kind, other bytes 0. */
 #define CAT_ENTRY_SPECIAL(kind) ((int64_t)(((uint64_t)(0x80 | (kind))) << 56))
@@ -66,6 +68,10 @@ typedef struct cat_vlmeta {
   char *name;       /* malloc'ed, NUL-terminated */
   uint8_t *chunk;   /* the content as a complete compressed chunk, malloc'ed */
   int32_t cbytes;
+  uint8_t *raw;     /* NULL, or the content chunk decodes to (rawlen bytes, malloc'ed): kept
+                     * by vlmeta_set beside the chunk it compressed, so that the next set
+                     * finds the changed blocks without decoding the chunk */
+  int32_t rawlen;
 } cat_vlmeta;
 
 /* A file map given up while readers might still point into it (retain_maps). */
@@ -191,8 +197,8 @@ int cat_frame_vlmeta_compress(caterva_ctx *ctx, const void *content, int32_t len
  * every commit, change one chunk's records in a one-cell commit). Compresses whole when old
  * cannot be patched (another length, special, memcpyed). */
 int cat_frame_vlmeta_recompress(caterva_ctx *ctx, const uint8_t *old, int32_t oldlen,
-                                const void *content, int32_t len, uint8_t **out,
-                                int32_t *cbytes);
+                                const uint8_t *oldraw, int32_t oldrawlen, const void *content,
+                                int32_t len, uint8_t **out, int32_t *cbytes);
 /* Parse a whole contiguous frame image (header, trailer, index) into sc; sets sc->section. */
 int cat_frame_parse_contiguous(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
                                size_t len);

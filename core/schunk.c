@@ -46,6 +46,7 @@ static void free_vlmeta_items(cat_vlmeta *v, int n) {
   for (int k = 0; k < n; k++) {
     free(v[k].name);
     free(v[k].chunk);
+    free(v[k].raw);
   }
 }
 
@@ -1029,7 +1030,7 @@ static int vlmeta_swap(caterva_ctx *ctx, caterva_schunk *sc, cat_vlmeta *next, i
 
 int caterva_schunk_vlmeta_set(caterva_ctx *ctx, caterva_schunk *sc, const char *name,
                               const void *content, int32_t len) {
-  cat_vlmeta item = {NULL, NULL, 0}, gone, *next = NULL;
+  cat_vlmeta item = {NULL, NULL, 0, NULL, 0}, gone, *next = NULL;
   int k, n, rc = check_writable(ctx, sc);
   if (rc < 0) return rc;
   CAT_TRY(fail, check_name(ctx, name));
@@ -1042,9 +1043,16 @@ int caterva_schunk_vlmeta_set(caterva_ctx *ctx, caterva_schunk *sc, const char *
   CAT_CHECK(fail, item.name != NULL, CATERVA_E_NOMEM, "out of memory");
   if (k >= 0) /* only the blocks that changed are compressed again */
     CAT_TRY(fail, cat_frame_vlmeta_recompress(ctx, sc->vlmeta[k].chunk, sc->vlmeta[k].cbytes,
-                                              content, len, &item.chunk, &item.cbytes));
+                                              sc->vlmeta[k].raw, sc->vlmeta[k].rawlen, content,
+                                              len, &item.chunk, &item.cbytes));
   else
     CAT_TRY(fail, cat_frame_vlmeta_compress(ctx, content, len, &item.chunk, &item.cbytes));
+  /* large contents are kept decoded beside their chunk for the next set (statistics records
+   * rewritten every commit); without memory, the next set decodes the chunk instead */
+  if (len >= CAT_VLMETA_KEEP_RAW && (item.raw = malloc((size_t)len)) != NULL) {
+    memcpy(item.raw, content, (size_t)len);
+    item.rawlen = len;
+  }
   n = sc->nvlmeta + (k < 0);
   next = malloc((size_t)n * sizeof *next);
   CAT_CHECK(fail, next != NULL, CATERVA_E_NOMEM, "out of memory");
@@ -1059,6 +1067,7 @@ fail:
 fail_item:
   free(item.name);
   free(item.chunk);
+  free(item.raw);
   return rc;
 }
 

@@ -251,6 +251,7 @@ struct CvCache {
   int64_t szBlock;              /* Bytes per block */
   int nMax;                     /* Most entries held (0: the cache is disabled) */
   int nEntry;                   /* Entries allocated so far */
+  int nValid;                   /* Of them, valid (hashed) ones */
   int nHash;                    /* Buckets in apHash (a power of two) */
   CvCacheEntry **apHash;        /* Hash table of valid entries */
   CvCacheEntry *pLruFirst;      /* Most recently used */

@@ -139,7 +139,11 @@ static CvCacheEntry *cvCacheVictim(CvCache *p) {
   }
   for (pE = p->pLruLast; pE && pE->nPin > 0; pE = pE->pLruPrev) {
   }
-  if (pE && pE->bValid) cvCacheHashRemove(p, pE);
+  if (pE && pE->bValid) {
+    cvCacheHashRemove(p, pE);
+    pE->bValid = 0;
+    p->nValid--;
+  }
   return pE;
 }
 
@@ -160,6 +164,7 @@ CvCacheEntry *cvCacheClaim(CvCache *p, int64_t iChunk, int32_t iBlock) {
 void cvCacheCommit(CvCache *p, CvCacheEntry *pE) {
   unsigned h = cvCacheHash(pE->iChunk, pE->iBlock) & (unsigned)(p->nHash - 1);
   pE->bValid = 1;
+  p->nValid++;
   pE->pHashNext = p->apHash[h];
   p->apHash[h] = pE;
 }
@@ -179,10 +184,14 @@ int cvCacheResize(CvCache *p, int64_t szBlock, int64_t nByte) {
   return SQLITE_OK;
 }
 
+/* Every entry invalid. The valid ones are counted: the walk ends at the last of them (after a
+** one-cell commit, the few blocks read since the previous one, near the front). */
 void cvCacheInvalidate(CvCache *p) {
   CvCacheEntry *pE;
-  for (pE = p->pLruFirst; pE; pE = pE->pLruNext) {
-    if (pE->bValid) cvCacheHashRemove(p, pE);
+  for (pE = p->pLruFirst; pE && p->nValid > 0; pE = pE->pLruNext) {
+    if (!pE->bValid) continue;
+    cvCacheHashRemove(p, pE);
     pE->bValid = 0;
+    p->nValid--;
   }
 }

@@ -52,6 +52,7 @@ static void mark_free(cat_mark *m) {
   for (int k = 0; m->vlmeta != NULL && k < m->nvlmeta; k++) {
     free(m->vlmeta[k].name);
     free(m->vlmeta[k].chunk);
+    free(m->vlmeta[k].raw);
   }
   free(m->vlmeta);
   memset(m, 0, sizeof *m);
@@ -144,6 +145,7 @@ static int mark_restore(caterva_ctx *ctx, caterva_schunk *sc, cat_mark *m) {
   for (int k = 0; k < sc->nvlmeta; k++) {
     free(sc->vlmeta[k].name);
     free(sc->vlmeta[k].chunk);
+    free(sc->vlmeta[k].raw);
   }
   free(sc->vlmeta);
   sc->vlmeta = m->vlmeta;

@@ -68,15 +68,14 @@ struct cat_wcache {
                       * geometry of generation chunk_gen */
   uint32_t chunk_gen;
   int64_t cn, clo[CATERVA_MAX_DIM], chi[CATERVA_MAX_DIM];
-  int32_t *rdiv[CATERVA_MAX_DIM]; /* per dimension, NULL or for each offset r inside a chunk:
+  uint32_t *rdiv[CATERVA_MAX_DIM]; /* per dimension, NULL or for each offset r inside a chunk:
                                    * (r / blockshape) << 16 | r % blockshape */
   int64_t prev[CATERVA_MAX_DIM]; /* the coordinates of the last write (have_prev) */
   int have_prev;
   int step_dim;      /* the dimension along which a write that claimed a chunk last stepped
                       * by +1 from the write before it (all others equal), or -1: none yet */
-  int64_t *lay;      /* NULL, or per dimension k (at layoff[k]) and offset r in a chunk's box:
-                      * the item offset in the chunk's layout (normalize) */
-  int64_t layoff[CATERVA_MAX_DIM];
+  int64_t bstride[CATERVA_MAX_DIM], istride[CATERVA_MAX_DIM]; /* per dimension, the block
+                      * number stride in a chunk and the item stride inside a block */
   uint64_t clock;
   int16_t hint[256]; /* an entry that held chunk n (n % 256), checked before use, or -1 */
   int64_t budget;    /* bytes */
@@ -130,7 +129,6 @@ void cat_wcache_free(cat_wcache *wc) {
   if (wc == NULL) return;
   drop_wmarks(wc, -1);
   for (int k = 0; k < CATERVA_MAX_DIM; k++) free(wc->rdiv[k]);
-  free(wc->lay);
   cat_ws_free(wc->ws, wc->pool);
   free(wc->marks);
   entries_free(wc->e, wc->n, wc->pool);
@@ -151,11 +149,15 @@ void caterva_array_set_write_cache(caterva_array *a, int64_t nbytes) {
  * division, for the dimensions whose chunk extent fits 16 bits (others divide). A table
  * that cannot be allocated is left out the same way. */
 static void rdiv_init(cat_wcache *wc, const cat_geom *g) {
+  for (int k = g->ndim - 1; k >= 0; k--) {
+    wc->bstride[k] = k == g->ndim - 1 ? 1 : wc->bstride[k + 1] * g->blockgrid[k + 1];
+    wc->istride[k] = k == g->ndim - 1 ? 1 : wc->istride[k + 1] * g->blockshape[k + 1];
+  }
   for (int k = 0; k < g->ndim; k++) {
     int64_t cs = g->chunkshape[k], bs = g->blockshape[k];
     if (cs <= 0 || cs > 65535 || bs <= 0 || (wc->rdiv[k] = malloc((size_t)cs * 4)) == NULL)
       continue;
-    for (int64_t r = 0; r < cs; r++) wc->rdiv[k][r] = (int32_t)((r / bs) << 16 | r % bs);
+    for (int64_t r = 0; r < cs; r++) wc->rdiv[k][r] = (uint32_t)((r / bs) << 16 | r % bs);
   }
 }
 
@@ -201,34 +203,27 @@ static void perm_setup(const cat_geom *g, cat_wentry *e, int k) {
   }
 }
 
-/* The tables of wc->lay: offset r along dimension k of a chunk's box lands at item
+/* Where offset r along dimension k of a chunk's box lands in the chunk's layout, in items:
  * (r / blockshape) * (block stride) * blockitems + (r % blockshape) * (stride in a block). */
-static int lay_init(caterva_ctx *ctx, cat_wcache *wc, const cat_geom *g) {
-  int64_t total = 0, at = 0;
-  if (wc->lay != NULL) return CATERVA_OK;
-  for (int k = 0; k < g->ndim; k++) total += g->chunkshape[k];
-  wc->lay = malloc((size_t)(total > 0 ? total : 1) * sizeof *wc->lay);
-  if (wc->lay == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
-  for (int k = 0; k < g->ndim; k++) {
-    int64_t bst = 1, ist = 1;
-    for (int j = k + 1; j < g->ndim; j++) {
-      bst *= g->blockgrid[j];
-      ist *= g->blockshape[j];
-    }
-    wc->layoff[k] = at;
-    for (int64_t r = 0; r < g->chunkshape[k]; r++)
-      wc->lay[at + r] = r / g->blockshape[k] * bst * g->blockitems + r % g->blockshape[k] * ist;
-    at += g->chunkshape[k];
+static int64_t lay_of(const cat_wcache *wc, const cat_geom *g, int k, int64_t r) {
+  int64_t b, o;
+  if (wc->rdiv[k] != NULL) {
+    b = wc->rdiv[k][r] >> 16;
+    o = wc->rdiv[k][r] & 0xffff;
+  } else {
+    b = r / g->blockshape[k];
+    o = r % g->blockshape[k];
   }
-  return CATERVA_OK;
+  return b * wc->bstride[k] * g->blockitems + o * wc->istride[k];
 }
 
-/* One row of a permuted image (n items from item src on) to their places base + tk[i]. */
-static void perm_row(const cat_geom *g, const cat_wentry *e, int64_t src, int64_t n,
-                     const int64_t *tk, int64_t base, uint8_t *dst, uint64_t *bits) {
+/* One row of a permuted image (the chunk's extent along dimension k, from item src on) to
+ * their places base + lay_of(k, i). */
+static void perm_row(const cat_wcache *wc, const cat_geom *g, const cat_wentry *e, int k,
+                     int64_t src, int64_t base, uint8_t *dst, uint64_t *bits) {
   size_t is = (size_t)g->itemsize;
-  for (int64_t i = 0; i < n; i++) {
-    int64_t d = base + tk[i], s = src + i;
+  for (int64_t i = 0; i < g->chunkshape[k]; i++) {
+    int64_t d = base + lay_of(wc, g, k, i), s = src + i;
     if (is == 4) memcpy(dst + d * 4, e->img + s * 4, 4);
     else if (is == 8) memcpy(dst + d * 8, e->img + s * 8, 8);
     else memcpy(dst + (size_t)d * is, e->img + (size_t)s * is, is);
@@ -245,7 +240,6 @@ static int normalize(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
   uint64_t *bits = NULL;
   int k = e->perm, rc = CATERVA_OK;
   if (k < 0) return CATERVA_OK;
-  CAT_TRY(leave, lay_init(ctx, wc, g));
   dst = cat_imgpool_get(wc->pool);
   bits = calloc(bits_words(g), sizeof *bits);
   CAT_CHECK(leave, dst != NULL && bits != NULL, CATERVA_E_NOMEM, "out of memory");
@@ -254,8 +248,8 @@ static int normalize(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
     int64_t base = 0;
     int j;
     for (j = 0; j < g->ndim; j++)
-      if (j != k) base += wc->lay[wc->layoff[j] + r[j]];
-    perm_row(g, e, src, g->chunkshape[k], wc->lay + wc->layoff[k], base, dst, bits);
+      if (j != k) base += lay_of(wc, g, j, r[j]);
+    perm_row(wc, g, e, k, src, base, dst, bits);
     src += g->chunkshape[k];
     for (j = g->ndim - 1; j >= 0; j--) {
       if (j == k) continue;
@@ -615,7 +609,7 @@ static int locate(caterva_ctx *ctx, const caterva_array *a, const int64_t *coord
       r = c % g->chunkshape[k];
     }
     if (wc->rdiv[k] != NULL) {
-      int32_t t = wc->rdiv[k][r];
+      uint32_t t = wc->rdiv[k][r];
       b = b * g->blockgrid[k] + (t >> 16);
       off[k] = t & 0xffff;
     } else {

@@ -265,6 +265,46 @@ static void test_orders(caterva_ctx *ctx) {
     }
 }
 
+/* A chunk 40,000 items long in blocks of one along that dimension: block numbers past 32,767
+ * in the write cache's per-dimension tables (written in C order, and transposed). */
+static void test_long_chunk(caterva_ctx *ctx) {
+  enum { L = 40000 };
+  for (int tr = 0; tr < 2; tr++) {
+    char path[300];
+    caterva_array_params p;
+    caterva_array *a = NULL;
+    int64_t bad = -1, start[2] = {0, 0}, stop[2] = {L, 2};
+    int32_t *buf = malloc((size_t)L * 2 * sizeof *buf);
+    int ok;
+    snprintf(path, sizeof path, "%s/long-%d.b2nd", tmpdir, tr);
+    caterva_array_params_init(&p);
+    p.ndim = 2;
+    p.shape[0] = L, p.shape[1] = 2;
+    p.chunkshape[0] = L, p.chunkshape[1] = 2;
+    p.blockshape[0] = 1, p.blockshape[1] = 2;
+    p.dtype = "int32";
+    p.store = CATERVA_STORE_CONTIGUOUS;
+    p.path = path;
+    tu_rm_tree(path);
+    ok = buf != NULL && caterva_array_create(ctx, &p, CATERVA_FILL_ZEROS, NULL, &a) >= 0 &&
+         caterva_array_begin(ctx, a) >= 0;
+    for (int64_t i = 0; ok && i < 2 * L; i++) {
+      int64_t c[2] = {tr ? i % L : i / 2, tr ? i / L : i % 2};
+      int32_t v = (int32_t)(c[0] * 2 + c[1]);
+      ok = caterva_array_set_item(ctx, a, c, &v) >= 0;
+    }
+    ok = ok && caterva_array_commit(ctx, a, 0) >= 0 &&
+         caterva_array_get_slice(ctx, a, start, stop, buf, (int64_t)L * 2 * 4) >= 0;
+    if (ok) bad = 0;
+    for (int64_t i = 0; ok && i < 2 * L; i++) bad += buf[i] != (int32_t)i;
+    tap_ok(ok && bad == 0, "a chunk of %d blocks along one dimension, written %s: every cell "
+           "right (%lld wrong%s%s)", L, tr ? "transposed" : "in C order", (long long)bad,
+           ok ? "" : "; ", ok ? "" : caterva_ctx_errmsg(ctx));
+    caterva_array_free(a);
+    free(buf);
+  }
+}
+
 static void test_twice(caterva_ctx *ctx) {
   char path[300];
   snprintf(path, sizeof path, "%s/twice.b2nd", tmpdir);
@@ -354,6 +394,7 @@ int main(void) {
   test_rollback(ctx);
   test_twice(ctx);
   test_orders(ctx);
+  test_long_chunk(ctx);
   test_stats(ctx);
   test_pool();
   caterva_ctx_free(ctx);

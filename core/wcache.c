@@ -680,7 +680,7 @@ int caterva_array_set_item(caterva_ctx *ctx, caterva_array *a, const int64_t *co
   a->wc->have_blk = 1;
 write:
   e->stamp = ++a->wc->clock;
-  if (g->ndim > 0) memcpy(a->wc->prev, coord, (size_t)g->ndim * sizeof *coord);
+  for (int k = 0; k < g->ndim; k++) a->wc->prev[k] = coord[k]; /* inline, not a memcpy call */
   a->wc->have_prev = 1;
   {
     /* Rows in a transposed order write with a constant stride, a cache line each: the line

@@ -255,7 +255,8 @@ void cat_wcache_free(cat_wcache *wc);
 void cat_wcache_reshaped(caterva_array *a);
 /* Store the chunks written wholly that the write-behind worker still holds (wstore.c), in
  * the order they were completed: before anything writes chunks other than through the cache
- * or changes the geometry. Entries being filled stay. */
+ * or changes the geometry. Entries being filled stay, in the chunk's layout (a resize reads
+ * their bits). */
 int cat_wcache_settle(caterva_ctx *ctx, caterva_array *a);
 
 /* ---- block statistics (blockstats.c) ---------------------------------------------------- */

@@ -30,7 +30,8 @@ void cat_red_part_init(const caterva_reduce *r, red_part *p) {
   }
 }
 
-static inline __attribute__((always_inline)) void part_f(red_part *p, double v, int std) {
+/* The shifted sums of the deviations (std): the first value of the part is the shift. */
+static inline __attribute__((always_inline)) void part_shift(red_part *p, double v, int std) {
   if (std) {
     double d;
     if (p->n == 0) p->k = v;
@@ -38,20 +39,14 @@ static inline __attribute__((always_inline)) void part_f(red_part *p, double v, 
     p->s1 += d;
     p->s2 += d * d;
   }
+}
+
+static inline __attribute__((always_inline)) void part_f(red_part *p, double v, int std) {
+  part_shift(p, v, std);
   p->n++;
   p->sum += v;
   if (v < p->mn.f) p->mn.f = v;
   if (v > p->mx.f) p->mx.f = v;
-}
-
-static inline void part_shift(red_part *p, double v, int std) {
-  if (std) {
-    double d;
-    if (p->n == 0) p->k = v;
-    d = v - p->k;
-    p->s1 += d;
-    p->s2 += d * d;
-  }
 }
 
 static inline void part_i(red_part *p, int64_t v, int std) {

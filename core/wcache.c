@@ -587,10 +587,10 @@ static int64_t same_block(const caterva_array *a, const int64_t *coord) {
 }
 
 /* Chunk number n of coord, its block number blk in the chunk, its C-order offset in in the
- * block and its offset in the block along each dimension, off. Inside the chunk of the last write (loads and slab updates stay in one chunk for
+ * block, its offset in the block along each dimension, off, and where the chunk starts, lo. Inside the chunk of the last write (loads and slab updates stay in one chunk for
  * many rows), without a division where the tables exist. */
 static int locate(caterva_ctx *ctx, const caterva_array *a, const int64_t *coord, int64_t *n,
-                  int64_t *blk, int64_t *in, int64_t *off) {
+                  int64_t *blk, int64_t *in, int64_t *off, int64_t *lo) {
   const cat_wcache *wc = a->wc;
   const cat_geom *g = &a->g;
   int64_t b = 0, o = 0, cn = 0;
@@ -608,6 +608,7 @@ static int locate(caterva_ctx *ctx, const caterva_array *a, const int64_t *coord
       cn = cn * g->gridshape[k] + c / g->chunkshape[k];
       r = c % g->chunkshape[k];
     }
+    lo[k] = c - r;
     if (wc->rdiv[k] != NULL) {
       uint32_t t = wc->rdiv[k][r];
       b = b * g->blockgrid[k] + (t >> 16);
@@ -628,7 +629,7 @@ int caterva_array_set_item(caterva_ctx *ctx, caterva_array *a, const int64_t *co
                            const void *item) {
   const cat_geom *g;
   cat_wentry *e = NULL;
-  int64_t n = 0, blk = 0, in = 0, fast, off[CATERVA_MAX_DIM];
+  int64_t n = 0, blk = 0, in = 0, fast, off[CATERVA_MAX_DIM], clo[CATERVA_MAX_DIM];
   size_t idx;
   int rc = CATERVA_OK;
   CAT_CHECK(leave, a != NULL && item != NULL && (coord != NULL || a->g.ndim == 0),
@@ -642,7 +643,7 @@ int caterva_array_set_item(caterva_ctx *ctx, caterva_array *a, const int64_t *co
     goto write;
   }
   CAT_TRY(leave, wcache_get(ctx, a));
-  CAT_TRY(leave, locate(ctx, a, coord, &n, &blk, &in, off));
+  CAT_TRY(leave, locate(ctx, a, coord, &n, &blk, &in, off, clo));
   if (a->wc->last >= 0 && a->wc->e[a->wc->last].nchunk == n) {
     e = &a->wc->e[a->wc->last];
   } else {
@@ -652,8 +653,8 @@ int caterva_array_set_item(caterva_ctx *ctx, caterva_array *a, const int64_t *co
   }
   if (!a->wc->have_chunk || a->wc->cn != n || a->wc->chunk_gen != a->geom_gen) {
     for (int k = 0; k < g->ndim; k++) {
-      a->wc->clo[k] = coord[k] - coord[k] % g->chunkshape[k];
-      a->wc->chi[k] = a->wc->clo[k] + g->chunkshape[k];
+      a->wc->clo[k] = clo[k];
+      a->wc->chi[k] = clo[k] + g->chunkshape[k];
     }
     a->wc->cn = n;
     a->wc->chunk_gen = a->geom_gen;

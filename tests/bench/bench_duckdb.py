@@ -148,14 +148,7 @@ def ours(threads):
     out = []
     for name, check, timed, _, _ in QUERIES:
         rows = db.execute(check).fetchall()
-        sql = timed or check
-        db.execute(sql).fetchall()
-        ms = []
-        for _ in range(RUNS):
-            t0 = time.perf_counter()
-            db.execute(sql).fetchall()
-            ms.append((time.perf_counter() - t0) * 1e3)
-        out.append({"name": name, "check": rows, "ms": ms})
+        out.append({"name": name, "check": rows, "ms": warm_runs(db, timed or check)})
     plain = []
     for name, sql, make_floor, floor_sql in PLAIN:
         cold = []
@@ -173,15 +166,20 @@ def ours(threads):
     return out, plain
 
 
-def warm_ms(db, sql):
-    """Median of RUNS warm runs of sql, in ms."""
+def warm_runs(db, sql):
+    """The times of RUNS warm runs of sql (after one untimed), in ms."""
     db.execute(sql).fetchall()
     ms = []
     for _ in range(RUNS):
         t0 = time.perf_counter()
         db.execute(sql).fetchall()
         ms.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(ms)
+    return ms
+
+
+def warm_ms(db, sql):
+    """Median of RUNS warm runs of sql, in ms."""
+    return statistics.median(warm_runs(db, sql))
 
 
 def same(a, b):

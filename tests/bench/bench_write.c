@@ -339,6 +339,18 @@ static void bench_load_transposed(Bench *b, double n, double s) {
   fflush(stdout);
 }
 
+/* CREATE TABLE p (WITHOUT ROWID) and the rows of section 1 in C order into it, timed. */
+static Timing load_plain(Bench *b) {
+  char sql[512];
+  bench_exec(b->dbp, "CREATE TABLE p(time INTEGER, lat INTEGER, lon INTEGER, value REAL, "
+                   "PRIMARY KEY(time, lat, lon)) WITHOUT ROWID");
+  snprintf(sql, sizeof(sql),
+           "INSERT INTO p(time, lat, lon, value) SELECT time, lat, lon, %s "
+           "FROM bench_grid(%d, %d, %d)",
+           VALUE_EXPR, b->ntime, NLAT, NLON);
+  return timed_sql(b->dbp, sql);
+}
+
 /* 1. The load, and where its time goes. */
 static void bench_load(Bench *b) {
   char sql[2600];
@@ -387,13 +399,7 @@ static void bench_load(Bench *b) {
   bench_exec(b->dbc, "DROP TABLE tn");
 
   /* (b) the plain table */
-  bench_exec(b->dbp, "CREATE TABLE p(time INTEGER, lat INTEGER, lon INTEGER, value REAL, "
-                   "PRIMARY KEY(time, lat, lon)) WITHOUT ROWID");
-  snprintf(sql, sizeof(sql),
-           "INSERT INTO p(time, lat, lon, value) SELECT time, lat, lon, %s "
-           "FROM bench_grid(%d, %d, %d)",
-           VALUE_EXPR, b->ntime, NLAT, NLON);
-  plain = timed_sql(b->dbp, sql);
+  plain = load_plain(b);
 
   check_sums(b, "after the load");
   check_cells(b, "after the load");
@@ -482,13 +488,7 @@ static void load_minimal(Bench *b) {
   query2(b->dbc, sql, &n, &s);
   b->sum_c = b->sum_p = s;
   (void)load_caterva(b, "t", b->arr, 5, VALUE_EXPR, 0, n, s, NULL);
-  bench_exec(b->dbp, "CREATE TABLE p(time INTEGER, lat INTEGER, lon INTEGER, value REAL, "
-                   "PRIMARY KEY(time, lat, lon)) WITHOUT ROWID");
-  snprintf(sql, sizeof(sql),
-           "INSERT INTO p(time, lat, lon, value) SELECT time, lat, lon, %s "
-           "FROM bench_grid(%d, %d, %d)",
-           VALUE_EXPR, b->ntime, NLAT, NLON);
-  bench_exec(b->dbp, sql);
+  (void)load_plain(b);
   check_sums(b, "after the load");
 }
 

@@ -47,6 +47,22 @@ int tu_write_file(const char *path, const void *p, size_t n) {
   return ok ? 0 : -1;
 }
 
+uint8_t *tu_read_file(const char *path, size_t *len) {
+  struct stat st;
+  FILE *f;
+  uint8_t *buf;
+  *len = 0;
+  if (stat(path, &st) != 0 || (f = fopen(path, "rb")) == NULL) return NULL;
+  buf = malloc(st.st_size > 0 ? (size_t)st.st_size : 1);
+  if (buf != NULL && fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+    free(buf);
+    buf = NULL;
+  }
+  fclose(f);
+  if (buf != NULL) *len = (size_t)st.st_size;
+  return buf;
+}
+
 int64_t tu_file_size(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 ? (int64_t)st.st_size : -1;

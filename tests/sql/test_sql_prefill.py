@@ -13,12 +13,10 @@ first slab (one row of chunks along the first dimension), fewer blocks than its 
 Environment: top_builddir, CATERVA_PRELOAD.
 """
 import os
-import shutil
 import sqlite3
 import sys
-import tempfile
 
-from sqltap import plan, report, reexec_with_preload
+from sqltap import report, reexec_with_preload, run_in_tmp
 from test_sql_pushdown import expected_blocks, make
 
 reexec_with_preload()
@@ -110,15 +108,12 @@ def main():
     if not os.path.exists(MKARRAY) or not os.path.exists(EXT + ".so"):
         print("1..0 # SKIP mkarray or the extension is not built")
         return 0
-    tmp = tempfile.mkdtemp(prefix="caterva-prefill-")
-    try:
+
+    def body(tmp):
         path = make(tmp, SPEC)
         scans(path)
         early_end(path)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    plan()
-    return 0
+    return run_in_tmp(EXT, "caterva-prefill-", body)
 
 
 if __name__ == "__main__":

@@ -28,14 +28,6 @@ static uint8_t *read_all(const char *path, size_t *len) {
   return (uint8_t *)s;
 }
 
-static int write_file(const char *path, const void *p, size_t n) {
-  FILE *f = fopen(path, "wb");
-  int ok;
-  if (f == NULL) return -1;
-  ok = fwrite(p, 1, n, f) == n;
-  return fclose(f) == 0 && ok ? 0 : -1;
-}
-
 static size_t unhex(const char *s, uint8_t *out, size_t cap) {
   size_t n = 0;
   while (s[0] && s[1] && n < cap) {
@@ -502,7 +494,7 @@ static void test_crash_states(void) {
   if (ok && mix != NULL) {
     memcpy(mix, after, alen);
     memcpy(mix + 15, before + 15, 54);
-    ok = write_file(path, mix, alen) == 0 && caterva_schunk_open(ctx, path, CATERVA_OPEN_READ, &sc) == 0 &&
+    ok = tu_write_file(path, mix, alen) == 0 && caterva_schunk_open(ctx, path, CATERVA_OPEN_READ, &sc) == 0 &&
          caterva_schunk_nchunks(sc) == 1 && caterva_schunk_vlmeta_count(sc) == 0;
     caterva_schunk_free(sc);
     sc = NULL;
@@ -512,7 +504,7 @@ static void test_crash_states(void) {
     caterva_schunk_free(sc);
     sc = NULL;
     /* died after the commit point: the new frame, readable as is */
-    ok = write_file(path, after, alen) == 0 &&
+    ok = tu_write_file(path, after, alen) == 0 &&
          caterva_schunk_open(ctx, path, CATERVA_OPEN_READ, &sc) == 0 &&
          caterva_schunk_nchunks(sc) == 2 && caterva_schunk_vlmeta_count(sc) == 1 &&
          caterva_schunk_decompress_chunk(ctx, sc, 1, back, RT_CHUNK) == RT_CHUNK &&
@@ -710,7 +702,7 @@ static void test_written_layout(void) {
 static int copy_file(const char *from, const char *to) {
   size_t n;
   uint8_t *b = read_all(from, &n);
-  int rc = b != NULL ? write_file(to, b, n) : -1;
+  int rc = b != NULL ? tu_write_file(to, b, n) : -1;
   free(b);
   return rc;
 }

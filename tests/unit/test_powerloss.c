@@ -85,22 +85,6 @@ static int32_t item(int v, int i, int k) {
 
 /* ---- images -------------------------------------------------------------------------------- */
 
-static uint8_t *read_file(const char *path, size_t *len) {
-  struct stat st;
-  FILE *f;
-  uint8_t *buf;
-  *len = 0;
-  if (stat(path, &st) != 0 || (f = fopen(path, "rb")) == NULL) return NULL;
-  buf = malloc(st.st_size > 0 ? (size_t)st.st_size : 1);
-  if (buf != NULL && fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
-    free(buf);
-    buf = NULL;
-  }
-  fclose(f);
-  if (buf != NULL) *len = (size_t)st.st_size;
-  return buf;
-}
-
 static int apply(uint8_t **img, size_t *len, const op *o, size_t n) {
   if (o->kind == CAT_IO_TRUNCATE) {
     size_t to = (size_t)o->off;
@@ -288,7 +272,7 @@ static int64_t run(int sync) {
     return -1;
   }
   caterva_schunk_set_flags(sc, CATERVA_SC_NO_AUTOCOMPACT);
-  R.durable = read_file(path, &len);
+  R.durable = tu_read_file(path, &len);
   R.dlen = len;
   R.fd = sc->fd;
   cat_io_observe(on_io, NULL);

@@ -26,35 +26,6 @@ static const char *store_name[] = {"memory", "contiguous", "sparse"};
 
 /* ---- files and snapshots ------------------------------------------------------------------ */
 
-static uint8_t *read_file(const char *path, size_t *len) {
-  struct stat st;
-  FILE *f;
-  uint8_t *buf;
-  *len = 0;
-  if (stat(path, &st) != 0 || (f = fopen(path, "rb")) == NULL) return NULL;
-  buf = malloc(st.st_size > 0 ? (size_t)st.st_size : 1);
-  if (buf != NULL && fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
-    free(buf);
-    buf = NULL;
-  }
-  fclose(f);
-  if (buf != NULL) *len = (size_t)st.st_size;
-  return buf;
-}
-
-static int write_file(const char *path, const void *p, size_t n) {
-  FILE *f = fopen(path, "wb");
-  int ok;
-  if (f == NULL) return -1;
-  ok = fwrite(p, 1, n, f) == n;
-  return fclose(f) == 0 && ok ? 0 : -1;
-}
-
-static int64_t file_size(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
-}
-
 /* Every byte of a frame: one file (name ""), or every file of a sparse directory. */
 #define SNAP_MAX 64
 typedef struct snap {
@@ -91,7 +62,7 @@ static int snap_take(const char *path, snap *s) {
   for (int k = 0; k < s->n; k++) {
     char p[1400];
     snprintf(p, sizeof p, "%s%s%s", path, s->name[k][0] ? "/" : "", s->name[k]);
-    s->data[k] = read_file(p, &s->len[k]);
+    s->data[k] = tu_read_file(p, &s->len[k]);
     if (s->data[k] == NULL) return 0;
   }
   return 1;
@@ -129,12 +100,13 @@ static int bytes_equal(const char *path, const snap *s, const char *what) {
 /* Put the frame at path back to the bytes of s. */
 static int snap_restore(const char *path, int store, const snap *s) {
   tu_rm_tree(path);
-  if (store == CATERVA_STORE_CONTIGUOUS) return s->n == 1 && write_file(path, s->data[0], s->len[0]) == 0;
+  if (store == CATERVA_STORE_CONTIGUOUS)
+    return s->n == 1 && tu_write_file(path, s->data[0], s->len[0]) == 0;
   if (mkdir(path, 0777) != 0) return 0;
   for (int k = 0; k < s->n; k++) {
     char p[1400];
     snprintf(p, sizeof p, "%s/%s", path, s->name[k]);
-    if (write_file(p, s->data[k], s->len[k]) != 0) return 0;
+    if (tu_write_file(p, s->data[k], s->len[k]) != 0) return 0;
   }
   return 1;
 }
@@ -368,8 +340,8 @@ static int no_leftovers(const char *path, int store, const char *what) {
   caterva_schunk *sc = NULL;
   int ok = caterva_schunk_open(ctx, path, CATERVA_OPEN_READ, &sc) == 0;
   if (ok && store == CATERVA_STORE_CONTIGUOUS) {
-    ok = file_size(path) == caterva_schunk_frame_len(sc);
-    if (!ok) tap_diag("%s: file of %lld bytes, frame of %lld", what, (long long)file_size(path),
+    ok = tu_file_size(path) == caterva_schunk_frame_len(sc);
+    if (!ok) tap_diag("%s: file of %lld bytes, frame of %lld", what, (long long)tu_file_size(path),
                       (long long)caterva_schunk_frame_len(sc));
   } else if (ok) {
     snap s;
@@ -700,7 +672,7 @@ static void failed_rollback(const char *path, const snap *s, const state *old) {
     rc = caterva_schunk_rollback(ctx, sc);
     snprintf(msg, sizeof msg, "%s", caterva_ctx_errmsg(ctx));
     caterva_test_fail_io(0, 0, 0);
-    ok = ok && file_size(path) > (int64_t)s->len[0];
+    ok = ok && tu_file_size(path) > (int64_t)s->len[0];
   }
   tap_ok(ok && rc < 0 && strstr(msg, strerror(EIO)) != NULL && caterva_schunk_in_txn(sc) == 0,
          "contiguous: a rollback whose truncate fails reports it (%s)", msg);
@@ -858,8 +830,8 @@ static void test_crash(int store) {
   ok = ok && crash_child(path, 0) == 0;
   tap_ok(ok, "%s: child wrote a transaction and died without commit", sn);
   if (store == CATERVA_STORE_CONTIGUOUS)
-    tap_ok(file_size(path) > (int64_t)s.len[0], "%s: ... leaving %lld bytes past the frame", sn,
-           (long long)(file_size(path) - (int64_t)s.len[0]));
+    tap_ok(tu_file_size(path) > (int64_t)s.len[0], "%s: ... leaving %lld bytes past the frame", sn,
+           (long long)(tu_file_size(path) - (int64_t)s.len[0]));
   else
     tap_ok(count_chunk_files(path) > 4, "%s: ... leaving its chunk files (%d in all)", sn,
            count_chunk_files(path));
@@ -927,14 +899,14 @@ static void test_compact(int store) {
   ok = caterva_schunk_begin(ctx, sc) == 0 && caterva_schunk_compact(ctx, sc, 1) == CATERVA_E_INVALID &&
        caterva_schunk_rollback(ctx, sc) == 0;
   tap_ok(ok, "%s: compact refuses to run inside a transaction", sn);
-  size0 = file_size(path);
+  size0 = tu_file_size(path);
   ok = caterva_schunk_compact(ctx, sc, 1) == 0;
   tap_ok(ok && caterva_schunk_dead_bytes(sc) == 0 && state_check(sc, st, "compacted writer"),
          "%s: compact(force): 0 dead bytes, same content", sn);
   if (store == CATERVA_STORE_CONTIGUOUS)
-    tap_ok(file_size(path) == caterva_schunk_frame_len(sc) && file_size(path) < size0,
+    tap_ok(tu_file_size(path) == caterva_schunk_frame_len(sc) && tu_file_size(path) < size0,
            "%s: the file shrank by the dead bytes (%lld -> %lld)", sn, (long long)size0,
-           (long long)file_size(path));
+           (long long)tu_file_size(path));
   tap_ok(reopen_check(path, st, "after compaction") && no_leftovers(path, store, "compacted"),
          "%s: a fresh open reads the same content", sn);
   tap_ok(state_check(rd, s1, "reader opened before compaction"),

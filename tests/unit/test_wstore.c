@@ -74,25 +74,23 @@ static uint8_t *slurp(const char *path, int sparse, size_t *len) {
   uint8_t *out = NULL;
   *len = 0;
   for (int i = -1; i < 4096; i++) {
-    FILE *f;
-    long n;
+    uint8_t *b, *p;
+    size_t n;
     if (!sparse && i >= 0) break;
     if (sparse && i < 0) snprintf(name, sizeof name, "%s/chunks.b2frame", path);
     else if (sparse) snprintf(name, sizeof name, "%s/%08X.chunk", path, (unsigned)i);
     else snprintf(name, sizeof name, "%s", path);
-    if ((f = fopen(name, "rb")) == NULL) continue;
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *p = realloc(out, *len + (size_t)n + 1);
-    if (p == NULL || fread(p + *len, 1, (size_t)n, f) != (size_t)n) {
-      fclose(f);
-      free(p != NULL ? p : out);
+    if ((b = tu_read_file(name, &n)) == NULL) continue;
+    p = realloc(out, *len + n + 1);
+    if (p == NULL) {
+      free(b);
+      free(out);
       return NULL;
     }
-    fclose(f);
+    memcpy(p + *len, b, n);
+    free(b);
     out = p;
-    *len += (size_t)n;
+    *len += n;
   }
   return out;
 }

@@ -23,29 +23,6 @@
 static caterva_ctx *ctx;
 static char tmpdir[256];
 
-/* The whole file (*len bytes, malloc'ed), or NULL. */
-static uint8_t *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  uint8_t *buf = NULL;
-  long n;
-  if (f == NULL) return NULL;
-  if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-      (buf = malloc((size_t)n + 1)) != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    buf = NULL;
-  }
-  if (buf != NULL) *len = (size_t)n;
-  fclose(f);
-  return buf;
-}
-
-static int spill(const char *path, const uint8_t *buf, size_t len) {
-  FILE *f = fopen(path, "wb");
-  int ok = f != NULL && fwrite(buf, 1, len, f) == len;
-  if (f != NULL && fclose(f) != 0) ok = 0;
-  return ok;
-}
-
 /* Set element `axis` of every msgpack pair [d2 a, d2 b] equal to (a, b) to 0; returns how
  * many pairs were patched (2: the b2nd and the caterva metalayers). */
 static int patch_pair(uint8_t *buf, size_t len, int32_t a, int32_t b, int axis) {
@@ -84,9 +61,9 @@ static int make(const char *path, int store, int zaxis, int part, int paxis, cha
   }
   caterva_array_free(a);
   snprintf(meta, cap, "%s%s", path, store == CATERVA_STORE_SPARSE ? "/chunks.b2frame" : "");
-  if ((buf = slurp(meta, &len)) == NULL) return -1;
+  if ((buf = tu_read_file(meta, &len)) == NULL) return -1;
   n = part == 0 ? patch_pair(buf, len, 6, 7, paxis) : patch_pair(buf, len, 3, 5, paxis);
-  if (!spill(meta, buf, len)) n = -1;
+  if (tu_write_file(meta, buf, len) != 0) n = -1;
   free(buf);
   return n;
 }
@@ -167,7 +144,7 @@ static void one_case(int store, int zaxis, int part) {
            zaxis == 0 ? "[0,10]" : "[10,0]", part == 0 ? "chunk" : "block", zaxis);
   n = make(path, store, zaxis, part, zaxis, meta, sizeof meta);
   if (!tap_ok(n == 2, "%s: made (%d metalayers patched)", label, n)) return;
-  before = slurp(meta, &nb);
+  before = tu_read_file(meta, &nb);
   if (!tap_ok(caterva_array_open(ctx, path, CATERVA_OPEN_WRITE, &a) == CATERVA_OK,
               "%s: opens (%s)", label, caterva_ctx_errmsg(ctx))) {
     free(before);
@@ -178,7 +155,7 @@ static void one_case(int store, int zaxis, int part) {
   drive(a, label);
   copy_is_writable(a, label);
   caterva_array_free(a);
-  after = slurp(meta, &na);
+  after = tu_read_file(meta, &na);
   tap_ok(before != NULL && after != NULL && na == nb && memcmp(before, after, nb) == 0,
          "%s: the file is byte-identical after the refused writes", label);
   free(before);

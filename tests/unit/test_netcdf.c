@@ -562,13 +562,13 @@ static void planted_nc4(const char *src) {
     tap_ok(isnan(item_at(a, 3)) && item_at(a, 100) == (double)1e-45f,
            "nc4: vf: fill is NaN, the smallest subnormal float kept");
     {
-      caterva_coord c;
-      tap_ok(st.coords == 2 && caterva_array_get_coord(ctx, a, 0, &c) == CATERVA_OK &&
-                 c.kind == CATERVA_COORD_NONE &&
-                 caterva_array_get_coord(ctx, a, 1, &c) == CATERVA_OK &&
-                 c.kind == CATERVA_COORD_REGULAR && c.step == -2.5 &&
-                 caterva_array_get_coord(ctx, a, 2, &c) == CATERVA_OK &&
-                 c.kind == CATERVA_COORD_REGULAR && c.start == 0.5 && c.step == 1.0,
+      caterva_coord co;
+      tap_ok(st.coords == 2 && caterva_array_get_coord(ctx, a, 0, &co) == CATERVA_OK &&
+                 co.kind == CATERVA_COORD_NONE &&
+                 caterva_array_get_coord(ctx, a, 1, &co) == CATERVA_OK &&
+                 co.kind == CATERVA_COORD_REGULAR && co.step == -2.5 &&
+                 caterva_array_get_coord(ctx, a, 2, &co) == CATERVA_OK &&
+                 co.kind == CATERVA_COORD_REGULAR && co.start == 0.5 && co.step == 1.0,
              "nc4: vf: t has no coordinate variable; y (step -2.5) and x (0.5, step 1) do");
     }
     caterva_array_free(a);

@@ -485,7 +485,9 @@ def versions_and_probes(s, src):
     for url, refused in ((base + "/grid_sparse.b2frame", 1), (base + "/grid_sparse.b2frame/", 0)):
         n0 = len(access(s, 0))
         open_table(db, "p", url)
-        opened = access(s, n0)
+        # only the frame's own requests: ranged reads of an earlier table's read-ahead may
+        # still be logged after n0 (seen under ASan: four GETs of /grid.b2nd)
+        opened = [r for r in access(s, n0) if r["uri"].startswith("/grid_sparse.b2frame")]
         got = rows(db, "SELECT count(*), sum(value) FROM p")
         bad = [r for r in opened if r["status"] not in (200, 206)]
         report(got == want and len(bad) <= refused and len(opened) <= 1 + refused + 1,

@@ -106,6 +106,14 @@ struct cat_bstats {
   const cat_geom *geom;   /* geometry of new chunks while a resize renumbers them, or NULL */
   uint8_t *scratch;       /* verify(): a chunk's bytes copied from the file */
   size_t scratch_cap;
+  /* The stored form last built by cat_bs_store, kept so that the next store re-encodes only
+   * the positions whose record changed. Records are immutable once installed, so a record
+   * pointer identifies its encoding; enc_rec holds a reference on each, so a pointer cannot
+   * be freed and reused for another record while it is compared. */
+  uint8_t *enc;           /* enc_size bytes (msgpack bin header included), or NULL */
+  int64_t enc_size;
+  bs_rec **enc_rec;       /* enc_n records encoded in enc, by position */
+  int64_t enc_n;
 };
 
 static void rec_unref(bs_rec *r) {
@@ -144,8 +152,18 @@ static void marks_drop(cat_bstats *bs, int level) {
   }
 }
 
+/* Forget the kept stored form (the next store encodes every position). */
+static void enc_drop(cat_bstats *bs) {
+  recs_free(bs->enc_rec, bs->enc_n);
+  free(bs->enc);
+  bs->enc = NULL;
+  bs->enc_rec = NULL;
+  bs->enc_size = bs->enc_n = 0;
+}
+
 void cat_bs_free(cat_bstats *bs) {
   if (bs == NULL) return;
+  enc_drop(bs);
   marks_drop(bs, INT32_MIN);
   free(bs->marks);
   recs_free(bs->rec, bs->n);
@@ -507,6 +525,9 @@ void cat_bs_edit_hook(void *arg, caterva_ctx *ctx, int op, int64_t pos, const ui
                       bs->hint_pos == pos ? bs->hint_img : NULL);
   }
   if (r != NULL) rec_set_starts(r, bs->nblocks, chunk, cbytes);
+  /* the starts of a record installed again were just rewritten in place: its pointer no
+   * longer identifies its encoding */
+  if (r != NULL && r == bs->rec[pos]) enc_drop(bs);
   rec_unref(bs->rec[pos]);
   bs->rec[pos] = r; /* NULL (out of memory, undecodable): unknown, never wrong */
 }
@@ -777,30 +798,12 @@ static void encode_chunk(const cat_bstats *bs, bs_rec *r, uint8_t *p) {
   }
 }
 
-/* Write the statistics into the trailer (part of the open transaction, if any). */
-int cat_bs_store(caterva_ctx *ctx, caterva_array *a) {
-  int rc = CATERVA_OK;
-  cat_bstats *bs = a->bs;
-  const cat_geom *g = &a->g;
-  uint8_t *buf = NULL, *p;
-  int64_t size, body;
-  if (bs == NULL || !bs->dirty) return CATERVA_OK;
-  if (bs->broken || bs->n != g->nchunks || bs->nblocks != g->nblocks ||
-      stored_size(bs, g->ndim, &size) < 0) {
-    /* Not stored: what the trailer holds keeps its fingerprints, so it is never misread;
-     * drop it anyway so that the file does not carry statistics nobody maintains. */
-    rc = caterva_schunk_vlmeta_delete(ctx, a->sc, BS_ATTR);
-    if (rc == CATERVA_E_NOTFOUND) rc = CATERVA_OK;
-    if (rc >= 0) bs->dirty = false;
-    if (ctx != NULL && rc >= 0) ctx->errmsg[0] = '\0';
-    return rc;
-  }
-  buf = calloc(1, (size_t)size);
-  CAT_CHECK(leave, buf != NULL, CATERVA_E_NOMEM, "out of memory");
-  body = size - 5;
+/* The stored form's header: the msgpack bin 32 lead-in, then the layout's header. */
+static void encode_head(const cat_bstats *bs, const cat_geom *g, uint8_t *buf, int64_t size) {
+  int64_t body = size - 5;
+  uint8_t *p = buf + 5;
   buf[0] = 0xC6; /* msgpack bin 32, big-endian length */
   for (int i = 0; i < 4; i++) buf[1 + i] = (uint8_t)((uint64_t)body >> (24 - 8 * i));
-  p = buf + 5;
   memset(p, 0, BS_HEAD);
   memcpy(p, BS_MAGIC, 4);
   p[4] = BS_VERSION;
@@ -809,13 +812,60 @@ int cat_bs_store(caterva_ctx *ctx, caterva_array *a) {
   put32(p + 8, (uint32_t)bs->nblocks);
   put64(p + 16, (uint64_t)bs->n);
   for (int k = 0; k < g->ndim; k++) put64(p + BS_HEAD + 8 * k, (uint64_t)g->shape[k]);
-  p += BS_HEAD + 8 * g->ndim;
-  for (int64_t n = 0; n < bs->n; n++, p += BS_CHUNK_HEAD + (size_t)bs->nblocks * BS_REC)
-    encode_chunk(bs, bs->rec[n], p);
-  CAT_TRY(leave, caterva_schunk_vlmeta_set(ctx, a->sc, BS_ATTR, buf, (int32_t)size));
+}
+
+/* Bring the kept stored form up to date with bs->rec: positions whose record is the one
+ * already encoded there are left as they are (all of them are encoded when the form's size
+ * or number of positions changed). */
+static int encode_all(caterva_ctx *ctx, cat_bstats *bs, const cat_geom *g, int64_t size) {
+  size_t per = BS_CHUNK_HEAD + (size_t)bs->nblocks * BS_REC;
+  uint8_t *p;
+  if (bs->enc == NULL || bs->enc_size != size || bs->enc_n != bs->n) {
+    enc_drop(bs);
+    bs->enc = calloc(1, (size_t)size);
+    bs->enc_rec = calloc((size_t)(bs->n > 0 ? bs->n : 1), sizeof *bs->enc_rec);
+    if (bs->enc == NULL || bs->enc_rec == NULL) {
+      enc_drop(bs);
+      return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+    }
+    bs->enc_size = size; /* zeroed: every position reads as having no record */
+    bs->enc_n = bs->n;
+  }
+  encode_head(bs, g, bs->enc, size);
+  p = bs->enc + 5 + BS_HEAD + 8 * g->ndim;
+  for (int64_t n = 0; n < bs->n; n++, p += per) {
+    bs_rec *r = bs->rec[n];
+    if (r == bs->enc_rec[n]) continue;
+    encode_chunk(bs, r, p);
+    if (r != NULL) r->refs++;
+    rec_unref(bs->enc_rec[n]);
+    bs->enc_rec[n] = r;
+  }
+  return CATERVA_OK;
+}
+
+/* Write the statistics into the trailer (part of the open transaction, if any). */
+int cat_bs_store(caterva_ctx *ctx, caterva_array *a) {
+  int rc = CATERVA_OK;
+  cat_bstats *bs = a->bs;
+  const cat_geom *g = &a->g;
+  int64_t size;
+  if (bs == NULL || !bs->dirty) return CATERVA_OK;
+  if (bs->broken || bs->n != g->nchunks || bs->nblocks != g->nblocks ||
+      stored_size(bs, g->ndim, &size) < 0) {
+    /* Not stored: what the trailer holds keeps its fingerprints, so it is never misread;
+     * drop it anyway so that the file does not carry statistics nobody maintains. */
+    enc_drop(bs);
+    rc = caterva_schunk_vlmeta_delete(ctx, a->sc, BS_ATTR);
+    if (rc == CATERVA_E_NOTFOUND) rc = CATERVA_OK;
+    if (rc >= 0) bs->dirty = false;
+    if (ctx != NULL && rc >= 0) ctx->errmsg[0] = '\0';
+    return rc;
+  }
+  CAT_TRY(leave, encode_all(ctx, bs, g, size));
+  CAT_TRY(leave, caterva_schunk_vlmeta_set(ctx, a->sc, BS_ATTR, bs->enc, (int32_t)size));
   bs->dirty = false;
 leave:
-  free(buf);
   return rc;
 }
 

@@ -294,6 +294,35 @@ static void run_store(const dt *d, int store) {
            "%s %s: reopened with statistics", d->name, sn);
     if (a == NULL) goto leave;
     check_all(d, a, 1, STEP("%s reopen", sn));
+
+    /* many small commits, some with a savepoint rolled back or a transaction rolled back,
+     * each reopened: the stored form (re-encoded only where records changed) stays exact */
+    for (int round = 0; round < 12; round++) {
+      caterva_array_begin(ctx, a);
+      for (int i = 0; i < 1 + round % 3; i++) {
+        coord[0] = (int64_t)(rnd() % 20); coord[1] = (int64_t)(rnd() % 10);
+        coord[2] = (int64_t)(rnd() % 9);
+        rand_item(d, item);
+        caterva_array_set_item(ctx, a, coord, item);
+      }
+      if (round % 4 == 1) {
+        caterva_array_savepoint(ctx, a, 0);
+        caterva_array_set_slice(ctx, a, start, stop, buf, 4 * 5 * 9 * d->is);
+        caterva_array_rollback_to(ctx, a, 0);
+      }
+      if (round % 5 == 3) {
+        caterva_array_rollback(ctx, a);
+        continue;
+      }
+      tap_ok(caterva_array_commit(ctx, a, 0) == 0, "%s %s: small commit %d", d->name, sn, round);
+      if (round % 2 == 0) {
+        caterva_array_free(a);
+        a = NULL;
+        caterva_array_open(ctx, path, CATERVA_OPEN_WRITE, &a);
+        if (a == NULL) goto leave;
+      }
+      check_all(d, a, 1, STEP("%s small commit %d", sn, round));
+    }
   }
 
   /* copies: same partitioning (raw) and another one */

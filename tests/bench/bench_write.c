@@ -1,8 +1,8 @@
 /*
  * bench_write.c -- writing through the caterva virtual table against a plain SQLite table.
  *
- *   bench_write [-e EXT] [-t DIR] [-n NTIME] [-r RUNS] [-c COMMITS] [-K COMMITS] [-g N] [-G N]
- *               [-k] [-l] [-C]
+ *   bench_write [-e EXT] [-t DIR] [-n NTIME] [-r RUNS] [-c COMMITS] [-K COMMITS] [-i ROUNDS]
+ *               [-g N] [-G N] [-k] [-l] [-C]
  *
  *   -e  the built extension (default: ../../.libs/caterva.so from this program, tests/bench/)
  *   -t  scratch directory (default $TMPDIR, else /tmp); a directory bench_write.XXXXXX is made
@@ -11,6 +11,7 @@
  *   -r  runs of each UPDATE (default 5; the median is reported)
  *   -c  commits timed in each commit measurement (default 21; the median is reported)
  *   -K  commits of one whole chunk timed in section 3 (default 5)
+ *   -i  rounds of the interleaved one-cell commits of section 3 (default 101)
  *   -g  new chunks of the fill growths of section 6 (default 1000000)
  *   -G  new chunks of the sparse growth with a value fill (default 100000: a million files
  *       take minutes to create and to remove on ext4; the floor is measured with as many)
@@ -48,7 +49,11 @@
  *      synchronous=full, normal and off, and for the plain table with PRAGMA synchronous
  *      FULL, NORMAL and OFF in journal_mode DELETE (rollback journal) and WAL: median, mean,
  *      min, max, and the write-class system calls and syncs per transaction, counted inside
- *      this process (see syscw_now and the fsync wrappers below).
+ *      this process (see syscw_now and the fsync wrappers below). Then the one-cell
+ *      comparison: one-cell commits of the contiguous, the sparse and the plain table taken
+ *      in turn, ROUNDS times, with the plain table in DELETE and then in WAL mode, at each
+ *      synchronous level (the disk's sync latency drifts by 2x over minutes: blocks of
+ *      commits timed one after another are not comparable, commits taken in turn are).
  *   4. File sizes.
  *   5. UPDATE s SET value = -1 WHERE a = K (K = 17, 18, ...) on a 200x200x200 float64 array
  *      (chunks 52x100x100, blocks 13x25x25) against the same UPDATE of a plain WITHOUT ROWID
@@ -188,7 +193,7 @@ typedef struct {
   sqlite3 *dbc, *dbp;      /* caterva connection, plain table connection */
   char dir[2048], arr[2200], arr0[2200], arrn[2200], arrt[2200], arrs[2200], plain[2200];
   long long size_c0, size_cn;  /* the files of the clevel=0 and the noisy loads */
-  int ntime, runs, commits, chunk_commits;
+  int ntime, runs, commits, chunk_commits, cell_rounds;
   long long grow, grow_sparse;  /* new chunks of the fill growths (-g; -G: sparse, fill 3) */
   long long ncells;
   double sum_c, sum_p, sum_s; /* expected sum(value) of t, p and section 3's sparse copy */
@@ -696,6 +701,38 @@ static void flush_dirty(const Bench *b) {
   }
 }
 
+/* One-cell commits of the contiguous table, the sparse one and the plain one taken in turn,
+ * rounds times, with the plain table in journal mode jmode: the three see the same moments of
+ * the disk (whose sync latency drifts by 2x over minutes), which consecutive blocks of
+ * commits do not. med[k]: median ms of target k (C3_CONTIG, C3_SPARSE, then the plain). */
+static void cell_interleaved(Bench *b, const char *jmode, int rounds, double *med,
+                             long long *changed) {
+  static const char *const fmt[3] = {
+      "UPDATE t SET value = value + 1 WHERE time = %d AND lat = %d AND lon = %d",
+      "UPDATE ts SET value = value + 1 WHERE time = %d AND lat = %d AND lon = %d",
+      "UPDATE p SET value = value + 1 WHERE time = %d AND lat = %d AND lon = %d"};
+  double w[3][MAXRUNS];
+  char sql[256];
+  snprintf(sql, sizeof(sql), "PRAGMA journal_mode=%s", jmode);
+  bench_exec(b->dbp, sql);
+  flush_dirty(b);
+  for (int r = 0; r < rounds; r++) {
+    int kk = r * 41 + 5;
+    for (int k = 0; k < 3; k++) {
+      sqlite3 *db = k == 2 ? b->dbp : b->dbc;
+      double w0;
+      snprintf(sql, sizeof(sql), fmt[k], kk % 60, kk * 11 % NLAT, kk * 17 % NLON);
+      w0 = bench_now_ms();
+      bench_exec(db, "BEGIN");
+      bench_exec(db, sql);
+      bench_exec(db, "COMMIT");
+      w[k][r] = bench_now_ms() - w0;
+      changed[k] += sqlite3_changes(db);
+    }
+  }
+  for (int k = 0; k < 3; k++) med[k] = median(w[k], rounds);
+}
+
 static void bench_commit(Bench *b) {
   static const char *const levels[3] = {"full", "normal", "off"};
   static const char *const plevels[3] = {"FULL", "NORMAL", "OFF"};
@@ -704,7 +741,6 @@ static void bench_commit(Bench *b) {
       "plain, journal_mode=WAL"};
   static const char *const knames[C3_KINDS] = {
       "BEGIN; COMMIT", "UPDATE of no cell", "UPDATE of one cell", "UPDATE of one chunk"};
-  double cell_ms[3][C3_TARGETS];
   long long changed[C3_TARGETS];
   double sy, dummy;
   int lv, tg, kd;
@@ -747,28 +783,42 @@ static void bench_commit(Bench *b) {
                                                                             b->chunk_commits),
               "commits: %s, %s: %lld cells changed", tnames[tg], knames[kd], ch);
         changed[tg] += ch;
-        if (kd == C3_CELL) cell_ms[lv][tg] = c.s.med;
         row_commit(tnames[tg], tg >= C3_DELETE ? plevels[lv] : levels[lv], knames[kd], c);
         fflush(stdout);
       }
     }
     bench_exec(b->dbp, "PRAGMA journal_mode=DELETE");
   }
+  printf("\nOne-cell commit, median ms of %d commits of each table taken in turn (contiguous, "
+         "sparse, plain; then again with the plain table in WAL mode), caterva against the "
+         "plain table at the same synchronous level (goal: at most the plain table's time):\n\n",
+         b->cell_rounds);
+  printf("| synchronous | plain table's journal | contiguous | sparse | plain | contiguous <= "
+         "plain | sparse <= plain |\n");
+  printf("|---|---|---:|---:|---:|---|---|\n");
+  for (lv = 0; lv < 3; lv++) {
+    open_caterva_as(b, "t", b->arr, levels[lv]);
+    open_caterva_as(b, "ts", b->arrs, levels[lv]);
+    snprintf(sql, sizeof(sql), "PRAGMA synchronous=%s", plevels[lv]);
+    bench_exec(b->dbp, sql);
+    for (int j = 0; j < 2; j++) {
+      long long ch[3] = {0, 0, 0};
+      double m[3];
+      cell_interleaved(b, j ? "WAL" : "DELETE", b->cell_rounds, m, ch);
+      check(ch[0] == b->cell_rounds && ch[1] == b->cell_rounds && ch[2] == b->cell_rounds,
+            "interleaved commits: %lld, %lld, %lld cells changed", ch[0], ch[1], ch[2]);
+      changed[C3_CONTIG] += ch[0];
+      changed[C3_SPARSE] += ch[1];
+      changed[j ? C3_WAL : C3_DELETE] += ch[2];
+      printf("| %s | %s | %.3f | %.3f | %.3f | %s | %s |\n", levels[lv], j ? "WAL" : "DELETE",
+             m[0], m[1], m[2], m[0] <= m[2] ? "yes" : "no", m[1] <= m[2] ? "yes" : "no");
+      fflush(stdout);
+    }
+  }
+  bench_exec(b->dbp, "PRAGMA journal_mode=DELETE");
   snprintf(sql, sizeof(sql), "PRAGMA synchronous=%d", (int)sy);
   bench_exec(b->dbp, sql);
   open_caterva(b, "full");
-  printf("\nOne-cell commit, median ms, caterva against the plain table at the same "
-         "synchronous level (goal: at most the plain table's time):\n\n");
-  printf("| synchronous | contiguous | sparse | plain, DELETE | plain, WAL | contiguous <= "
-         "DELETE | contiguous <= WAL | sparse <= DELETE | sparse <= WAL |\n");
-  printf("|---|---:|---:|---:|---:|---|---|---|---|\n");
-  for (lv = 0; lv < 3; lv++) {
-    double *m = cell_ms[lv];
-    printf("| %s | %.3f | %.3f | %.3f | %.3f | %s | %s | %s | %s |\n", levels[lv], m[0], m[1],
-           m[2], m[3], m[0] <= m[2] ? "yes" : "no", m[0] <= m[3] ? "yes" : "no",
-           m[1] <= m[2] ? "yes" : "no", m[1] <= m[3] ? "yes" : "no");
-  }
-  fflush(stdout);
   /* each table against its own expected sum (the plain table took both journal modes' writes) */
   b->sum_c += (double)changed[C3_CONTIG];
   b->sum_s += (double)changed[C3_SPARSE];
@@ -975,6 +1025,7 @@ int main(int argc, char **argv) {
   b.runs = 5;
   b.commits = 21;
   b.chunk_commits = 5;
+  b.cell_rounds = 101;
   b.grow = 1000000;
   b.grow_sparse = 100000;
   snprintf(self, sizeof(self), "%s", argv[0]);
@@ -983,7 +1034,7 @@ int main(int argc, char **argv) {
   else snprintf(self, sizeof(self), ".");
   snprintf(ext, sizeof(ext), "%s/../../.libs/caterva.so", self);
   snprintf(tmpdir, sizeof(tmpdir), "%s", env && *env ? env : "/tmp");
-  while ((opt = getopt(argc, argv, "e:t:n:r:c:K:g:G:klC")) != -1) {
+  while ((opt = getopt(argc, argv, "e:t:n:r:c:K:i:g:G:klC")) != -1) {
     switch (opt) {
       case 'e': snprintf(ext, sizeof(ext), "%s", optarg); break;
       case 't': snprintf(tmpdir, sizeof(tmpdir), "%s", optarg); break;
@@ -991,6 +1042,7 @@ int main(int argc, char **argv) {
       case 'r': b.runs = atoi(optarg); break;
       case 'c': b.commits = atoi(optarg); break;
       case 'K': b.chunk_commits = atoi(optarg); break;
+      case 'i': b.cell_rounds = atoi(optarg); break;
       case 'g': b.grow = atoll(optarg); break;
       case 'G': b.grow_sparse = atoll(optarg); break;
       case 'k': keep = 1; break;
@@ -998,7 +1050,7 @@ int main(int argc, char **argv) {
       case 'C': commits_only = 1; break;
       default:
         fprintf(stderr, "usage: bench_write [-e ext.so] [-t dir] [-n ntime] [-r runs] "
-                        "[-c commits] [-K commits] [-g chunks] [-G chunks] [-k] [-l] [-C]\n");
+                        "[-c commits] [-K commits] [-i rounds] [-g chunks] [-G chunks] [-k] [-l] [-C]\n");
         return 2;
     }
   }
@@ -1007,6 +1059,7 @@ int main(int argc, char **argv) {
   if (b.commits < 1 || b.commits > MAXRUNS) bench_die("-c must be from 1 to %d", MAXRUNS);
   if (b.chunk_commits < 1 || b.chunk_commits > MAXRUNS)
     bench_die("-K must be from 1 to %d", MAXRUNS);
+  if (b.cell_rounds < 1 || b.cell_rounds > MAXRUNS) bench_die("-i must be from 1 to %d", MAXRUNS);
   if (b.ntime < 60 && !load_only) bench_die("-n must be at least 60 (section 3 writes time 0-59)");
   if (b.grow < 1 || b.grow_sparse < 1) bench_die("-g and -G must be positive");
   b.ncells = (long long)b.ntime * NLAT * NLON;

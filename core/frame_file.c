@@ -328,32 +328,51 @@ static void unmap(caterva_schunk *sc) {
   if (sc->base_mapped && sc->base != NULL && sc->retain_maps &&
       (old = malloc(sizeof *old)) != NULL) {
     old->p = (void *)sc->base;
-    old->n = sc->base_len;
+    old->n = sc->map_len;
     old->next = sc->retired;
     sc->retired = old;
   } else if (sc->base_mapped && sc->base != NULL) {
-    munmap((void *)sc->base, sc->base_len);
+    munmap((void *)sc->base, sc->map_len);
   }
   if (sc->base_mapped) {
     sc->base = NULL;
-    sc->base_len = 0;
+    sc->base_len = sc->map_len = 0;
     sc->base_mapped = false;
   }
 }
 
-/* Map the whole file behind fd read-only (the previous map, if any, is released). */
+/* Address space to map for a file of size bytes: room to grow by half (at least 4 MiB), so
+ * that the commits appending to it keep their map instead of replacing it (a new map per
+ * commit costs the munmap, and a page fault for every page read again). The room past the
+ * end of the file is never read: the image is base_len bytes. */
+static size_t map_reserve(off_t size) {
+  size_t n = (size_t)size, room = n / 2 > ((size_t)4 << 20) ? n / 2 : (size_t)4 << 20;
+  return n <= SIZE_MAX - room ? n + room : n;
+}
+
+/* Map the whole file behind fd read-only (the previous map, if any, is released). The same
+ * file within the map's reservation keeps its map: the map is never written, so its pages
+ * are the page cache's and show what was written since; a pointer into it stays valid. */
 static int remap(caterva_ctx *ctx, caterva_schunk *sc, int fd) {
   struct stat st;
   void *m;
-  unmap(sc);
+  size_t len;
   if (fstat(fd, &st) != 0) return io_fail(ctx, "cannot stat", sc->path);
   if (st.st_size < CAT_FH_SIZE)
     return cat_error(ctx, CATERVA_E_CORRUPT, "'%s' is too short (%lld bytes) for a frame",
                      sc->path, (long long)st.st_size);
-  m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (sc->base_mapped && sc->base != NULL && (uint64_t)st.st_ino == sc->seen_ino &&
+      (uint64_t)st.st_size <= sc->map_len) {
+    sc->base_len = (size_t)st.st_size;
+    return CATERVA_OK;
+  }
+  unmap(sc);
+  len = map_reserve(st.st_size);
+  m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
   if (m == MAP_FAILED) return io_fail(ctx, "cannot map", sc->path);
   sc->base = m;
   sc->base_len = (size_t)st.st_size;
+  sc->map_len = len;
   sc->base_mapped = true;
   sc->seen_ino = (uint64_t)st.st_ino;
   return CATERVA_OK;

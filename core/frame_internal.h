@@ -107,7 +107,9 @@ struct caterva_schunk {
   /* The frame image chunks are read from: an owned copy (memory store opened from a
    * buffer) or a read-only map of the file (contiguous store). */
   const uint8_t *base;
-  size_t base_len;
+  size_t base_len;           /* bytes of the image (the file's length when it was mapped) */
+  size_t map_len;            /* bytes the map reserves (>= base_len): a file that grows
+                              * within them is read through the same map (frame_file.c) */
   bool base_mapped;
   int64_t header_len;        /* header length of the image / file on disk */
   int64_t section;           /* bytes of the image's chunk section (its header cbytes) */

@@ -701,6 +701,16 @@ static void flush_dirty(const Bench *b) {
   }
 }
 
+/* The caterva tables t and ts opened with synchronous=level, the plain table's PRAGMA
+ * synchronous set to plevel. */
+static void sync_level(Bench *b, const char *level, const char *plevel) {
+  char sql[64];
+  open_caterva_as(b, "t", b->arr, level);
+  open_caterva_as(b, "ts", b->arrs, level);
+  snprintf(sql, sizeof(sql), "PRAGMA synchronous=%s", plevel);
+  bench_exec(b->dbp, sql);
+}
+
 /* One-cell commits of the contiguous table, the sparse one and the plain one taken in turn,
  * rounds times, with the plain table in journal mode jmode: the three see the same moments of
  * the disk (whose sync latency drifts by 2x over minutes), which consecutive blocks of
@@ -766,10 +776,7 @@ static void bench_commit(Bench *b) {
          "writes | syncs |\n");
   printf("|---|---|---|---:|---:|---:|---:|---:|---:|---|\n");
   for (lv = 0; lv < 3; lv++) {
-    open_caterva_as(b, "t", b->arr, levels[lv]);
-    open_caterva_as(b, "ts", b->arrs, levels[lv]);
-    snprintf(sql, sizeof(sql), "PRAGMA synchronous=%s", plevels[lv]);
-    bench_exec(b->dbp, sql);
+    sync_level(b, levels[lv], plevels[lv]);
     for (tg = 0; tg < C3_TARGETS; tg++) {
       flush_dirty(b);
       if (tg == C3_DELETE) bench_exec(b->dbp, "PRAGMA journal_mode=DELETE");
@@ -797,10 +804,7 @@ static void bench_commit(Bench *b) {
          "plain | sparse <= plain |\n");
   printf("|---|---|---:|---:|---:|---|---|\n");
   for (lv = 0; lv < 3; lv++) {
-    open_caterva_as(b, "t", b->arr, levels[lv]);
-    open_caterva_as(b, "ts", b->arrs, levels[lv]);
-    snprintf(sql, sizeof(sql), "PRAGMA synchronous=%s", plevels[lv]);
-    bench_exec(b->dbp, sql);
+    sync_level(b, levels[lv], plevels[lv]);
     for (int j = 0; j < 2; j++) {
       long long ch[3] = {0, 0, 0};
       double m[3];

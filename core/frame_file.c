@@ -389,12 +389,29 @@ static void count_dead(caterva_schunk *sc) {
   sc->dead = live < sc->section ? sc->section - live : 0;
 }
 
+/* Map the file at open. A reader may open it without the lock while a writer commits: the
+ * header read through the map may then be newer than the size the map was taken with, and
+ * name bytes appended since. Those bytes were written before the header, so the file's size
+ * taken again covers them; a file that did not grow is left for the parser to report. */
+static int map_for_open(caterva_ctx *ctx, caterva_schunk *sc, int fd) {
+  int rc = CATERVA_OK;
+  for (int tries = 0; tries < 8; tries++) {
+    struct stat st;
+    CAT_TRY(leave, remap(ctx, sc, fd));
+    if (cat_be64(sc->base + CAT_FH_FRAME_LEN) <= (uint64_t)sc->base_len ||
+        fstat(fd, &st) != 0 || (uint64_t)st.st_size <= (uint64_t)sc->base_len)
+      break;
+  }
+leave:
+  return rc;
+}
+
 static int contiguous_open(caterva_ctx *ctx, caterva_schunk *sc) {
   int fd = open(sc->path, sc->writable ? O_RDWR : O_RDONLY);
   int rc;
   if (fd < 0) return io_fail(ctx, "cannot open", sc->path);
   sc->store = CATERVA_STORE_CONTIGUOUS;
-  CAT_TRY(fail, remap(ctx, sc, fd));
+  CAT_TRY(fail, map_for_open(ctx, sc, fd));
   CAT_TRY(fail, cat_frame_parse_contiguous(ctx, sc, sc->base, sc->base_len));
   if (sc->writable && (int64_t)sc->base_len > sc->frame_len) {
     /* leftovers of an interrupted commit */

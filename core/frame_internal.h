@@ -1,7 +1,9 @@
 /*
  * frame_internal.h -- internals of the super-chunk and frame layer, shared by
  * frame_format.c (bytes of headers, trailers and indices, and of a whole contiguous frame),
- * frame_file.c (files and directories, and where a stored chunk's bytes are), schunk.c (the
+ * frame_file.c and the files below it (files and directories, and where a stored chunk's
+ * bytes are: frame_plan.c, frame_sparse.c, frame_contig.c, frame_stored.c, frame_pack.c,
+ * sharing frame_file_internal.h), schunk.c (the
  * caterva_schunk object) and txn.c (the open transaction). schunk.c and txn.c use the frame
  * files, frame_file.c uses frame_format.c, and neither frame file calls into schunk.c
  * (frame_file.c only tells txn.c about the sparse chunk files a transaction writes).
@@ -210,7 +212,8 @@ int cat_frame_parse_contiguous(caterva_ctx *ctx, caterva_schunk *sc, const uint8
 /* A new, empty schunk of the given store (no file, no chunks). */
 caterva_schunk *cat_sc_alloc(int store);
 
-/* ---- frame_file.c: files and directories -------------------------------------------- */
+/* ---- frame_file.c (and frame_sparse.c, frame_contig.c, frame_stored.c, frame_pack.c):
+ * files and directories ----------------------------------------------------------------- */
 
 /* Borrow the bytes of stored (non-special) chunk i: from sc->data, the image, a sparse chunk
  * file or (contiguous, inside a transaction) past the committed section. When the chunk must

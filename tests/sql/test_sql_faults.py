@@ -30,7 +30,7 @@ device also refuses the clean-up: the rollback's ftruncate (a contiguous file th
 transaction's chunks past its frame's end: the committed bytes must be identical and the
 next writer must cut the rest), and the write that puts the old header back after the fsync
 following the commit point failed (COMMIT reports the error and the file must hold exactly
-the new content; core/frame_file.c: "the file holds either"). Both are counted in the
+the new content; core/frame_contig.c: "the file holds either"). Both are counted in the
 summary.
 
 Environment: top_builddir (the build tree), CATERVA_PRELOAD (ASan runtime to preload when
@@ -317,7 +317,7 @@ class Sweep:
                 got = "unreadable: %r" % e
             now = array_bytes(copy)
             # A sticky failure of the fsync that follows the commit point also refuses the
-            # write that would put the old header back (core/frame_file.c: "the file holds
+            # write that would put the old header back (core/frame_contig.c: "the file holds
             # either"): then COMMIT reports the error and the file holds exactly the new
             # content. Accepted for sticky failures at COMMIT only, and counted.
             res["undo_refused"] = (sticky and res["failed_at"] == len(TXN) and

@@ -218,38 +218,50 @@ static int64_t lay_of(const cat_wcache *wc, const cat_geom *g, int k, int64_t r)
 }
 
 /* One row of a permuted image (the chunk's extent along dimension k, from item src on) to
- * their places base + lay_of(k, i). */
-static void perm_row(const cat_wcache *wc, const cat_geom *g, const cat_wentry *e, int k,
+ * their places base + lay[i] (lay: lay_of(k, i) for every i); with bits, their written bits
+ * too. */
+static void perm_row(const cat_geom *g, const cat_wentry *e, int k, const int64_t *lay,
                      int64_t src, int64_t base, uint8_t *dst, uint64_t *bits) {
   size_t is = (size_t)g->itemsize;
-  for (int64_t i = 0; i < g->chunkshape[k]; i++) {
-    int64_t d = base + lay_of(wc, g, k, i), s = src + i;
-    if (is == 4) memcpy(dst + d * 4, e->img + s * 4, 4);
-    else if (is == 8) memcpy(dst + d * 8, e->img + s * 8, 8);
-    else memcpy(dst + (size_t)d * is, e->img + (size_t)s * is, is);
+  int64_t n = g->chunkshape[k];
+  if (is == 4) {
+    for (int64_t i = 0; i < n; i++) memcpy(dst + (base + lay[i]) * 4, e->img + (src + i) * 4, 4);
+  } else if (is == 8) {
+    for (int64_t i = 0; i < n; i++) memcpy(dst + (base + lay[i]) * 8, e->img + (src + i) * 8, 8);
+  } else {
+    for (int64_t i = 0; i < n; i++)
+      memcpy(dst + (size_t)(base + lay[i]) * is, e->img + (size_t)(src + i) * is, is);
+  }
+  for (int64_t i = 0; bits != NULL && i < n; i++) {
+    int64_t d = base + lay[i], s = src + i;
     if (e->bits[s >> 6] >> (s & 63) & 1) bits[d >> 6] |= (uint64_t)1 << (d & 63);
   }
 }
 
-/* Put e's image and bits in the chunk's layout (nothing to do if they are). */
-static int normalize(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
+/* Put e's image in the chunk's layout (nothing to do if it is), and with keep_bits its
+ * written bits; without, the bits are left as they are, not to be read again (a chunk
+ * written wholly, about to be stored). */
+static int normalize(caterva_ctx *ctx, caterva_array *a, cat_wentry *e, bool keep_bits) {
   cat_wcache *wc = a->wc;
   const cat_geom *g = &a->g;
-  int64_t r[CATERVA_MAX_DIM] = {0}, src = 0;
+  int64_t r[CATERVA_MAX_DIM] = {0}, src = 0, *lay = NULL;
   uint8_t *dst = NULL;
   uint64_t *bits = NULL;
   int k = e->perm, rc = CATERVA_OK;
   if (k < 0) return CATERVA_OK;
   dst = cat_imgpool_get(wc->pool);
-  bits = calloc(bits_words(g), sizeof *bits);
-  CAT_CHECK(leave, dst != NULL && bits != NULL, CATERVA_E_NOMEM, "out of memory");
+  lay = malloc((size_t)g->chunkshape[k] * sizeof *lay);
+  if (keep_bits) bits = calloc(bits_words(g), sizeof *bits);
+  CAT_CHECK(leave, dst != NULL && lay != NULL && (bits != NULL || !keep_bits), CATERVA_E_NOMEM,
+            "out of memory");
+  for (int64_t i = 0; i < g->chunkshape[k]; i++) lay[i] = lay_of(wc, g, k, i);
   if (e->cleared) memset(dst, 0, (size_t)g->chunksize); /* padding and cells not written */
   for (;;) {
     int64_t base = 0;
     int j;
     for (j = 0; j < g->ndim; j++)
       if (j != k) base += lay_of(wc, g, j, r[j]);
-    perm_row(wc, g, e, k, src, base, dst, bits);
+    perm_row(g, e, k, lay, src, base, dst, bits);
     src += g->chunkshape[k];
     for (j = g->ndim - 1; j >= 0; j--) {
       if (j == k) continue;
@@ -259,15 +271,18 @@ static int normalize(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
     if (j < 0) break;
   }
   cat_imgpool_put(wc->pool, e->img);
-  free(e->bits);
   e->img = dst;
-  e->bits = bits;
+  if (keep_bits) {
+    free(e->bits);
+    e->bits = bits;
+  }
   e->perm = -1;
   dst = NULL;
   bits = NULL;
 leave:
   cat_imgpool_put(wc->pool, dst);
   free(bits);
+  free(lay);
   return rc;
 }
 
@@ -275,7 +290,7 @@ leave:
 static int normalize_all(caterva_ctx *ctx, caterva_array *a) {
   int rc = CATERVA_OK;
   for (int i = 0; a->wc != NULL && i < a->wc->n; i++)
-    if (a->wc->e[i].nchunk >= 0) CAT_TRY(leave, normalize(ctx, a, &a->wc->e[i]));
+    if (a->wc->e[i].nchunk >= 0) CAT_TRY(leave, normalize(ctx, a, &a->wc->e[i], true));
 leave:
   return rc;
 }
@@ -405,7 +420,7 @@ static int store_entry(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
   caterva_cparams cp = cat_array_chunk_cparams(a);
   int32_t cbytes = 0, cap = g->chunksize + CATERVA_CHUNK_MAX_OVERHEAD;
   int rc = CATERVA_OK, own, patched = 0;
-  CAT_TRY(leave, normalize(ctx, a, e));
+  CAT_TRY(leave, normalize(ctx, a, e, e->nset < e->nvalid));
   cbuf = malloc((size_t)cap);
   CAT_CHECK(leave, cbuf != NULL, CATERVA_E_NOMEM, "out of memory");
   if (e->nset < e->nvalid) {
@@ -494,7 +509,7 @@ static int store_full(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
   int rc = CATERVA_OK;
   if (ctx == NULL || ctx->nthreads < 2 || !caterva_schunk_in_txn(a->sc))
     return store_entry(ctx, a, e);
-  CAT_TRY(leave, normalize(ctx, a, e));
+  CAT_TRY(leave, normalize(ctx, a, e, false)); /* every item written */
   if (wc->ws == NULL && (wc->ws = cat_ws_new(a->g.chunksize)) == NULL) return store_entry(ctx, a, e);
   CAT_TRY(leave, reap(ctx, a, 0));
   if (cat_ws_full(wc->ws)) {

@@ -179,6 +179,59 @@ static void pipelines(caterva_ctx *ctx) {
       }
 }
 
+/* With two threads, fewer blocks than threads (a one-cell commit re-encodes one block) are
+ * encoded stream by stream, the streams as tasks (core/chunk_enc.c): the chunks, whole and
+ * patched, must be byte for byte those one thread writes, and run_case's checks must hold. */
+static void two_threads(caterva_ctx *ctx1, caterva_ctx *ctx2) {
+  static const uint8_t filters[][2] = {{CATERVA_NOFILTER, 0}, {CATERVA_SHUFFLE, 0},
+                                       {CATERVA_BYTEDELTA, 0}, {CATERVA_TRUNC_PREC, 20}};
+  static const int typesizes[] = {2, 4, 8, 16};
+  int same = 0, cases = 0;
+  for (size_t f = 0; f < sizeof filters / sizeof *filters; f++)
+    for (size_t t = 0; t < sizeof typesizes / sizeof *typesizes; t++) {
+      int ts = typesizes[t];
+      int32_t bs = 4608 * ts;
+      if (filters[f][0] == CATERVA_TRUNC_PREC && ts != 4 && ts != 8) continue;
+      for (int shape = 0; shape < 3; shape++) {
+        /* one block; one block and a short one; six blocks */
+        int32_t n = shape == 0 ? bs : shape == 1 ? bs + 7 * ts : 6 * bs;
+        pcase pc = {CATERVA_ZSTD, ts, 1, filters[f][0], filters[f][1], n, bs};
+        caterva_cparams cp;
+        uint8_t *src = malloc((size_t)n), *a = malloc(CAP(n)), *b = malloc(CAP(n));
+        uint8_t *pa = malloc(CAP(n)), *pb = malloc(CAP(n)), dirty[6] = {0};
+        int32_t na, nb, npa, npb;
+        run_case(ctx2, &pc);
+        caterva_cparams_init(&cp);
+        cp.codec = CATERVA_ZSTD;
+        cp.clevel = 5;
+        cp.typesize = ts;
+        cp.blocksize = bs;
+        cp.splitmode = CATERVA_SPLIT_ALWAYS;
+        memset(cp.filters, 0, sizeof cp.filters);
+        cp.filters[5] = filters[f][0];
+        cp.filters_meta[5] = filters[f][1];
+        if (filters[f][0] == CATERVA_BYTEDELTA) cp.filters[4] = CATERVA_SHUFFLE;
+        make_data(src, n, ts, filters[f][0] == CATERVA_TRUNC_PREC, 2);
+        na = caterva_chunk_compress(ctx1, &cp, src, n, a, CAP(n));
+        nb = caterva_chunk_compress(ctx2, &cp, src, n, b, CAP(n));
+        src[n - 1] ^= 0x33; /* the last block changes */
+        dirty[(n - 1) / bs] = 1;
+        npa = cat_chunk_patch(ctx1, &cp, a, na, src, n, dirty, pa, CAP(n));
+        npb = cat_chunk_patch(ctx2, &cp, a, na, src, n, dirty, pb, CAP(n));
+        cases++;
+        same += na > 0 && na == nb && memcmp(a, b, (size_t)na) == 0 && npa > 0 && npa == npb &&
+                memcmp(pa, pb, (size_t)npa) == 0;
+        free(src);
+        free(a);
+        free(b);
+        free(pa);
+        free(pb);
+      }
+    }
+  tap_ok(cases > 0 && same == cases, "zstd, split, 1 and 2 threads: %d of %d chunks (whole "
+         "and patched in their last block) byte-identical", same, cases);
+}
+
 /* A patch of old with parameters cp must be refused. */
 static void refused(caterva_ctx *ctx, const caterva_cparams *cp, const uint8_t *old,
                     int32_t oldlen, int32_t n, const char *what) {
@@ -481,14 +534,16 @@ static void damaged_old(caterva_ctx *ctx) {
 }
 
 int main(void) {
-  caterva_ctx *ctx = NULL;
-  if (caterva_ctx_new(1, &ctx) < 0) return 1;
+  caterva_ctx *ctx = NULL, *ctx2 = NULL;
+  if (caterva_ctx_new(1, &ctx) < 0 || caterva_ctx_new(2, &ctx2) < 0) return 1;
   pipelines(ctx);
+  two_threads(ctx, ctx2);
   refusals(ctx);
   dictionary(ctx);
   damaged_old(ctx);
   through_array(ctx);
   whole_chunk_not_read(ctx);
   caterva_ctx_free(ctx);
+  caterva_ctx_free(ctx2);
   return tap_done();
 }

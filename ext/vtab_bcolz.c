@@ -445,18 +445,6 @@ static int cvBzDimOf(const CvBcolzTab *pBc, int iCol) {
   return iCol < pBc->nDim ? iCol : -1;
 }
 
-static int cvBzOp(unsigned char eOp) {
-  switch (eOp) {
-    case SQLITE_INDEX_CONSTRAINT_EQ:
-    case SQLITE_INDEX_CONSTRAINT_IS: return CV_OP_EQ;
-    case SQLITE_INDEX_CONSTRAINT_LE: return CV_OP_LE;
-    case SQLITE_INDEX_CONSTRAINT_LT: return CV_OP_LT;
-    case SQLITE_INDEX_CONSTRAINT_GE: return CV_OP_GE;
-    case SQLITE_INDEX_CONSTRAINT_GT: return CV_OP_GT;
-    default: return 0;
-  }
-}
-
 /* ORDER BY d0, d1, ... (or the rowid) ascending: the scan's own order. */
 static int cvBzOrderConsumed(const CvBcolzTab *pBc, const sqlite3_index_info *pInfo) {
   for (int i = 0; i < pInfo->nOrderBy; i++) {
@@ -481,7 +469,7 @@ int cvBzBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   for (i = 0; i < pInfo->nConstraint; i++) {
     const struct sqlite3_index_constraint *pC = &pInfo->aConstraint[i];
     sqlite3_value *pVal = 0;
-    int op = cvBzOp(pC->op);
+    int op = cvConstraintOp(pC->op);
     d = cvBzDimOf(pBc, pC->iColumn);
     if (!pC->usable || op == 0 || d < 0) continue;
     if (op == CV_OP_EQ && pC->op == SQLITE_INDEX_CONSTRAINT_EQ && sqlite3_vtab_in(pInfo, i, -1)) {

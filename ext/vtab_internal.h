@@ -415,6 +415,10 @@ char *cvVarName(CvConn *pConn, caterva_array *pArr, const char *zPath);
 #define CV_INDEX_DIM 'a'   /* 'a' + k: a bound on dimension k's index */
 #define CV_LABEL_DIM '0'   /* '0' + k: a bound on dimension k's label */
 
+/* The plan operator (CV_OP_EQ ... CV_OP_GT) of an SQLite constraint operator; 0 for those a
+** plan cannot use. Shared by the bcolz table's planner (vtab_bcolz.c). */
+int cvConstraintOp(int eOp);
+
 /* idxNum flags. */
 #define CV_PLAN_VALUE   0x01  /* the value column is read: decompress blocks */
 #define CV_PLAN_ORDERED 0x02  /* walk the cells in C order (an ORDER BY is consumed) */

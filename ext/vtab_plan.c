@@ -175,8 +175,7 @@ struct CvPlan {
   int bValNull, bValNotNull;  /* value IS NULL / IS NOT NULL was used */
 };
 
-/* The plan operator of an SQLite constraint operator; 0 for those the plan cannot use. */
-static int cvConstraintOp(int eOp) {
+int cvConstraintOp(int eOp) {
   switch (eOp) {
     case SQLITE_INDEX_CONSTRAINT_EQ:
     case SQLITE_INDEX_CONSTRAINT_IS: return CV_OP_EQ;

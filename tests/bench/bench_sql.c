@@ -36,6 +36,7 @@
 #include <sqlite3.h>
 
 #include "benchutil.h"
+#include "testrng.h"
 
 #include <errno.h>
 #include <math.h>
@@ -418,7 +419,7 @@ static void box_origins(const Dataset *d, int64_t (*lo)[3]) {
   uint64_t x = 88172645463325252ULL;
   for (int i = 0; i < NBOX; i++)
     for (int k = 0; k < 3; k++) {
-      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      test_rng_next(&x);
       lo[i][k] = (int64_t)(x % (uint64_t)(d->shape[k] - 10));
     }
 }

@@ -9,6 +9,7 @@
 #include "array_internal.h"
 #include "minijson.h"
 #include "tap.h"
+#include "testrng.h"
 
 #include <ftw.h>
 #include <stdio.h>
@@ -16,10 +17,7 @@
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Du;
 static uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
+  return test_rng_next(&rng_state);
 }
 static int64_t rnd_range(int64_t lo, int64_t hi) {
   return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1));

@@ -10,6 +10,7 @@
 #define _XOPEN_SOURCE 700
 #include "array_internal.h"
 #include "tap.h"
+#include "testrng.h"
 
 #include <ftw.h>
 #include <math.h>
@@ -24,10 +25,7 @@ static int path_counter;
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15u;
 static uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
+  return test_rng_next(&rng_state);
 }
 static int64_t rnd_range(int64_t lo, int64_t hi) { /* [lo, hi] */
   return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1));

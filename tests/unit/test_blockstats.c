@@ -13,6 +13,7 @@
 #include "array_internal.h"
 #include "fsutil.h"
 #include "tap.h"
+#include "testrng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -24,10 +25,7 @@ static int path_counter;
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
 static uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
+  return test_rng_next(&rng_state);
 }
 
 static void next_path(char *buf, size_t cap, const char *suffix) {

@@ -9,6 +9,7 @@
 
 #include "caterva.h"
 #include "tap.h"
+#include "testrng.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -29,10 +30,7 @@ static const int32_t k_sizes[] = {0, 1, 7, 63, 64, 65, 851, 1000, 4099, 65536 + 
 static uint64_t rng_state = UINT64_C(0x9E3779B97F4A7C15);
 
 static uint8_t rnd8(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return (uint8_t)(rng_state >> 24);
+  return (uint8_t)(test_rng_next(&rng_state) >> 24);
 }
 
 static void fill_random(uint8_t *p, size_t n) {

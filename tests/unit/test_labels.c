@@ -7,6 +7,7 @@
 #include "caterva_array.h"
 #include "fsutil.h"
 #include "tap.h"
+#include "testrng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -18,10 +19,7 @@ static char tmpdir[256];
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Du;
 static uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
+  return test_rng_next(&rng_state);
 }
 
 /* A daily axis "days since 1970-01-01" in calendar cal starting at day d0: key(i) / 86400000

@@ -10,6 +10,7 @@
 #include "array_internal.h"
 #include "fsutil.h"
 #include "tap.h"
+#include "testrng.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,10 +21,7 @@ static char tmpdir[256];
 static uint64_t rng_state = 0x2545F4914F6CDD1Du;
 
 static uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
+  return test_rng_next(&rng_state);
 }
 
 /* One visited block: where it is and a hash of its bytes. */

@@ -12,6 +12,7 @@
 #include "caterva.h"
 #include "caterva_array.h"
 #include "tap.h"
+#include "testrng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,10 +22,7 @@
 static uint64_t rng_state = 0x9E3779B97F4A7C15u;
 
 static uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
+  return test_rng_next(&rng_state);
 }
 
 static int64_t rnd_in(int64_t lo, int64_t hi) {

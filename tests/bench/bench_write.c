@@ -773,8 +773,9 @@ static void bench_commit(Bench *b) {
          "(`PRAGMA journal_mode`, `PRAGMA synchronous`); both connections `PRAGMA "
          "temp_store=MEMORY`. Writes: the process's syscw "
          "(/proc/self/io); syncs: fsync + fdatasync + syncfs calls (of which fsync or syncfs). "
-         "The file system is synced (syncfs) before each table's rows, so that the loads' "
-         "dirty pages are not written back during the timed commits.\n\n",
+         "The file system is synced (syncfs) before each table's rows, then left half a second "
+         "to settle, so that the loads' dirty pages are not written back during the timed "
+         "commits.\n\n",
          b->commits, b->chunk_commits);
   printf("| table | synchronous | transaction | median ms | mean | min | max | CPU median | "
          "writes | syncs |\n");

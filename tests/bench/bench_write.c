@@ -497,6 +497,20 @@ static void load_minimal(Bench *b) {
   check_sums(b, "after the load");
 }
 
+/* Write back what earlier steps left dirty (the loads: hundreds of MB), so that a commit's
+ * syncs wait for its own writes only. Not counted: the counters are read around each run. */
+static void flush_dirty(const Bench *b) {
+  int fd = open(b->dir, O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    (void)syscall(SYS_syncfs, fd);
+    close(fd);
+  }
+  /* the disk goes on writing what syncfs handed it: for some 60 ms after it, every fdatasync
+   * took 0.9-1.4 ms here instead of 0.2-0.5 (strace), which the first block of commits
+   * timed after a flush paid alone */
+  usleep(500 * 1000);
+}
+
 /* 2. UPDATEs of a time step and of a latitude circle, each run its own transaction. */
 static void bench_update(Bench *b) {
   static const struct {
@@ -509,6 +523,7 @@ static void bench_update(Bench *b) {
   };
   size_t i;
   int r;
+  flush_dirty(b); /* the loads' hundreds of MB, not written back during the timed commits */
   printf("\n### 2. UPDATE t SET value = value + 1 WHERE ... (%d runs each, own autocommit "
          "transaction; ms)\n\n", b->runs);
   printf("| update | table | cells | median | min | max | CPU median | plain / caterva |\n");
@@ -689,20 +704,6 @@ static CommitCost commit_kind(Bench *b, int target, int kind, long long *changed
   snprintf(fmt, sizeof(fmt), kind == C3_NONE ? none : kind == C3_CELL ? cell : chunk,
            names[target]);
   return time_commits(db, n, fmt, kind == C3_CHUNK, changed);
-}
-
-/* Write back what earlier steps left dirty (the loads: hundreds of MB), so that a commit's
- * syncs wait for its own writes only. Not counted: the counters are read around each run. */
-static void flush_dirty(const Bench *b) {
-  int fd = open(b->dir, O_RDONLY | O_DIRECTORY);
-  if (fd >= 0) {
-    (void)syscall(SYS_syncfs, fd);
-    close(fd);
-  }
-  /* the disk goes on writing what syncfs handed it: for some 60 ms after it, every fdatasync
-   * took 0.9-1.4 ms here instead of 0.2-0.5 (strace), which the first block of commits
-   * timed after a flush paid alone */
-  usleep(500 * 1000);
 }
 
 /* The caterva tables t and ts opened with synchronous=level, the plain table's PRAGMA
@@ -898,6 +899,7 @@ static void bench_slab(Bench *b) {
   /* the loads' dirty pages written out first: an fsync on ext4 commits the journal, which
    * would otherwise wait for them (tens of ms, to whichever table syncs first) */
   sync();
+  usleep(500 * 1000); /* and the disk left to settle (see flush_dirty) */
   for (i = 0; i < 2; i++) st[i] = slab_runs(b, b->dbc, arr[i].name, &cpu);
   p = slab_runs(b, b->dbp, "ps", &cpu);
   fl = usink_runs(b->dbc, "CREATE VIRTUAL TABLE temp.us USING bench_usink(a, b, c, 200, 200, "

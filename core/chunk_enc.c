@@ -99,8 +99,9 @@ typedef struct cat_enc_job {
 static int32_t cat_encode_stream(cat_scratch *s, const caterva_cparams *cp, const uint8_t *in,
                                  int32_t n, uint8_t *out, bool *zero) {
   int32_t c;
-  /* every byte equal to the next: libc's vectorized compare, several times the byte loop it
-   * replaced (the streams of a block a slab UPDATE set to one value are runs, scanned whole) */
+  /* every byte equal to the next, with libc's vectorized compare (the streams of a block a
+   * slab UPDATE set to one value are runs, scanned whole: 181 such UPDATEs took 3.87-3.90 s
+   * with a byte loop here, 3.75-3.78 s with this) */
   bool same = n <= 1 || memcmp(in, in + 1, (size_t)n - 1) == 0;
   *zero = same && n > 0 && in[0] == 0;
   if (same && n > 0) {

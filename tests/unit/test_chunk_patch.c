@@ -13,6 +13,8 @@
  *    from its start to the next block's start in the chunks we write);
  *  - the patched chunk is byte-identical to compressing the new content whole (the codecs
  *    are deterministic, so that is what a patch must produce).
+ * With two threads (blocks encoded in parallel), zstd chunks of one, two and six blocks, whole
+ * and patched, are byte for byte those one thread writes.
  * Chunks whose blocks cannot be copied are refused with CATERVA_E_UNSUPPORTED (the caller then
  * compresses whole), each kind tested: special chunks (zeros, a repeated value), memcpyed
  * chunks (clevel 0 and incompressible data), DELTA, a zstd dictionary chunk (from the golden

@@ -203,17 +203,25 @@ static void perm_setup(const cat_geom *g, cat_wentry *e, int k) {
   }
 }
 
+/* Offset r along dimension k of a chunk's box as the block index *b along k and the offset
+ * *o inside that block: from the table when there is one, else by division. */
+static inline void split_offset(const cat_wcache *wc, const cat_geom *g, int k, int64_t r,
+                                int64_t *b, int64_t *o) {
+  if (wc->rdiv[k] != NULL) {
+    uint32_t t = wc->rdiv[k][r];
+    *b = t >> 16;
+    *o = t & 0xffff;
+  } else {
+    *b = r / g->blockshape[k];
+    *o = r % g->blockshape[k];
+  }
+}
+
 /* Where offset r along dimension k of a chunk's box lands in the chunk's layout, in items:
  * (r / blockshape) * (block stride) * blockitems + (r % blockshape) * (stride in a block). */
 static int64_t lay_of(const cat_wcache *wc, const cat_geom *g, int k, int64_t r) {
   int64_t b, o;
-  if (wc->rdiv[k] != NULL) {
-    b = wc->rdiv[k][r] >> 16;
-    o = wc->rdiv[k][r] & 0xffff;
-  } else {
-    b = r / g->blockshape[k];
-    o = r % g->blockshape[k];
-  }
+  split_offset(wc, g, k, r, &b, &o);
   return b * wc->bstride[k] * g->blockitems + o * wc->istride[k];
 }
 
@@ -613,7 +621,7 @@ static int locate(caterva_ctx *ctx, const caterva_array *a, const int64_t *coord
   for (int k = 0; k < g->ndim && inside; k++)
     inside = coord[k] >= wc->clo[k] && coord[k] < wc->chi[k];
   for (int k = 0; k < g->ndim; k++) {
-    int64_t c = coord[k], r;
+    int64_t c = coord[k], r, bk;
     if (c < 0 || c >= g->shape[k])
       return cat_error(ctx, CATERVA_E_RANGE, "coordinate %lld out of range 0..%lld in "
                        "dimension %d", (long long)c, (long long)g->shape[k] - 1, k);
@@ -624,14 +632,8 @@ static int locate(caterva_ctx *ctx, const caterva_array *a, const int64_t *coord
       r = c % g->chunkshape[k];
     }
     lo[k] = c - r;
-    if (wc->rdiv[k] != NULL) {
-      uint32_t t = wc->rdiv[k][r];
-      b = b * g->blockgrid[k] + (t >> 16);
-      off[k] = t & 0xffff;
-    } else {
-      b = b * g->blockgrid[k] + r / g->blockshape[k];
-      off[k] = r % g->blockshape[k];
-    }
+    split_offset(wc, g, k, r, &bk, &off[k]);
+    b = b * g->blockgrid[k] + bk;
     o = o * g->blockshape[k] + off[k];
   }
   *n = inside ? wc->cn : cn;

@@ -586,7 +586,9 @@ int caterva_array_set_slice(caterva_ctx *ctx, caterva_array *a, const int64_t *s
     goto leave;
   }
   CAT_TRY(leave, own = cat_array_txn_enter(ctx, a));
-  rc = cat_array_txn_leave(ctx, a, own, write_box(ctx, a, start, stop, buf));
+  rc = cat_wcache_settle(ctx, a);
+  if (rc >= 0) rc = cat_wcache_store_box(ctx, a, start, stop); /* cells set before it */
+  rc = cat_array_txn_leave(ctx, a, own, rc < 0 ? rc : write_box(ctx, a, start, stop, buf));
 leave:
   return rc;
 }

@@ -194,14 +194,27 @@ typedef struct cat_wdone {
   uint8_t *cbuf;
   int32_t cbytes;
   cat_bs_rec *rec;
+  void *arg;                /* a job of the pusher's own (cat_ws_push_fn): its state, owned */
+  void (*arg_free)(void *arg);
   char errmsg[CAT_ERRMSG_SIZE];
 } cat_wdone;
+/* The work of a job pushed with cat_ws_push_fn, in place of compressing d->img whole: it sets
+ * d->cbuf, d->cbytes and d->rec like that would (or an error in d->cbytes and d->errmsg),
+ * reading only d, cp, g and the statistics' item type of a; run on the worker or on a
+ * waiting caller with that thread's ctx. */
+typedef void (*cat_ws_fn)(caterva_ctx *ctx, cat_wdone *d, const caterva_cparams *cp,
+                          const cat_geom *g, const caterva_array *a);
 /* A queue with its (not yet started) worker for chunks of chunksize bytes; NULL: no memory. */
 cat_wstore *cat_ws_new(int32_t chunksize);
 /* Queue img, the whole image of a's chunk nchunk (it comes back with the result), to be
  * compressed with cp. The queue must not be full (cat_ws_full: pop first). */
 int cat_ws_push(cat_wstore *ws, const caterva_array *a, const caterva_cparams *cp,
                 int64_t nchunk, uint8_t *img);
+/* Like cat_ws_push for a job that fn does: arg comes back in the result, owned by it (freed
+ * with arg_free by cat_ws_done_free); when the push fails (< 0) it stays the caller's. */
+int cat_ws_push_fn(cat_wstore *ws, const caterva_array *a, const caterva_cparams *cp,
+                   int64_t nchunk, uint8_t *img, cat_ws_fn fn, void *arg,
+                   void (*arg_free)(void *arg));
 int cat_ws_full(const cat_wstore *ws);
 /* Some job queued (ws may be NULL). */
 int cat_ws_queued(const cat_wstore *ws);
@@ -258,6 +271,14 @@ void cat_wcache_reshaped(caterva_array *a);
  * or changes the geometry. Entries being filled stay, in the chunk's layout (a resize reads
  * their bits). */
 int cat_wcache_settle(caterva_ctx *ctx, caterva_array *a);
+/* Store the pending images of the chunks that meet the box [start, stop) (after
+ * cat_wcache_settle): a write of the box that follows, not through the cache, then comes after
+ * the cells they hold, as it came after them (else their cells would overwrite it at the
+ * commit). */
+int cat_wcache_store_box(caterva_ctx *ctx, caterva_array *a, const int64_t *start,
+                         const int64_t *stop);
+/* How many chunks written in part a's writes have left to the worker (tests). */
+int64_t cat_wcache_handed(const caterva_array *a);
 
 /* ---- block statistics (blockstats.c) ---------------------------------------------------- */
 
@@ -292,6 +313,17 @@ cat_bs_rec *cat_bs_rec_compute(const caterva_array *a, const cat_geom *g, int64_
  * NULL: no hint); the caller keeps its reference and drops it after the store. */
 void cat_bs_hint_rec(caterva_array *a, int64_t pos, cat_bs_rec *r);
 void cat_bs_rec_drop(cat_bs_rec *r);
+/* The known and checked record of a's chunk n with a reference for the caller
+ * (cat_bs_rec_drop), or NULL: no statistics, or none known (an error here is only that). */
+cat_bs_rec *cat_bs_rec_ref(caterva_ctx *ctx, caterva_array *a, int64_t n);
+/* Like cat_bs_rec_compute for chunk n re-encoded only in the blocks where dirty[b] != 0 (img
+ * right in those), the other blocks' statistics taken from old (a record of cat_bs_rec_ref);
+ * chunk/cbytes its new bytes. Reads a's statistics, never changes them (the worker's). */
+cat_bs_rec *cat_bs_rec_patched(const caterva_array *a, const cat_geom *g, int64_t n,
+                               const uint8_t *img, const uint8_t *dirty, const cat_bs_rec *old,
+                               const uint8_t *chunk, int32_t cbytes);
+/* r is the record a's chunk n has now. */
+int cat_bs_rec_is(const caterva_array *a, int64_t n, const cat_bs_rec *r);
 /* While a resize renumbers chunks: the geometry new chunks are computed for (NULL: a->g). */
 void cat_bs_set_geom(caterva_array *a, const cat_geom *g);
 /* After a resize from old_shape: recompute the chunks whose part inside the shape changed. */

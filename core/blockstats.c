@@ -451,25 +451,31 @@ static bs_rec *rec_for_chunk(caterva_ctx *ctx, const cat_bstats *bs, const cat_g
   return r;
 }
 
+/* The record of chunk n (new bytes chunk) re-encoded only in the blocks flagged in dirty
+ * (their items in img), the others' statistics taken from old. Reads bs, never changes it. */
+static bs_rec *rec_patched(const cat_bstats *bs, const cat_geom *g, int64_t n,
+                           const uint8_t *img, const uint8_t *dirty, const bs_rec *old,
+                           const uint8_t *chunk, int32_t cbytes) {
+  int64_t cc[CATERVA_MAX_DIM];
+  bs_rec *r = rec_new(bs->nblocks);
+  if (r == NULL) return NULL;
+  memcpy(r->b, old->b, (size_t)bs->nblocks * sizeof *r->b);
+  cat_geom_chunk_coords(g, n, cc);
+  for (int32_t b = 0; b < bs->nblocks; b++)
+    if (dirty[b]) block_compute(bs, g, cc, b, img + (size_t)b * (size_t)g->blocksize, &r->b[b]);
+  r->fp = fingerprint(chunk, (size_t)cbytes);
+  r->verified = true;
+  return r;
+}
+
 /* The record of chunk n after an edit that re-encoded only the blocks flagged in
  * bs->hint_dirty (their items are in bs->hint_img): the old record's other blocks, checked
  * against the chunk before the edit, stay; without one, computed from the new chunk. */
 static bs_rec *rec_patch(caterva_ctx *ctx, const cat_bstats *bs, const cat_geom *g, int64_t n,
                          const uint8_t *chunk, int32_t cbytes, const bs_rec *old) {
-  int64_t cc[CATERVA_MAX_DIM];
-  bs_rec *r;
   if (chunk == NULL || old == NULL || !old->verified)
     return rec_for_chunk(ctx, bs, g, n, chunk, cbytes, CATERVA_SPECIAL_NONE, NULL);
-  r = rec_new(bs->nblocks);
-  if (r == NULL) return NULL;
-  memcpy(r->b, old->b, (size_t)bs->nblocks * sizeof *r->b);
-  cat_geom_chunk_coords(g, n, cc);
-  for (int32_t b = 0; b < bs->nblocks; b++)
-    if (bs->hint_dirty[b])
-      block_compute(bs, g, cc, b, bs->hint_img + (size_t)b * (size_t)g->blocksize, &r->b[b]);
-  r->fp = fingerprint(chunk, (size_t)cbytes);
-  r->verified = true;
-  return r;
+  return rec_patched(bs, g, n, bs->hint_img, bs->hint_dirty, old, chunk, cbytes);
 }
 
 /* ---- keeping records in step with the chunks ----------------------------------------- */
@@ -620,6 +626,24 @@ void cat_bs_hint_rec(caterva_array *a, int64_t pos, cat_bs_rec *r) {
   a->bs->hint_pos = pos;
   a->bs->hint_rec = r;
   a->bs->hint_ahead = true;
+}
+
+cat_bs_rec *cat_bs_rec_patched(const caterva_array *a, const cat_geom *g, int64_t n,
+                               const uint8_t *img, const uint8_t *dirty, const cat_bs_rec *old,
+                               const uint8_t *chunk, int32_t cbytes) {
+  if (a->bs == NULL || old == NULL || chunk == NULL || cbytes <= 0) return NULL;
+  return rec_patched(a->bs, g, n, img, dirty, old, chunk, cbytes);
+}
+
+cat_bs_rec *cat_bs_rec_ref(caterva_ctx *ctx, caterva_array *a, int64_t n) {
+  caterva_block_stats st;
+  if (caterva_array_block_stats(ctx, a, n, 0, &st) != 1) return NULL; /* checks it first */
+  a->bs->rec[n]->refs++;
+  return a->bs->rec[n];
+}
+
+int cat_bs_rec_is(const caterva_array *a, int64_t n, const cat_bs_rec *r) {
+  return a->bs != NULL && !a->bs->broken && n >= 0 && n < a->bs->n && a->bs->rec[n] == r;
 }
 
 void cat_bs_rec_drop(cat_bs_rec *r) { rec_unref(r); }

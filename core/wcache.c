@@ -81,6 +81,10 @@ struct cat_wcache {
   int64_t budget;    /* bytes */
   cat_wstore *ws;    /* chunks written wholly, being compressed on a worker, or NULL */
   cat_imgpool *pool; /* where the entries' images come from (imgpool.c) */
+  int64_t handed[64];/* chunks written in part handed to the worker since the last settle
+                      * (leave_behind), at n % 64; -1: none */
+  int revisited;     /* one of those was written again: no more until the next settle */
+  int64_t nhanded;   /* chunks leave_behind handed over, ever (cat_wcache_handed) */
   int stuck;         /* 0, or the error of storing the worker's chunks at a savepoint: the
                       * transaction has lost writes and every later call fails with it */
   char stuckmsg[CAT_ERRMSG_SIZE];
@@ -177,6 +181,7 @@ static int wcache_get(caterva_ctx *ctx, caterva_array *a) {
   a->wc->last = -1;
   a->wc->step_dim = -1;
   memset(a->wc->hint, 0xff, sizeof a->wc->hint);
+  memset(a->wc->handed, 0xff, sizeof a->wc->handed);
   a->wc->nitems = a->g.itemsize > 0 ? a->g.chunksize / a->g.itemsize : 0;
   rdiv_init(a->wc, &a->g);
   return CATERVA_OK;
@@ -333,14 +338,14 @@ static int step_of(const cat_wcache *wc, const cat_geom *g, const int64_t *coord
   return d;
 }
 
-/* Per block of e's image: some item written (1), or none (0). */
-static void dirty_blocks(const cat_geom *g, const cat_wentry *e, uint8_t *dirty) {
+/* Per block of an image whose written items are bits: some item written (1), or none (0). */
+static void dirty_blocks(const cat_geom *g, const uint64_t *bits, uint8_t *dirty) {
   int64_t bi = g->blockitems;
   for (int32_t j = 0; j < g->nblocks; j++) {
     int64_t i = j * bi, end = i + bi;
     dirty[j] = 0;
     while (i < end && !dirty[j]) {
-      uint64_t w = e->bits[i >> 6] >> (i & 63);
+      uint64_t w = bits[i >> 6] >> (i & 63);
       int64_t span = 64 - (i & 63);
       if (span > end - i) span = end - i;
       if (span < 64) w &= ((uint64_t)1 << span) - 1;
@@ -350,51 +355,44 @@ static void dirty_blocks(const cat_geom *g, const cat_wentry *e, uint8_t *dirty)
   }
 }
 
-/* Items [i0, i0 + cnt) of the image not written are taken from old (the same items): runs
+/* Items [i0, i0 + cnt) of img not written (bits) are taken from old (the same items): runs
  * of 64 at once where a bitmap word is all clear (a slab UPDATE writes few rows of a block). */
-static void merge_unwritten(const cat_geom *g, cat_wentry *e, const uint8_t *old, int64_t i0,
-                            int64_t cnt) {
+static void merge_unwritten(const cat_geom *g, uint8_t *img, const uint64_t *bits,
+                            const uint8_t *old, int64_t i0, int64_t cnt) {
   size_t is = (size_t)g->itemsize;
   int64_t i = i0, end = i0 + cnt;
   while (i < end) {
-    uint64_t w = e->bits[i >> 6];
+    uint64_t w = bits[i >> 6];
     int64_t run = 64 - (i & 63);
     if (run > end - i) run = end - i;
     if ((w >> (i & 63)) == 0) { /* nothing written from i to the end of the word */
-      memcpy(e->img + (size_t)i * is, old + (size_t)(i - i0) * is, (size_t)run * is);
+      memcpy(img + (size_t)i * is, old + (size_t)(i - i0) * is, (size_t)run * is);
     } else if (~w >> (i & 63) != 0) {
       for (int64_t k = i; k < i + run; k++)
-        if (!(w >> (k & 63) & 1)) memcpy(e->img + (size_t)k * is, old + (size_t)(k - i0) * is, is);
+        if (!(w >> (k & 63) & 1)) memcpy(img + (size_t)k * is, old + (size_t)(k - i0) * is, is);
     }
     i += run;
   }
 }
 
-/* The re-encoding of a partly written chunk from its changed blocks only (cat_chunk_patch):
- * the written blocks are completed from the stored chunk's same blocks (decoded alone), the
- * others keep their compressed bytes. 1 with the new chunk in cbuf (*cbytes), 0 when the
- * stored chunk or the statistics do not allow it (then the whole chunk is rebuilt). */
-static int patch_entry(caterva_ctx *ctx, caterva_array *a, cat_wentry *e,
-                       const caterva_cparams *cp, uint8_t *cbuf, int32_t cap, uint8_t *dirty,
-                       int32_t *cbytes) {
-  const cat_geom *g = &a->g;
-  const uint8_t *chunk;
-  int32_t len, nd = 0, *list = NULL, r;
+/* The re-encoding of a chunk written in part (img, bits) from its changed blocks only
+ * (cat_chunk_patch) against the stored chunk's bytes chunk/len: the written blocks are
+ * completed from the stored chunk's same blocks (decoded alone), the others keep their
+ * compressed bytes; dirty gets the blocks written. The new chunk's size in cbuf, 0 when the
+ * stored chunk does not allow it (then the whole chunk is rebuilt), or an error. Reads
+ * nothing else (the worker runs it too). */
+static int32_t patch_image(caterva_ctx *ctx, const cat_geom *g, const caterva_cparams *cp,
+                           uint8_t *img, const uint64_t *bits, const uint8_t *chunk,
+                           int32_t len, uint8_t *cbuf, int32_t cap, uint8_t *dirty) {
+  int32_t nd = 0, *list = NULL, rc;
   uint8_t *old = NULL;
-  caterva_block_stats st;
-  int rc = caterva_schunk_chunk_special(a->sc, e->nchunk);
-  CAT_TRY(leave, rc);
-  if (rc != CATERVA_SPECIAL_NONE) return 0; /* a header only: nothing to copy */
-  /* statistics kept for a chunk are patched block by block: the old ones must be right */
-  if (a->bs != NULL && caterva_array_block_stats(ctx, a, e->nchunk, 0, &st) != 1) return 0;
-  CAT_TRY(leave, caterva_schunk_get_chunk(ctx, a->sc, e->nchunk, &chunk, &len));
-  dirty_blocks(g, e, dirty);
+  dirty_blocks(g, bits, dirty);
   list = malloc((size_t)g->nblocks * sizeof *list);
   CAT_CHECK(leave, list != NULL, CATERVA_E_NOMEM, "out of memory");
   for (int32_t j = 0; j < g->nblocks; j++) {
     int64_t k, end = ((int64_t)j + 1) * g->blockitems;
     if (!dirty[j]) continue;
-    for (k = (int64_t)j * g->blockitems; k < end && (e->bits[k >> 6] >> (k & 63) & 1); k++) {}
+    for (k = (int64_t)j * g->blockitems; k < end && (bits[k >> 6] >> (k & 63) & 1); k++) {}
     if (k < end) list[nd++] = j; /* written in part: its other items come from the chunk */
   }
   if (nd > 0) {
@@ -403,18 +401,36 @@ static int patch_entry(caterva_ctx *ctx, caterva_array *a, cat_wentry *e,
     CAT_TRY(leave, (int)caterva_chunk_decompress_blocks(ctx, chunk, (size_t)len, list, nd, old,
                                                          (int64_t)nd * g->blocksize));
     for (int32_t t = 0; t < nd; t++)
-      merge_unwritten(g, e, old + (size_t)t * (size_t)g->blocksize,
+      merge_unwritten(g, img, bits, old + (size_t)t * (size_t)g->blocksize,
                       (int64_t)list[t] * g->blockitems, g->blockitems);
   }
-  r = cat_chunk_patch(ctx, cp, chunk, len, e->img, g->chunksize, dirty, cbuf, cap);
-  rc = 0;
-  if (r == CATERVA_E_UNSUPPORTED) goto leave; /* rebuild whole */
-  CAT_TRY(leave, r);
-  *cbytes = r;
-  rc = 1;
+  rc = cat_chunk_patch(ctx, cp, chunk, len, img, g->chunksize, dirty, cbuf, cap);
+  if (rc == CATERVA_E_UNSUPPORTED) rc = 0; /* rebuild whole */
 leave:
   free(old);
   free(list);
+  return rc;
+}
+
+/* patch_image for entry e against its stored chunk: 1 with the new chunk in cbuf (*cbytes),
+ * 0 when the stored chunk or the statistics do not allow it (then the whole chunk is
+ * rebuilt). */
+static int patch_entry(caterva_ctx *ctx, caterva_array *a, cat_wentry *e,
+                       const caterva_cparams *cp, uint8_t *cbuf, int32_t cap, uint8_t *dirty,
+                       int32_t *cbytes) {
+  const uint8_t *chunk;
+  int32_t len, r;
+  caterva_block_stats st;
+  int rc = caterva_schunk_chunk_special(a->sc, e->nchunk);
+  CAT_TRY(leave, rc);
+  if (rc != CATERVA_SPECIAL_NONE) return 0; /* a header only: nothing to copy */
+  /* statistics kept for a chunk are patched block by block: the old ones must be right */
+  if (a->bs != NULL && caterva_array_block_stats(ctx, a, e->nchunk, 0, &st) != 1) return 0;
+  CAT_TRY(leave, caterva_schunk_get_chunk(ctx, a->sc, e->nchunk, &chunk, &len));
+  CAT_TRY(leave, r = patch_image(ctx, &a->g, cp, e->img, e->bits, chunk, len, cbuf, cap, dirty));
+  *cbytes = r;
+  rc = r > 0;
+leave:
   return rc;
 }
 
@@ -466,7 +482,7 @@ static int store_entry(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
   rc = cat_array_txn_leave(ctx, a, own, rc);
   CAT_TRY(leave, rc);
   e->nchunk = -1;
-  if (a->wc->last == (int)(e - a->wc->e)) a->wc->have_blk = 0;
+  if (a->wc->last >= 0 && e == &a->wc->e[a->wc->last]) a->wc->have_blk = 0; /* e may be a copy */
 leave:
   free(old);
   free(cbuf);
@@ -474,16 +490,105 @@ leave:
   return rc;
 }
 
+/* ---- chunks that chunkwise writes leave behind --------------------------------------------
+ *
+ * An UPDATE or DELETE writes in the order of the table's own scan, chunk after chunk: when
+ * its writes move on to another chunk, the one they leave, written in part, is not written
+ * again in the statement. Inside a transaction with threads to spare, such a chunk goes to
+ * the worker at once (leave_behind), which re-encodes its written blocks against a copy of
+ * the stored chunk's bytes (patch_image) while the statement goes on, instead of at the
+ * commit. Writes in another order (a transposed load over stored chunks) would write such a
+ * chunk again: the first rewrite waits for the worker's result and stores it (claim), and
+ * nothing more is handed over until the next settle (a statement's end, a savepoint, a
+ * flush), so that order pays for one chunk at most. */
+
+/* A job of leave_behind: what patch_image needs besides the image, and its result. */
+typedef struct wpatch {
+  uint64_t *bits;      /* the written items (owned) */
+  uint8_t *old;        /* the stored chunk's bytes when handed over (owned) */
+  int32_t oldlen;
+  cat_bs_rec *oldrec;  /* its statistics record (a reference), NULL without statistics */
+  uint8_t *dirty;      /* per block: written (owned, set by the job) */
+  int64_t nset;
+  bool cleared;
+  bool patched;        /* the job re-encoded it; else store_left does what store_entry does */
+} wpatch;
+
+static void wpatch_free(void *arg) {
+  wpatch *w = arg;
+  if (w == NULL) return;
+  free(w->bits);
+  free(w->old);
+  free(w->dirty);
+  cat_bs_rec_drop(w->oldrec);
+  free(w);
+}
+
+/* The worker's part (cat_ws_fn): patch_image, and the statistics of the written blocks.
+ * Whatever fails here (memory, a stored chunk that does not decode) leaves the chunk to
+ * store_left, on the caller's thread, which reports the error if it fails there too. */
+static void patch_job(caterva_ctx *ctx, cat_wdone *d, const caterva_cparams *cp,
+                      const cat_geom *g, const caterva_array *a) {
+  wpatch *w = d->arg;
+  int32_t cap = g->chunksize + CATERVA_CHUNK_MAX_OVERHEAD, r = 0;
+  d->cbuf = malloc((size_t)cap);
+  w->dirty = malloc((size_t)g->nblocks);
+  if (d->cbuf != NULL && w->dirty != NULL)
+    r = patch_image(ctx, g, cp, d->img, w->bits, w->old, w->oldlen, d->cbuf, cap, w->dirty);
+  if (r > 0 && w->oldrec != NULL)
+    d->rec = cat_bs_rec_patched(a, g, d->nchunk, d->img, w->dirty, w->oldrec, d->cbuf, r);
+  /* a patched chunk without its statistics record (out of memory) gets none: the hook
+   * computes it */
+  d->cbytes = r > 0 ? r : 0;
+  w->patched = r > 0;
+}
+
+/* The worker's patch of chunk n holds: it re-encoded the chunk, and the stored chunk is still
+ * the one it patched (nothing may change it meanwhile; this makes sure). */
+static bool patch_holds(caterva_array *a, int64_t n, const wpatch *w) {
+  const uint8_t *chunk;
+  int32_t len;
+  if (!w->patched || caterva_schunk_chunk_special(a->sc, n) != CATERVA_SPECIAL_NONE ||
+      caterva_schunk_get_chunk(NULL, a->sc, n, &chunk, &len) < 0)
+    return false;
+  return len == w->oldlen && memcmp(chunk, w->old, (size_t)len) == 0;
+}
+
+static int store_entry(caterva_ctx *ctx, caterva_array *a, cat_wentry *e);
+
+/* A chunk handed over that the worker did not re-encode (or whose stored chunk changed):
+ * stored here from its image and written items, as store_entry stores a pending one. */
+static int store_left(caterva_ctx *ctx, caterva_array *a, cat_wdone *d, wpatch *w) {
+  cat_wentry t;
+  memset(&t, 0, sizeof t);
+  t.nchunk = d->nchunk;
+  t.img = d->img;
+  t.bits = w->bits;
+  t.nset = w->nset;
+  t.nvalid = nvalid_of(&a->g, d->nchunk);
+  t.cleared = w->cleared;
+  t.perm = -1;
+  return store_entry(ctx, a, &t);
+}
+
 /* Store a chunk the worker compressed (outside a transaction it gets a commit of its own, as
- * in store_entry); d is freed. */
+ * in store_entry), or one it left to this thread (store_left); d is freed. */
 static int store_done(caterva_ctx *ctx, caterva_array *a, cat_wdone *d) {
+  wpatch *w = d->arg_free == wpatch_free ? d->arg : NULL;
   int rc = d->cbytes, own;
   if (rc < 0) {
     rc = cat_error(ctx, rc, "%s", d->errmsg);
     goto leave;
   }
+  if (w != NULL && !patch_holds(a, d->nchunk, w)) {
+    rc = store_left(ctx, a, d, w);
+    goto leave;
+  }
   CAT_TRY(leave, own = cat_array_txn_enter(ctx, a));
-  cat_bs_hint_rec(a, d->nchunk, d->rec);
+  /* a record patched from statistics that have changed since would be wrong: the hook then
+   * computes it from the bytes */
+  if (w == NULL || cat_bs_rec_is(a, d->nchunk, w->oldrec)) cat_bs_hint_rec(a, d->nchunk, d->rec);
+  else cat_bs_hint(a, -1, NULL);
   rc = caterva_schunk_update_chunk(ctx, a->sc, d->nchunk, d->cbuf, d->cbytes);
   cat_bs_hint(a, -1, NULL);
   rc = cat_array_txn_leave(ctx, a, own, rc);
@@ -509,6 +614,21 @@ int cat_wcache_settle(caterva_ctx *ctx, caterva_array *a) {
   return rc < 0 ? rc : normalize_all(ctx, a);
 }
 
+/* The worker, with room for a job: 1, or 0 when there is none (no memory for it). */
+static int ws_room(caterva_ctx *ctx, caterva_array *a) {
+  cat_wcache *wc = a->wc;
+  int rc = CATERVA_OK;
+  if (wc->ws == NULL && (wc->ws = cat_ws_new(a->g.chunksize)) == NULL) return 0;
+  CAT_TRY(leave, reap(ctx, a, 0));
+  if (cat_ws_full(wc->ws)) {
+    cat_wdone d;
+    if (cat_ws_pop(wc->ws, ctx, 1, &d)) CAT_TRY(leave, store_done(ctx, a, &d));
+  }
+  rc = 1;
+leave:
+  return rc;
+}
+
 /* Store entry e, every item of which was written: inside a transaction, with threads to
  * spare, its image goes to the worker (wstore.c) and e is free at once; else store_entry. */
 static int store_full(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
@@ -518,12 +638,8 @@ static int store_full(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
   if (ctx == NULL || ctx->nthreads < 2 || !caterva_schunk_in_txn(a->sc))
     return store_entry(ctx, a, e);
   CAT_TRY(leave, normalize(ctx, a, e, false)); /* every item written */
-  if (wc->ws == NULL && (wc->ws = cat_ws_new(a->g.chunksize)) == NULL) return store_entry(ctx, a, e);
-  CAT_TRY(leave, reap(ctx, a, 0));
-  if (cat_ws_full(wc->ws)) {
-    cat_wdone d;
-    if (cat_ws_pop(wc->ws, ctx, 1, &d)) CAT_TRY(leave, store_done(ctx, a, &d));
-  }
+  CAT_TRY(leave, rc = ws_room(ctx, a));
+  if (rc == 0) return store_entry(ctx, a, e);
   cp = cat_array_chunk_cparams(a);
   rc = cat_ws_push(wc->ws, a, &cp, e->nchunk, e->img);
   if (rc < 0) return store_entry(ctx, a, e); /* no thread: as without one */
@@ -532,6 +648,60 @@ static int store_full(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
   if (wc->last == (int)(e - wc->e)) wc->have_blk = 0;
 leave:
   return rc;
+}
+
+/* Hand entry e, written in part, which the writes have just left for another chunk, to the
+ * worker (see "chunks that chunkwise writes leave behind"); it stays pending when that
+ * cannot help: no threads to spare, outside a transaction, a stored chunk without blocks to
+ * keep (special, raw) or whose statistics are unknown, or after a rewrite. */
+static int leave_behind(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
+  cat_wcache *wc = a->wc;
+  caterva_cparams cp;
+  caterva_chunk_info ci;
+  const uint8_t *chunk;
+  wpatch *w = NULL;
+  int rc = CATERVA_OK;
+  if (e->nchunk < 0 || e->nset == 0 || e->nset >= e->nvalid || wc->revisited ||
+      ctx == NULL || ctx->nthreads < 2 || !caterva_schunk_in_txn(a->sc))
+    return CATERVA_OK;
+  CAT_TRY(leave, rc = caterva_schunk_chunk_special(a->sc, e->nchunk));
+  if (rc != CATERVA_SPECIAL_NONE) return CATERVA_OK;
+  if ((w = calloc(1, sizeof *w)) == NULL) return CATERVA_OK; /* it stays pending */
+  if (a->bs != NULL && (w->oldrec = cat_bs_rec_ref(ctx, a, e->nchunk)) == NULL) goto leave;
+  CAT_TRY(leave, normalize(ctx, a, e, true));
+  CAT_TRY(leave, rc = ws_room(ctx, a));
+  if (rc == 0) goto leave;
+  CAT_TRY(leave, caterva_schunk_get_chunk(ctx, a->sc, e->nchunk, &chunk, &w->oldlen));
+  if (caterva_chunk_info_get(chunk, (size_t)w->oldlen, &ci) < 0 ||
+      ci.special != CATERVA_SPECIAL_NONE || ci.memcpyed)
+    goto leave; /* a repeated value or raw bytes: no blocks to keep (rebuilt whole later) */
+  if ((w->old = malloc((size_t)w->oldlen)) == NULL) goto leave;
+  memcpy(w->old, chunk, (size_t)w->oldlen);
+  w->nset = e->nset;
+  w->cleared = e->cleared;
+  w->bits = e->bits;
+  cp = cat_array_chunk_cparams(a);
+  if (cat_ws_push_fn(wc->ws, a, &cp, e->nchunk, e->img, patch_job, w, wpatch_free) < 0) {
+    w->bits = NULL; /* still e's: it stays pending */
+    goto leave;
+  }
+  wc->handed[e->nchunk & 63] = e->nchunk;
+  wc->nhanded++;
+  e->img = NULL;
+  e->bits = NULL;
+  e->nchunk = -1;
+  if (wc->last >= 0 && e == &wc->e[wc->last]) wc->have_blk = 0;
+  w = NULL;
+leave:
+  wpatch_free(w);
+  return rc < 0 ? rc : CATERVA_OK;
+}
+
+/* A settle point (a statement's end, a savepoint, a flush): chunks may be handed over again. */
+static void handed_reset(cat_wcache *wc) {
+  if (wc == NULL) return;
+  memset(wc->handed, 0xff, sizeof wc->handed);
+  wc->revisited = 0;
 }
 
 /* An entry for chunk n: the cached one, a free one, a new one, or the least recently used
@@ -544,6 +714,7 @@ static int claim(caterva_ctx *ctx, caterva_array *a, int64_t n, cat_wentry **out
   /* a chunk written again while its last image is still being compressed: that one is
    * stored first, so that the items not written now are taken from it */
   if (cat_ws_holds(wc->ws, n)) CAT_TRY(leave, reap(ctx, a, 1));
+  if (wc->handed[n & 63] == n) wc->revisited = 1; /* written again after leave_behind */
   {
     int h = wc->hint[n & 255], i = h >= 0 && h < wc->n && wc->e[h].nchunk == n ? h : 0;
     for (; i < wc->n; i++)
@@ -666,6 +837,7 @@ int caterva_array_set_item(caterva_ctx *ctx, caterva_array *a, const int64_t *co
   } else {
     int sd = step_of(a->wc, g, coord);
     if (sd >= 0) a->wc->step_dim = sd;
+    if (a->wc->last >= 0) CAT_TRY(leave, leave_behind(ctx, a, &a->wc->e[a->wc->last]));
     CAT_TRY(leave, claim(ctx, a, n, &e));
   }
   if (!a->wc->have_chunk || a->wc->cn != n || a->wc->chunk_gen != a->geom_gen) {
@@ -728,10 +900,32 @@ int caterva_array_flush(caterva_ctx *ctx, caterva_array *a) {
   CAT_CHECK(leave, a != NULL, CATERVA_E_INVALID, "no array");
   CAT_TRY(leave, stuck_error(ctx, a));
   if (a->wc != NULL) CAT_TRY(leave, reap(ctx, a, 1));
+  handed_reset(a->wc);
   for (int i = 0; a->wc != NULL && i < a->wc->n; i++)
     if (a->wc->e[i].nchunk >= 0) CAT_TRY(leave, store_entry(ctx, a, &a->wc->e[i]));
 leave:
   return rc;
+}
+
+int cat_wcache_store_box(caterva_ctx *ctx, caterva_array *a, const int64_t *start,
+                         const int64_t *stop) {
+  int rc = CATERVA_OK;
+  for (int i = 0; a->wc != NULL && i < a->wc->n; i++) {
+    int64_t cc[CATERVA_MAX_DIM];
+    int k, meets = a->wc->e[i].nchunk >= 0;
+    if (!meets) continue;
+    cat_geom_chunk_coords(&a->g, a->wc->e[i].nchunk, cc);
+    for (k = 0; k < a->g.ndim && meets; k++)
+      meets = cc[k] * a->g.chunkshape[k] < stop[k] &&
+              (cc[k] + 1) * a->g.chunkshape[k] > start[k];
+    if (meets) CAT_TRY(leave, store_entry(ctx, a, &a->wc->e[i]));
+  }
+leave:
+  return rc;
+}
+
+int64_t cat_wcache_handed(const caterva_array *a) {
+  return a != NULL && a->wc != NULL ? a->wc->nhanded : 0;
 }
 
 int caterva_array_pending(const caterva_array *a) {
@@ -744,6 +938,7 @@ int caterva_array_pending(const caterva_array *a) {
 /* Forget every cached image (a rollback). */
 static void wcache_discard(caterva_array *a) {
   if (a->wc != NULL) cat_ws_discard(a->wc->ws, a->wc->pool);
+  handed_reset(a->wc);
   for (int i = 0; a->wc != NULL && i < a->wc->n; i++) a->wc->e[i].nchunk = -1;
   if (a->wc != NULL) {
     a->wc->last = -1;
@@ -848,6 +1043,7 @@ int caterva_array_begin(caterva_ctx *ctx, caterva_array *a) {
  * until the transaction rolls back (its writes are incomplete). */
 static void settle_or_stick(caterva_ctx *ctx, caterva_array *a) {
   int rc = reap(ctx, a, 1);
+  handed_reset(a->wc);
   if (rc >= 0) return;
   a->wc->stuck = rc;
   snprintf(a->wc->stuckmsg, sizeof a->wc->stuckmsg, "%s", ctx != NULL ? ctx->errmsg : "");

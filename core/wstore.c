@@ -36,6 +36,7 @@ typedef struct ws_job {
   caterva_cparams cp;       /* the array's chunk parameters */
   cat_geom g;               /* its geometry */
   const caterva_array *a;   /* for the statistics' item type (cat_bs_rec_compute) */
+  cat_ws_fn fn;             /* NULL: compress d.img whole */
 } ws_job;
 
 struct cat_wstore {
@@ -63,6 +64,10 @@ static ws_job *ws_next(cat_wstore *ws, int newest) {
 
 static void ws_run(caterva_ctx *ctx, ws_job *j) {
   int32_t cap = j->g.chunksize + CATERVA_CHUNK_MAX_OVERHEAD;
+  if (j->fn != NULL) {
+    j->fn(ctx, &j->d, &j->cp, &j->g, j->a);
+    return;
+  }
   j->d.cbuf = malloc((size_t)cap);
   if (j->d.cbuf == NULL) {
     j->d.cbytes = CATERVA_E_NOMEM;
@@ -122,6 +127,12 @@ int cat_ws_holds(const cat_wstore *ws, int64_t nchunk) {
 
 int cat_ws_push(cat_wstore *ws, const caterva_array *a, const caterva_cparams *cp,
                 int64_t nchunk, uint8_t *img) {
+  return cat_ws_push_fn(ws, a, cp, nchunk, img, NULL, NULL, NULL);
+}
+
+int cat_ws_push_fn(cat_wstore *ws, const caterva_array *a, const caterva_cparams *cp,
+                   int64_t nchunk, uint8_t *img, cat_ws_fn fn, void *arg,
+                   void (*arg_free)(void *arg)) {
   int rc = CATERVA_OK;
   pthread_mutex_lock(&ws->mu);
   if (ws->n >= ws->depth) {
@@ -143,6 +154,9 @@ int cat_ws_push(cat_wstore *ws, const caterva_array *a, const caterva_cparams *c
   j->cp = *cp;
   j->g = a->g;
   j->a = a;
+  j->fn = fn;
+  j->d.arg = arg;
+  j->d.arg_free = arg_free;
   ws->n++;
   ws->mask |= (uint64_t)1 << (nchunk & 63);
   pthread_cond_broadcast(&ws->cv);
@@ -181,6 +195,7 @@ int cat_ws_pop(cat_wstore *ws, caterva_ctx *ctx, int wait, cat_wdone *out) {
 }
 
 void cat_ws_done_free(cat_wdone *d) {
+  if (d->arg != NULL && d->arg_free != NULL) d->arg_free(d->arg);
   free(d->cbuf);
   cat_bs_rec_drop(d->rec);
   memset(d, 0, sizeof *d);

@@ -22,6 +22,8 @@
  *          caterva_info, caterva_slice and caterva_reduce, then UPDATE and DELETE in a
  *          transaction; the results are the unarmed run's up to the first error, after which
  *          the transaction is rolled back and the file is the original or the committed one.
+ *   chunkwise  two rows written cell by cell, chunk after chunk, with two threads: the chunks
+ *          left written in part go to the write-behind worker, whose allocations fail too
  * Leaks: LeakSanitizer in the sanitizer build; in every build the library's live allocations
  * (counted by the hook) and sqlite3_memory_used() return to their starting values.
  * CATERVA_ALLOC_STRIDE=s tries every s-th N only (default 1: every N).
@@ -307,6 +309,47 @@ done:
   caterva_ctx_free(ctx);
 }
 
+/* ---- workload: cells written chunk after chunk, two threads ---------------------------- */
+
+/* Rows 12 and 13 written chunk after chunk over stored chunks, as an UPDATE over a table's scan
+ * writes them: each chunk, left written in part, goes to the write-behind worker (wcache.c),
+ * whose allocations fail too (the N-th call in whichever thread makes it). */
+static void wl_chunkwise(result *r) {
+  caterva_ctx *ctx = NULL;
+  caterva_array *a = NULL;
+  static double rows[2 * COLS];
+  int64_t start[2] = {12, 0}, stop[2] = {14, COLS};
+  int rc;
+  if ((rc = caterva_ctx_new(2, &ctx)) < 0) {
+    lib_fail(r, NULL, rc);
+    return;
+  }
+  if ((rc = caterva_array_open(ctx, path_of("c.b2nd"), CATERVA_OPEN_WRITE, &a)) < 0) goto fail;
+  if ((rc = caterva_array_begin(ctx, a)) < 0) goto fail;
+  for (int64_t cx = 0; cx < COLS && rc >= 0; cx += 16)
+    for (int64_t y = 12; y < 14 && rc >= 0; y++)
+      for (int64_t x = cx; x < cx + 16 && x < COLS && rc >= 0; x++) {
+        int64_t c[2] = {y, x};
+        double v = (double)(y * 1000 + x) + 0.5;
+        rc = caterva_array_set_item(ctx, a, c, &v);
+      }
+  if (rc < 0) {
+    lib_fail(r, ctx, rc);
+    (void)caterva_array_rollback(ctx, a);
+    goto done;
+  }
+  if ((rc = caterva_array_commit(ctx, a, 0)) < 0) goto fail;
+  if ((rc = caterva_array_get_slice(ctx, a, start, stop, rows, (int64_t)sizeof rows)) < 0)
+    goto fail;
+  say(r, "committed %.17g %.17g\n", rows[0], rows[2 * COLS - 1]);
+  rc = 0;
+fail:
+  if (rc < 0) lib_fail(r, ctx, rc);
+done:
+  caterva_array_free(a);
+  caterva_ctx_free(ctx);
+}
+
 /* ---- workload: SQL ------------------------------------------------------------------- */
 
 static const char *const sql_steps[] = {
@@ -378,6 +421,9 @@ typedef struct workload {
   const char *file;   /* the array it works on (a fresh copy of the original each run) */
   int writes;         /* it may change the file */
   void (*run)(result *);
+  int threads;        /* two threads allocate: which makes a given call, and how many calls
+                       * a run makes (a job run by the worker or by the waiting caller, each
+                       * with scratch of its own), vary from run to run */
 } workload;
 
 /* Runs w with allocation n failing (0: none) into *r; *failed: whether it failed. */
@@ -501,15 +547,18 @@ static void check_workload(const workload *w, long stride) {
   if (other_bytes > 0)
     tap_diag("%s: %ld successful runs committed the same items in other bytes", w->name,
              other_bytes);
-  tap_ok(injected >= k / stride, "%s: %ld of the runs had an allocation fail", w->name, injected);
+  /* with threads a run may make fewer calls than the unarmed one: some N then fail nothing */
+  tap_ok(injected >= (w->threads ? k / stride * 3 / 4 : k / stride),
+         "%s: %ld of the runs had an allocation fail", w->name, injected);
   __real_free(after);
 }
 
 int main(void) {
   static const workload wls[] = {
-      {"read", "r.b2nd", 0, wl_read},
-      {"write", "w.b2nd", 1, wl_write},
-      {"sql", "s.b2nd", 1, wl_sql},
+      {"read", "r.b2nd", 0, wl_read, 0},
+      {"write", "w.b2nd", 1, wl_write, 0},
+      {"sql", "s.b2nd", 1, wl_sql, 0},
+      {"chunkwise", "c.b2nd", 1, wl_chunkwise, 1},
   };
   const char *st = getenv("CATERVA_ALLOC_STRIDE");
   long stride = st && atol(st) > 0 ? atol(st) : 1;

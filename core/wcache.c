@@ -33,6 +33,8 @@ struct cat_wentry {
   int64_t nvalid;    /* items of the chunk inside the shape */
   uint64_t stamp;    /* last use, for LRU */
   bool cleared;      /* the image was zeroed when claimed (items not written read 0) */
+  int8_t patchable;  /* its stored chunk has blocks to keep (leave_behind): 1 yes, -1 no, 0 not
+                      * looked at yet */
   int perm;          /* -1: img and bits in the chunk's layout (blocks); k >= 0: the cells of
                       * the chunk's box in C order with dimension k moved last (rows that
                       * arrive with k fastest fill it sequentially); see normalize */
@@ -658,23 +660,40 @@ static int leave_behind(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
   cat_wcache *wc = a->wc;
   caterva_cparams cp;
   caterva_chunk_info ci;
+  caterva_block_stats st;
   const uint8_t *chunk;
+  int32_t w_len;
   wpatch *w = NULL;
   int rc = CATERVA_OK;
   if (e->nchunk < 0 || e->nset == 0 || e->nset >= e->nvalid || wc->revisited ||
-      ctx == NULL || ctx->nthreads < 2 || !caterva_schunk_in_txn(a->sc))
+      e->patchable < 0 || ctx == NULL || ctx->nthreads < 2 || !caterva_schunk_in_txn(a->sc))
     return CATERVA_OK;
-  CAT_TRY(leave, rc = caterva_schunk_chunk_special(a->sc, e->nchunk));
-  if (rc != CATERVA_SPECIAL_NONE) return CATERVA_OK;
+  if (e->patchable == 0) { /* once per image: a transposed load leaves chunks all the time */
+    e->patchable = -1;
+    CAT_TRY(leave, rc = caterva_schunk_chunk_special(a->sc, e->nchunk));
+    if (rc != CATERVA_SPECIAL_NONE) return CATERVA_OK; /* a header only: nothing to keep */
+    CAT_TRY(leave, caterva_schunk_get_chunk(ctx, a->sc, e->nchunk, &chunk, &w_len));
+    if (caterva_chunk_info_get(chunk, (size_t)w_len, &ci) < 0 ||
+        ci.special != CATERVA_SPECIAL_NONE || ci.memcpyed)
+      return CATERVA_OK; /* a repeated value or raw bytes: rebuilt whole later */
+    /* statistics kept are patched block by block: the old ones must be known and right */
+    if (a->bs != NULL && caterva_array_block_stats(ctx, a, e->nchunk, 0, &st) != 1)
+      return CATERVA_OK;
+    e->patchable = 1;
+  }
   if ((w = calloc(1, sizeof *w)) == NULL) return CATERVA_OK; /* it stays pending */
-  if (a->bs != NULL && (w->oldrec = cat_bs_rec_ref(ctx, a, e->nchunk)) == NULL) goto leave;
+  if (a->bs != NULL && (w->oldrec = cat_bs_rec_ref(ctx, a, e->nchunk)) == NULL) {
+    e->patchable = -1;
+    goto leave;
+  }
   CAT_TRY(leave, normalize(ctx, a, e, true));
   CAT_TRY(leave, rc = ws_room(ctx, a));
   if (rc == 0) goto leave;
+  /* again: the chunk may have been rewritten since it was looked at (growth fills edge
+   * chunks), and storing the worker's results may have moved what the pointer showed */
+  CAT_TRY(leave, rc = caterva_schunk_chunk_special(a->sc, e->nchunk));
+  if (rc != CATERVA_SPECIAL_NONE) goto leave;
   CAT_TRY(leave, caterva_schunk_get_chunk(ctx, a->sc, e->nchunk, &chunk, &w->oldlen));
-  if (caterva_chunk_info_get(chunk, (size_t)w->oldlen, &ci) < 0 ||
-      ci.special != CATERVA_SPECIAL_NONE || ci.memcpyed)
-    goto leave; /* a repeated value or raw bytes: no blocks to keep (rebuilt whole later) */
   if ((w->old = malloc((size_t)w->oldlen)) == NULL) goto leave;
   memcpy(w->old, chunk, (size_t)w->oldlen);
   w->nset = e->nset;
@@ -748,6 +767,7 @@ static int claim(caterva_ctx *ctx, caterva_array *a, int64_t n, cat_wentry **out
   e->nchunk = n;
   e->nset = 0;
   e->nvalid = nvalid_of(g, n);
+  e->patchable = 0;
   /* Items never written are taken from the stored chunk before the image is used, except
    * the padding of a chunk written wholly (outside the shape, or of blocks past the chunk's
    * edge), which must be zero: only such chunks need clearing (4 MB per chunk of the 200^3

@@ -1,6 +1,6 @@
 /*
- * wstore.c -- chunks written wholly compressed on a thread of their own while the caller
- * fills the next ones (write-behind for loads).
+ * wstore.c -- chunks compressed on a thread of their own while the caller fills the next
+ * ones (write-behind for loads and UPDATEs).
  *
  * A load in C order completes chunk after chunk; compressing each on the thread that
  * produces the rows held that thread up to a fifth of its time. wcache.c hands a completed
@@ -9,6 +9,9 @@
  * over (cat_ws_pop) and stores them itself: the super-chunk, the statistics and every file
  * stay on the caller's thread, and the chunks reach the file in the same order as without
  * the worker, so the bytes written are the same.
+ *
+ * A job may also bring its own work (cat_ws_push_fn): wcache.c hands over so a chunk an
+ * UPDATE has left written in part, to be patched against a copy of the stored chunk.
  *
  * The queue holds at most CAT_WS_DEPTH images and CAT_WS_BYTES (bounded memory: a transposed
  * load of the demo grid completes 13 chunks at once); a full queue makes the

@@ -556,7 +556,6 @@ static bool patch_holds(caterva_array *a, int64_t n, const wpatch *w) {
   return len == w->oldlen && memcmp(chunk, w->old, (size_t)len) == 0;
 }
 
-
 /* A chunk handed over that the worker did not re-encode (or whose stored chunk changed):
  * stored here from its image and written items, as store_entry stores a pending one. */
 static int store_left(caterva_ctx *ctx, caterva_array *a, cat_wdone *d, wpatch *w) {

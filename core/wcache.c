@@ -5,9 +5,12 @@
  * A write of one item goes to the cached image of its chunk. Each image has a bitmap of the
  * items written: when every item of the chunk that lies inside the shape has been written
  * (a load in C order, a slab UPDATE), the chunk is compressed at once from the image alone,
- * without ever reading the stored chunk. Otherwise, when the cache is full (least recently
- * used image first), at a flush, a savepoint or a commit, the stored chunk is decompressed
- * and the items not written are taken from it. Chunks are stored with
+ * without ever reading the stored chunk. Otherwise, when the writes leave the chunk for
+ * another in the order of a table's scan (see "chunks that chunkwise writes leave behind"),
+ * when the cache is full (least recently used image first), at a flush, a savepoint or a
+ * commit, the blocks written into are completed from the stored chunk's and re-encoded, the
+ * others keep their bytes (or, where that cannot be, the whole stored chunk is decompressed
+ * and the items not written are taken from it). Chunks are stored with
  * caterva_schunk_update_chunk, so inside a transaction they go past the committed end of
  * the file and a cache larger than memory is never needed.
  *

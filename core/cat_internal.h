@@ -106,24 +106,6 @@ int32_t cat_chunk_patch(caterva_ctx *ctx, const caterva_cparams *cp, const void 
                         int32_t oldlen, const void *src, int32_t nbytes, const uint8_t *dirty,
                         void *dst, int32_t dstcap);
 
-/* Blocks of a chunk encoded ahead of the others (chunk_enc.c; the write cache's transposed
- * loads): the encoded form of each block of a chunk of nbytes compressed with cp, kept until
- * the chunk is assembled. NULL when cp cannot encode blocks apart (DELTA, clevel 0, a tiny
- * chunk) or out of memory. */
-typedef struct cat_preenc cat_preenc;
-cat_preenc *cat_preenc_new(const caterva_cparams *cp, int32_t nbytes);
-void cat_preenc_free(cat_preenc *p);
-int32_t cat_preenc_nblocks(const cat_preenc *p);
-/* Encode blocks list[0..n) of the chunk image src (only their bytes are read) into p, with
- * ctx's threads; any thread may encode other blocks of the same p meanwhile. */
-int cat_preenc_encode(caterva_ctx *ctx, const caterva_cparams *cp, cat_preenc *p,
-                      const uint8_t *src, const int32_t *list, int32_t n);
-/* caterva_chunk_compress of the image src with p (made with cp for the same size): the
- * blocks j with have[j] != 0 as encoded in p (from the same bytes src holds now), the others
- * encoded here. The same bytes as caterva_chunk_compress. */
-int32_t cat_chunk_compress_pre(caterva_ctx *ctx, const caterva_cparams *cp, const uint8_t *src,
-                               cat_preenc *p, const uint8_t *have, void *dst, int32_t dstcap);
-
 /* ---- remote reads (schunk.c, frame_remote.c) --------------------------------------------- */
 
 /* Blocks a reader is about to decode from chunk nchunk (nblocks < 0: the whole chunk). */

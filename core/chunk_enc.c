@@ -92,8 +92,7 @@ typedef struct cat_enc_job {
   int32_t *outlen;     /* compressed length of each block */
   bool *all_zero;      /* every stream of the block was a zero run */
   const int32_t *which;/* NULL: task t encodes block t; else block which[t] (a patch), its
-                        * output in slot t, or in slot which[t] with by_block */
-  bool by_block;
+                        * output in slot t */
 } cat_enc_job;
 
 /* Encode one stream of n bytes at in into out: zero run, byte run, codec, or raw. */
@@ -162,8 +161,8 @@ static int cat_enc_task(void *arg, int64_t t, int w) {
   cat_enc_job *job = arg;
   int32_t j = job->which != NULL ? job->which[t] : (int32_t)t, bsize = job->blocksize, nstreams,
           neblock;
-  int64_t off = (int64_t)j * job->blocksize, slot = job->by_block ? j : t;
-  uint8_t *out = job->out + slot * job->slot;
+  int64_t off = (int64_t)j * job->blocksize;
+  uint8_t *out = job->out + t * job->slot;
   const uint8_t *filtered;
   int32_t len = 0;
   int rc;
@@ -182,8 +181,8 @@ static int cat_enc_task(void *arg, int64_t t, int w) {
     len += n;
     all_zero = all_zero && zero;
   }
-  job->outlen[slot] = len;
-  job->all_zero[slot] = all_zero;
+  job->outlen[t] = len;
+  job->all_zero[t] = all_zero;
   return CATERVA_OK;
 }
 
@@ -246,30 +245,11 @@ static bool cat_all_zero(const cat_enc_job *job) {
   return true;
 }
 
-/* The end of a compression whose blocks are all encoded in job: the all-zero special chunk,
- * the assembled chunk, or (not smaller) the memcpyed one. */
-static int32_t cat_enc_finish(caterva_ctx *ctx, const cat_enc_job *job, void *dst,
-                              int32_t dstcap) {
-  const caterva_cparams *cp = job->cp;
-  int32_t rc, limit;
-  if (cat_all_zero(job)) {
-    rc = caterva_chunk_make_special(CATERVA_SPECIAL_ZERO, job->nbytes, cp->typesize,
-                                    job->blocksize, NULL, dst, dstcap);
-    return rc < 0 ? cat_error(ctx, rc, "output buffer too small") : rc;
-  }
-  /* A chunk may not be larger than its memcpyed form. */
-  limit = dstcap < job->nbytes + CAT_HDR ? dstcap : job->nbytes + CAT_HDR;
-  rc = cat_assemble(job, dst, limit);
-  if (rc > 0) cat_write_header(dst, cp, job->nbytes, job->blocksize, rc, job->split, false);
-  else rc = cat_store_memcpyed(ctx, cp, job->src, job->nbytes, job->blocksize, job->split, dst,
-                               dstcap);
-  return rc;
-}
-
 int32_t caterva_chunk_compress(caterva_ctx *ctx, const caterva_cparams *cp, const void *src,
                                int32_t nbytes, void *dst, int32_t dstcap) {
   cat_enc_job job;
   int32_t blocksize, rc;
+  int32_t limit;
   bool split;
   void *mem = NULL;
 
@@ -301,104 +281,24 @@ int32_t caterva_chunk_compress(caterva_ctx *ctx, const caterva_cparams *cp, cons
   job.outlen = (int32_t *)(void *)(job.out + (size_t)job.slot * (size_t)job.nblocks);
   job.all_zero = (bool *)(job.outlen + job.nblocks);
   rc = cat_run_encode(ctx, &job, job.nblocks);
-  if (rc < 0) rc = cat_error(ctx, rc, "compression failed (%s)", caterva_strerror(rc));
-  else rc = cat_enc_finish(ctx, &job, dst, dstcap);
+  if (rc < 0) {
+    rc = cat_error(ctx, rc, "compression failed (%s)", caterva_strerror(rc));
+    goto leave;
+  }
+  if (cat_all_zero(&job)) {
+    rc = caterva_chunk_make_special(CATERVA_SPECIAL_ZERO, nbytes, cp->typesize, blocksize, NULL,
+                                    dst, dstcap);
+    if (rc < 0) rc = cat_error(ctx, rc, "output buffer too small");
+    goto leave;
+  }
+  /* A chunk may not be larger than its memcpyed form. */
+  limit = dstcap < nbytes + CAT_HDR ? dstcap : nbytes + CAT_HDR;
+  rc = cat_assemble(&job, dst, limit);
+  if (rc > 0) cat_write_header(dst, cp, nbytes, blocksize, rc, split, false);
+  else rc = cat_store_memcpyed(ctx, cp, src, nbytes, blocksize, split, dst, dstcap);
+leave:
   free(mem);
   return rc;
-}
-
-/* ---- blocks encoded ahead ------------------------------------------------------------------
- *
- * Blocks are encoded independently (but with DELTA, which encodes every block against block
- * 0's raw bytes), so some blocks of a chunk can be encoded before the others are known -- a
- * load in a transposed order completes a chunk's blocks one after the other -- and the chunk
- * assembled later: the same bytes as caterva_chunk_compress of the whole image. */
-
-struct cat_preenc {
-  int32_t nbytes, blocksize, nblocks;
-  bool split;
-  int64_t slot;
-  uint8_t *out;         /* nblocks slots */
-  int32_t *outlen;
-  bool *all_zero;
-};
-
-cat_preenc *cat_preenc_new(const caterva_cparams *cp, int32_t nbytes) {
-  cat_preenc *p;
-  int32_t bs;
-  if (cp == NULL || cp->clevel == 0 || nbytes < 32 || nbytes > CATERVA_CHUNK_MAX_NBYTES ||
-      cat_has_filter(cp->filters, CATERVA_DELTA) || cat_check_cparams(NULL, cp) < 0)
-    return NULL;
-  bs = cat_chosen_blocksize(cp, nbytes);
-  if (bs <= 0 || (p = calloc(1, sizeof *p)) == NULL) return NULL;
-  p->nbytes = nbytes;
-  p->blocksize = bs;
-  p->nblocks = (int32_t)cat_ceil_div64(nbytes, bs);
-  p->split = cat_split_wanted(cp, bs);
-  p->slot = ((int64_t)bs + 5 * (int64_t)cp->typesize + 8 + 7) & ~(int64_t)7;
-  p->out = malloc((size_t)p->slot * (size_t)p->nblocks +
-                  (size_t)p->nblocks * (sizeof(int32_t) + sizeof(bool)));
-  if (p->out == NULL) {
-    free(p);
-    return NULL;
-  }
-  p->outlen = (int32_t *)(void *)(p->out + (size_t)p->slot * (size_t)p->nblocks);
-  p->all_zero = (bool *)(p->outlen + p->nblocks);
-  return p;
-}
-
-void cat_preenc_free(cat_preenc *p) {
-  if (p == NULL) return;
-  free(p->out);
-  free(p);
-}
-
-int32_t cat_preenc_nblocks(const cat_preenc *p) { return p->nblocks; }
-
-/* A job over p's slots for the chunk image src. */
-static void cat_pre_job(cat_enc_job *job, caterva_ctx *ctx, const caterva_cparams *cp,
-                        const cat_preenc *p, const uint8_t *src) {
-  memset(job, 0, sizeof *job);
-  job->ctx = ctx;
-  job->cp = cp;
-  job->src = src;
-  job->nbytes = p->nbytes;
-  job->blocksize = p->blocksize;
-  job->nblocks = p->nblocks;
-  job->split = p->split;
-  job->out = p->out;
-  job->slot = p->slot;
-  job->outlen = p->outlen;
-  job->all_zero = p->all_zero;
-  job->by_block = true;
-}
-
-int cat_preenc_encode(caterva_ctx *ctx, const caterva_cparams *cp, cat_preenc *p,
-                      const uint8_t *src, const int32_t *list, int32_t n) {
-  cat_enc_job job;
-  int rc;
-  if (n <= 0) return CATERVA_OK;
-  cat_pre_job(&job, ctx, cp, p, src);
-  job.which = list;
-  rc = cat_run_encode(ctx, &job, n);
-  return rc < 0 ? cat_error(ctx, rc, "compression failed (%s)", caterva_strerror(rc)) : rc;
-}
-
-int32_t cat_chunk_compress_pre(caterva_ctx *ctx, const caterva_cparams *cp, const uint8_t *src,
-                               cat_preenc *p, const uint8_t *have, void *dst, int32_t dstcap) {
-  cat_enc_job job;
-  int32_t *list, n = 0, rc;
-  if (cat_chosen_blocksize(cp, p->nbytes) != p->blocksize)
-    return cat_error(ctx, CATERVA_E_INVALID, "blocks encoded ahead with other parameters");
-  list = malloc((size_t)p->nblocks * sizeof *list);
-  if (list == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
-  for (int32_t j = 0; j < p->nblocks; j++)
-    if (!have[j]) list[n++] = j;
-  rc = cat_preenc_encode(ctx, cp, p, src, list, n);
-  free(list);
-  if (rc < 0) return rc;
-  cat_pre_job(&job, ctx, cp, p, src);
-  return cat_enc_finish(ctx, &job, dst, dstcap);
 }
 
 /* ---- re-encoding some blocks of a chunk ---------------------------------------------------

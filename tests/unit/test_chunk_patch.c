@@ -14,9 +14,7 @@
  *  - the patched chunk is byte-identical to compressing the new content whole (the codecs
  *    are deterministic, so that is what a patch must produce).
  * With two threads (blocks encoded in parallel), zstd chunks of one, two and six blocks, whole
- * and patched, are byte for byte those one thread writes. Blocks encoded ahead of the others
- * (cat_preenc_encode, for a transposed load's chunks) and the rest at assembly give the whole
- * compression's bytes.
+ * and patched, are byte for byte those one thread writes.
  * Chunks whose blocks cannot be copied are refused with CATERVA_E_UNSUPPORTED (the caller then
  * compresses whole), each kind tested: special chunks (zeros, a repeated value), memcpyed
  * chunks (clevel 0 and incompressible data), DELTA, a zstd dictionary chunk (from the golden
@@ -537,101 +535,11 @@ static void damaged_old(caterva_ctx *ctx) {
   free(dec);
 }
 
-/* Blocks encoded ahead (cat_preenc_encode, in any order, with one or two threads, some more
- * than once) and the rest at assembly (cat_chunk_compress_pre): byte for byte the whole
- * compression, for every pipeline but DELTA (refused: every block depends on block 0), for
- * chunks of random bytes (memcpyed whole), of zeros (the special chunk) and with a short last
- * block. */
-static void encoded_ahead(caterva_ctx *ctx1, caterva_ctx *ctx2) {
-  static const int codecs[] = {CATERVA_BLOSCLZ, CATERVA_LZ4, CATERVA_ZLIB, CATERVA_ZSTD};
-  static const uint8_t filters[][2] = {{CATERVA_NOFILTER, 0}, {CATERVA_SHUFFLE, 0},
-                                       {CATERVA_BITSHUFFLE, 0}, {CATERVA_BYTEDELTA, 0},
-                                       {CATERVA_TRUNC_PREC, 20}};
-  int64_t cases = 0, bad = 0;
-  for (size_t c = 0; c < sizeof codecs / sizeof *codecs; c++)
-    for (size_t f = 0; f < sizeof filters / sizeof *filters; f++)
-      for (int kind = 0; kind < 4; kind++) {
-        caterva_cparams cp;
-        int ts = kind == 3 ? 8 : 4;
-        int32_t n = kind == 3 ? 300 * 8 * 7 + 40 : 512 * 4 * 9, cb0, cb1;
-        uint8_t *src = malloc((size_t)n), *c0 = malloc(CAP(n)), *c1 = malloc(CAP(n));
-        uint8_t have[16] = {0};
-        int32_t list[16], nl = 0;
-        cat_preenc *pre;
-        caterva_cparams_init(&cp);
-        cp.codec = codecs[c];
-        cp.clevel = 5;
-        cp.typesize = ts;
-        cp.blocksize = kind == 3 ? 300 * 8 : 512 * 4;
-        cp.splitmode = kind & 1 ? CATERVA_SPLIT_NEVER : CATERVA_SPLIT_ALWAYS;
-        memset(cp.filters, 0, sizeof cp.filters);
-        cp.filters[5] = filters[f][0];
-        cp.filters_meta[5] = filters[f][1];
-        if (filters[f][0] == CATERVA_BYTEDELTA) cp.filters[4] = CATERVA_SHUFFLE;
-        if (kind == 1) for (int32_t i = 0; i < n; i++) src[i] = (uint8_t)next_rand();
-        else if (kind == 2) memset(src, 0, (size_t)n);
-        else make_data(src, n, ts, filters[f][0] == CATERVA_TRUNC_PREC, (int)c);
-        pre = cat_preenc_new(&cp, n);
-        cb0 = caterva_chunk_compress(ctx1, &cp, src, n, c0, CAP(n));
-        if (pre == NULL || cb0 < 0) {
-          bad++;
-        } else {
-          int32_t nb = cat_preenc_nblocks(pre);
-          /* every third block from the last down, then block 1 again (encoded twice) */
-          for (int32_t j = nb - 1; j >= 0; j -= 3) list[nl++] = j, have[j] = 1;
-          if (nb > 1) list[nl++] = 1, have[1] = 1;
-          int r = cat_preenc_encode(kind & 1 ? ctx2 : ctx1, &cp, pre, src, list, nl - 1);
-          if (r >= 0) r = cat_preenc_encode(ctx2, &cp, pre, src, list + nl - 1, 1);
-          cb1 = r < 0 ? r : cat_chunk_compress_pre(kind & 2 ? ctx2 : ctx1, &cp, src, pre, have, c1,
-                                                   CAP(n));
-          bad += cb1 != cb0 || memcmp(c0, c1, (size_t)cb0) != 0;
-        }
-        cases++;
-        cat_preenc_free(pre);
-        free(src);
-        free(c0);
-        free(c1);
-      }
-  caterva_cparams cp;
-  base_cparams(&cp);
-  /* the blocks encoded ahead are the ones assembled: block 0 encoded from other bytes than
-   * the image's decodes to those bytes */
-  {
-    int32_t n = 4096 * 4, l0 = 0;
-    uint8_t *a = malloc((size_t)n), *b = malloc((size_t)n), *dec = malloc((size_t)n);
-    uint8_t *cbuf = malloc(CAP(n)), have[4] = {1, 0, 0, 0};
-    cat_preenc *p = cat_preenc_new(&cp, n);
-    make_data(a, n, 4, 0, 1);
-    memcpy(b, a, (size_t)n);
-    for (int32_t i = 0; i < 4096; i++) b[i] ^= 0x5a;
-    int ok = p != NULL && cat_preenc_encode(ctx1, &cp, p, b, &l0, 1) >= 0 &&
-             cat_chunk_compress_pre(ctx1, &cp, a, p, have, cbuf, CAP(n)) > 0 &&
-             caterva_chunk_decompress(ctx1, cbuf, CAP(n), dec, n) == n &&
-             memcmp(dec, b, 4096) == 0 && memcmp(dec + 4096, a + 4096, (size_t)n - 4096) == 0;
-    tap_ok(ok, "a block encoded ahead is the one assembled (block 0 from other bytes decodes "
-               "to them, the other blocks to the image's)");
-    cat_preenc_free(p);
-    free(a);
-    free(b);
-    free(dec);
-    free(cbuf);
-  }
-  cp.filters[5] = CATERVA_DELTA;
-  cat_preenc *refused = cat_preenc_new(&cp, 4096 * 4);
-  tap_ok(bad == 0 && cases == 80 && refused == NULL,
-         "blocks encoded ahead in any order, the rest at assembly: %lld of %lld chunks differ "
-         "from the whole compression (4 codecs x 5 pipelines x smooth, random, zero and short-"
-         "block chunks); DELTA refused (%s)", (long long)bad, (long long)cases,
-         refused == NULL ? "yes" : "no");
-  cat_preenc_free(refused);
-}
-
 int main(void) {
   caterva_ctx *ctx = NULL, *ctx2 = NULL;
   if (caterva_ctx_new(1, &ctx) < 0 || caterva_ctx_new(2, &ctx2) < 0) return 1;
   pipelines(ctx);
   two_threads(ctx, ctx2);
-  encoded_ahead(ctx, ctx2);
   refusals(ctx);
   dictionary(ctx);
   damaged_old(ctx);

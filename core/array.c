@@ -146,15 +146,21 @@ static int check_box(caterva_ctx *ctx, const cat_geom *g, const int64_t *start,
                      const int64_t *stop, int64_t *nbytes) {
   int rc = CATERVA_OK;
   int64_t n = g->itemsize;
+  bool empty = false;
   CAT_CHECK(leave, g->ndim == 0 || (start != NULL && stop != NULL), CATERVA_E_INVALID,
             "start and stop are required");
   for (int k = 0; k < g->ndim; k++) {
     CAT_CHECK(leave, 0 <= start[k] && start[k] <= stop[k] && stop[k] <= g->shape[k],
               CATERVA_E_RANGE, "box [%lld, %lld) out of range 0..%lld in dimension %d",
               (long long)start[k], (long long)stop[k], (long long)g->shape[k], k);
-    n *= stop[k] - start[k]; /* <= nitems * itemsize, which fits */
+    empty = empty || start[k] == stop[k];
   }
-  *nbytes = n;
+  /* the array's size in bytes fits (cat_meta_validate) unless an extent is 0: a shape of
+   * (2^61, 0) holds no item, but 2^61 items of 8 bytes do not fit */
+  for (int k = 0; k < g->ndim && !empty; k++)
+    CAT_CHECK(leave, cat_mul64(n, stop[k] - start[k], &n), CATERVA_E_OVERFLOW,
+              "the box's size in bytes overflows");
+  *nbytes = empty ? 0 : n;
 leave:
   return rc;
 }

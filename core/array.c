@@ -764,8 +764,9 @@ int caterva_array_append(caterva_ctx *ctx, caterva_array *a, const void *buf, in
             "axis %d not in 0..%d", axis, a->g.ndim - 1);
   CAT_CHECK(leave, buflen >= 0 && (buf != NULL || buflen == 0), CATERVA_E_INVALID, "no buffer");
   slab = a->g.itemsize;
-  for (int k = 0; k < a->g.ndim; k++)
-    if (k != axis) slab *= a->g.shape[k];
+  for (int k = 0; k < a->g.ndim; k++) /* unchecked by the shape's size when shape[axis] is 0 */
+    CAT_CHECK(leave, k == axis || cat_mul64(slab, a->g.shape[k], &slab), CATERVA_E_OVERFLOW,
+              "a slab along axis %d holds more than 2^63 bytes", axis);
   if (buflen == 0) {
     rc = CATERVA_OK;
     goto leave;

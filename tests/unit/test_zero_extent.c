@@ -179,6 +179,37 @@ static void positive_axis_refused(int store, int part) {
   caterva_array_free(a);
 }
 
+/* A huge extent before a zero one: the array holds no item, so its size in bytes passes the
+ * checks, but a box or a slab over the huge extent alone does not fit in 63 bits. Reads of the
+ * whole array are empty, an append along the zero axis is refused with an error (they used
+ * to multiply the extents out unchecked: signed overflow, found by fuzz_array). */
+static void huge_beside_zero(void) {
+  caterva_array_params p;
+  caterva_array *a = NULL;
+  int64_t start[2] = {0, 0}, stop[2] = {(int64_t)1 << 61, 0};
+  double buf[1] = {0};
+  int rc;
+  caterva_array_params_init(&p);
+  p.ndim = 2;
+  p.shape[0] = (int64_t)1 << 61;
+  p.shape[1] = 0;
+  p.chunkshape[0] = 4, p.chunkshape[1] = 1;
+  p.blockshape[0] = 2, p.blockshape[1] = 1;
+  p.dtype = "float64";
+  rc = caterva_array_create(ctx, &p, CATERVA_FILL_ZEROS, NULL, &a);
+  if (!tap_ok(rc == 0, "shape (2^61, 0) float64 in memory: created (%s)",
+              rc < 0 ? caterva_ctx_errmsg(ctx) : "ok"))
+    return;
+  tap_ok(caterva_array_get_slice(ctx, a, start, stop, buf, 0) == 0 &&
+             caterva_array_to_buffer(ctx, a, buf, 0) == 0,
+         "shape (2^61, 0): the whole array reads as 0 bytes");
+  rc = caterva_array_append(ctx, a, buf, 8, 1);
+  tap_ok(rc == CATERVA_E_OVERFLOW && strstr(caterva_ctx_errmsg(ctx), "2^63") != NULL,
+         "shape (2^61, 0): an append along axis 1 (a slab of 2^64 bytes) is refused: %s",
+         caterva_ctx_errmsg(ctx));
+  caterva_array_free(a);
+}
+
 int main(void) {
   const char *t = getenv("TMPDIR");
   snprintf(tmpdir, sizeof tmpdir, "%s/test_zero_extent.XXXXXX", t && *t ? t : "/tmp");
@@ -189,6 +220,7 @@ int main(void) {
       for (int part = 0; part < 2; part++) one_case(store, zaxis, part);
     for (int part = 0; part < 2; part++) positive_axis_refused(store, part);
   }
+  huge_beside_zero();
   caterva_ctx_free(ctx);
   tu_rm_tree(tmpdir);
   return tap_done();

@@ -349,7 +349,10 @@ void cvImportBcolz(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, const
     const caterva_bcolz_column *pC = caterva_bcolz_column_get(pBz, i);
     int64_t n = 1;
     if (iCol >= 0 && i != iCol) continue;
-    for (int k = 0; k < pC->ndim; k++) n *= pC->shape[k];
+    /* the column's size was checked at open, but not the product of its first extents when
+    ** a later one is 0 */
+    for (int k = 0; k < pC->ndim; k++) n = pC->shape[k] == 0 ? 0 : n;
+    for (int k = 0; k < pC->ndim && n > 0; k++) n *= pC->shape[k];
     nItem += n;
   }
   sqlite3_result_int64(pCtx, nItem);

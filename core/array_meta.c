@@ -196,7 +196,7 @@ leave:
 
 int cat_meta_validate(caterva_ctx *ctx, const cat_array_meta *m, int max_ndim, int itemsize) {
   int rc = CATERVA_OK;
-  int64_t nbytes = itemsize, nitems = 1;
+  int64_t nbytes = itemsize, span = itemsize;
   CAT_CHECK(leave, m->ndim >= 0 && m->ndim <= max_ndim, CATERVA_E_CORRUPT,
             "ndim %d not in 0..%d", m->ndim, max_ndim);
   for (int k = 0; k < m->ndim; k++) {
@@ -205,15 +205,16 @@ int cat_meta_validate(caterva_ctx *ctx, const cat_array_meta *m, int max_ndim, i
               "negative extent in dimension %d", k);
     CAT_CHECK(leave, s == 0 || (c > 0 && b > 0), CATERVA_E_CORRUPT,
               "chunk and block extents must be positive (dimension %d)", k);
-    CAT_CHECK(leave, cat_mul64(nitems, s, &nitems), CATERVA_E_OVERFLOW,
-              "the number of items overflows");
+    /* the array's size in bytes fits, and so does that of every box along the extents
+     * beside a zero one: a shape of (2^61, 0) holds no item, but a box's size, a slab's or
+     * a stride is the product of some of the extents, computed by many callers */
+    CAT_CHECK(leave, cat_mul64(span, s > 0 ? s : 1, &span), CATERVA_E_OVERFLOW,
+              "the array's extents multiply past 2^63 bytes");
     ext = b > 0 ? cat_ceil_div64(c, b) * b : 0;
     CAT_CHECK(leave, cat_mul64(nbytes, ext, &nbytes) && nbytes <= CATERVA_CHUNK_MAX_NBYTES,
               CATERVA_E_UNSUPPORTED, "a chunk of this shape exceeds %d bytes",
               CATERVA_CHUNK_MAX_NBYTES);
   }
-  CAT_CHECK(leave, cat_mul64(nitems, itemsize, &nitems), CATERVA_E_OVERFLOW,
-            "the array size in bytes overflows");
 leave:
   return rc;
 }

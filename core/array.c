@@ -146,21 +146,17 @@ static int check_box(caterva_ctx *ctx, const cat_geom *g, const int64_t *start,
                      const int64_t *stop, int64_t *nbytes) {
   int rc = CATERVA_OK;
   int64_t n = g->itemsize;
-  bool empty = false;
   CAT_CHECK(leave, g->ndim == 0 || (start != NULL && stop != NULL), CATERVA_E_INVALID,
             "start and stop are required");
   for (int k = 0; k < g->ndim; k++) {
     CAT_CHECK(leave, 0 <= start[k] && start[k] <= stop[k] && stop[k] <= g->shape[k],
               CATERVA_E_RANGE, "box [%lld, %lld) out of range 0..%lld in dimension %d",
               (long long)start[k], (long long)stop[k], (long long)g->shape[k], k);
-    empty = empty || start[k] == stop[k];
+    /* fits: every geometry's extents, zeros left out, multiply to at most 2^63 bytes
+     * (cat_meta_validate, for every shape an array is made, opened or resized to) */
+    n *= stop[k] - start[k];
   }
-  /* the array's size in bytes fits (cat_meta_validate) unless an extent is 0: a shape of
-   * (2^61, 0) holds no item, but 2^61 items of 8 bytes do not fit */
-  for (int k = 0; k < g->ndim && !empty; k++)
-    CAT_CHECK(leave, cat_mul64(n, stop[k] - start[k], &n), CATERVA_E_OVERFLOW,
-              "the box's size in bytes overflows");
-  *nbytes = empty ? 0 : n;
+  *nbytes = n;
 leave:
   return rc;
 }
@@ -764,9 +760,8 @@ int caterva_array_append(caterva_ctx *ctx, caterva_array *a, const void *buf, in
             "axis %d not in 0..%d", axis, a->g.ndim - 1);
   CAT_CHECK(leave, buflen >= 0 && (buf != NULL || buflen == 0), CATERVA_E_INVALID, "no buffer");
   slab = a->g.itemsize;
-  for (int k = 0; k < a->g.ndim; k++) /* unchecked by the shape's size when shape[axis] is 0 */
-    CAT_CHECK(leave, k == axis || cat_mul64(slab, a->g.shape[k], &slab), CATERVA_E_OVERFLOW,
-              "a slab along axis %d holds more than 2^63 bytes", axis);
+  for (int k = 0; k < a->g.ndim; k++) /* fits, as in check_box */
+    if (k != axis) slab *= a->g.shape[k];
   if (buflen == 0) {
     rc = CATERVA_OK;
     goto leave;

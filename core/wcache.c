@@ -417,6 +417,13 @@ leave:
   return rc;
 }
 
+/* The statistics kept for chunk n, if any, are known and right (they are patched block by
+ * block: the old ones must be). */
+static bool stats_known(caterva_ctx *ctx, caterva_array *a, int64_t n) {
+  caterva_block_stats st;
+  return a->bs == NULL || caterva_array_block_stats(ctx, a, n, 0, &st) == 1;
+}
+
 /* patch_image for entry e against its stored chunk: 1 with the new chunk in cbuf (*cbytes),
  * 0 when the stored chunk or the statistics do not allow it (then the whole chunk is
  * rebuilt). */
@@ -425,12 +432,10 @@ static int patch_entry(caterva_ctx *ctx, caterva_array *a, cat_wentry *e,
                        int32_t *cbytes) {
   const uint8_t *chunk;
   int32_t len, r;
-  caterva_block_stats st;
   int rc = caterva_schunk_chunk_special(a->sc, e->nchunk);
   CAT_TRY(leave, rc);
   if (rc != CATERVA_SPECIAL_NONE) return 0; /* a header only: nothing to copy */
-  /* statistics kept for a chunk are patched block by block: the old ones must be right */
-  if (a->bs != NULL && caterva_array_block_stats(ctx, a, e->nchunk, 0, &st) != 1) return 0;
+  if (!stats_known(ctx, a, e->nchunk)) return 0;
   CAT_TRY(leave, caterva_schunk_get_chunk(ctx, a->sc, e->nchunk, &chunk, &len));
   CAT_TRY(leave, r = patch_image(ctx, &a->g, cp, e->img, e->bits, chunk, len, cbuf, cap, dirty));
   *cbytes = r;
@@ -661,7 +666,6 @@ static int leave_behind(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
   cat_wcache *wc = a->wc;
   caterva_cparams cp;
   caterva_chunk_info ci;
-  caterva_block_stats st;
   const uint8_t *chunk;
   int32_t w_len;
   wpatch *w = NULL;
@@ -677,9 +681,7 @@ static int leave_behind(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
     if (caterva_chunk_info_get(chunk, (size_t)w_len, &ci) < 0 ||
         ci.special != CATERVA_SPECIAL_NONE || ci.memcpyed)
       return CATERVA_OK; /* a repeated value or raw bytes: rebuilt whole later */
-    /* statistics kept are patched block by block: the old ones must be known and right */
-    if (a->bs != NULL && caterva_array_block_stats(ctx, a, e->nchunk, 0, &st) != 1)
-      return CATERVA_OK;
+    if (!stats_known(ctx, a, e->nchunk)) return CATERVA_OK;
     e->patchable = 1;
   }
   if ((w = calloc(1, sizeof *w)) == NULL) return CATERVA_OK; /* it stays pending */

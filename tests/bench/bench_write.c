@@ -2,7 +2,7 @@
  * bench_write.c -- writing through the caterva virtual table against a plain SQLite table.
  *
  *   bench_write [-e EXT] [-t DIR] [-n NTIME] [-r RUNS] [-c COMMITS] [-K COMMITS] [-i ROUNDS]
- *               [-g N] [-G N] [-k] [-l] [-C]
+ *               [-T ROUNDS] [-g N] [-G N] [-k] [-l] [-C]
  *
  *   -e  the built extension (default: ../../.libs/caterva.so from this program, tests/bench/)
  *   -t  scratch directory (default $TMPDIR, else /tmp); a directory bench_write.XXXXXX is made
@@ -12,6 +12,8 @@
  *   -c  commits timed in each commit measurement (default 21; the median is reported)
  *   -K  commits of one whole chunk timed in section 3 (default 5)
  *   -i  rounds of the interleaved one-cell commits of section 3 (default 101)
+ *   -T  rounds of the transposed load, caterva and bench_sink in turn (default 3; the medians
+ *       are compared)
  *   -g  new chunks of the fill growths of section 6 (default 1000000)
  *   -G  new chunks of the sparse growth with a value fill (default 100000: a million files
  *       take minutes to create and to remove on ext4; the floor is measured with as many)
@@ -35,7 +37,8 @@
  *      INSERT into bench_sink (a virtual table whose xUpdate reads its arguments and keeps
  *      nothing: SQLite's own cost of writing to a virtual table, the floor the caterva load is
  *      compared with; the same rows are also loaded in a transposed order, time fastest, into
- *      caterva, bench_sink and the plain table), a caterva table with clevel=0 (the extension
+ *      caterva and bench_sink in turn, -T rounds each, and into the plain table once), a
+ *      caterva table with clevel=0 (the extension
  *      without compression), and a caterva table loaded with noisy values (compression of data with
  *      the entropy of measurements). Wall time and the process's CPU time are both printed:
  *      on a busy machine the wall time is inflated and only CPU time is comparable.
@@ -193,7 +196,7 @@ typedef struct {
   sqlite3 *dbc, *dbp;      /* caterva connection, plain table connection */
   char dir[2048], arr[2200], arr0[2200], arrn[2200], arrt[2200], arrs[2200], plain[2200];
   long long size_c0, size_cn;  /* the files of the clevel=0 and the noisy loads */
-  int ntime, runs, commits, chunk_commits, cell_rounds;
+  int ntime, runs, commits, chunk_commits, cell_rounds, trounds;
   long long grow, grow_sparse;  /* new chunks of the fill growths (-g; -G: sparse, fill 3) */
   long long ncells;
   double sum_c, sum_p, sum_s; /* expected sum(value) of t, p and section 3's sparse copy */
@@ -298,25 +301,56 @@ static Timing load_caterva(Bench *b, const char *name, const char *path, int cle
   return t;
 }
 
-/* 1b. The same load with the rows in a transposed order: time fastest, then lat, then lon
- * (every row lands in another block; the chunks complete only when lon leaves them). */
-static void bench_load_transposed(Bench *b, double n, double s) {
+/* bench_sink's load of the rows in the transposed order, timed. */
+static Timing sink_transposed(Bench *b) {
   char sql[2600];
-  Timing sink, cat, plain;
-  sqlite3 *dbt = NULL;
-  char tpath[2300];
-  long long tsize;
+  Timing t;
   bench_exec(b->dbc, "CREATE VIRTUAL TABLE temp.sink USING bench_sink");
   snprintf(sql, sizeof(sql),
            "INSERT INTO sink(time, lat, lon, value) SELECT time, lat, lon, %s "
            "FROM bench_grid(%d, %d, %d, 1)", VALUE_EXPR, b->ntime, NLAT, NLON);
-  sink = timed_sql(b->dbc, sql);
+  t = timed_sql(b->dbc, sql);
   check(sqlite3_changes(b->dbc) == b->ncells, "bench_sink took %d rows (transposed)",
         sqlite3_changes(b->dbc));
   bench_exec(b->dbc, "DROP TABLE temp.sink");
-  cat = load_caterva(b, "tt", b->arrt, 5, VALUE_EXPR, 1, n, s, NULL);
-  bench_exec(b->dbc, "DROP TABLE tt");
-  tsize = file_size(b->arrt);
+  return t;
+}
+
+/* Median wall and CPU time of n timings (t is left in its order). */
+static Timing timing_median(const Timing *t, int n) {
+  double w[MAXRUNS], c[MAXRUNS];
+  Timing m;
+  for (int i = 0; i < n; i++) {
+    w[i] = t[i].wall;
+    c[i] = t[i].cpu;
+  }
+  m.wall = median(w, n);
+  m.cpu = median(c, n);
+  return m;
+}
+
+/* 1b. The same load with the rows in a transposed order: time fastest, then lat, then lon
+ * (every row lands in another block; the chunks complete only when lon leaves them). The
+ * caterva load and bench_sink's are taken in turn, b->trounds times each (either load's time
+ * varies by some 5% from run to run on this machine, as much as the ratio's margin to its
+ * goal): their medians are compared, every round printed. */
+static void bench_load_transposed(Bench *b, double n, double s) {
+  char sql[2600];
+  Timing sink, cat, plain, sinks[MAXRUNS], cats[MAXRUNS];
+  sqlite3 *dbt = NULL;
+  char tpath[2300];
+  long long tsize = -1;
+  for (int r = 0; r < b->trounds; r++) {
+    sinks[r] = sink_transposed(b);
+    unlink(b->arrt); /* the file of the round before */
+    cats[r] = load_caterva(b, "tt", b->arrt, 5, VALUE_EXPR, 1, n, s, NULL);
+    bench_exec(b->dbc, "DROP TABLE tt");
+    check(tsize < 0 || file_size(b->arrt) == tsize, "transposed load, round %d: %lld bytes, "
+          "round 1: %lld", r + 1, file_size(b->arrt), tsize);
+    tsize = file_size(b->arrt);
+  }
+  sink = timing_median(sinks, b->trounds);
+  cat = timing_median(cats, b->trounds);
   /* the plain table in a database of its own (the sizes of section 4 are the C-order one's) */
   snprintf(tpath, sizeof(tpath), "%s/plain_t.db", b->dir);
   if (sqlite3_open(tpath, &dbt) != SQLITE_OK) bench_die("%s: %s", tpath, sqlite3_errmsg(dbt));
@@ -333,11 +367,18 @@ static void bench_load_transposed(Bench *b, double n, double s) {
   printf("\n#### Rows in a transposed order: time fastest, then lat, then lon\n\n");
   printf("| target | s | CPU s | M rows/s | ns/row |\n");
   printf("|---|---:|---:|---:|---:|\n");
-  load_row(b, "**caterva table** (the same layout and values; the same chunks in another order)",
-           cat);
+  load_row(b, "**caterva table** (the same layout and values; the same chunks in another order; "
+              "median of the rounds)", cat);
   load_row(b, "**plain table** (the same table)", plain);
-  load_row(b, "`INSERT INTO` bench_sink", sink);
-  printf("\ncaterva / bench_sink, transposed order: %.2fx the rows/s (goal >= 0.8x: %s); "
+  load_row(b, "`INSERT INTO` bench_sink (median of the rounds)", sink);
+  printf("\n%d rounds, bench_sink then caterva in each: caterva s", b->trounds);
+  for (int r = 0; r < b->trounds; r++) printf(" %.2f", cats[r].wall / 1e3);
+  printf("; bench_sink s");
+  for (int r = 0; r < b->trounds; r++) printf(" %.2f", sinks[r].wall / 1e3);
+  printf("; caterva / bench_sink in each round");
+  for (int r = 0; r < b->trounds; r++) printf(" %.3f", sinks[r].wall / cats[r].wall);
+  printf(".\n");
+  printf("\ncaterva / bench_sink, transposed order (medians): %.3fx the rows/s (goal >= 0.8x: %s); "
          "caterva / plain: %.2fx. File: %lld bytes (C order: %lld).\n", sink.wall / cat.wall,
          sink.wall / cat.wall >= 0.8 ? "met" : "NOT met", plain.wall / cat.wall, tsize,
          file_size(b->arr));
@@ -1037,6 +1078,7 @@ int main(int argc, char **argv) {
   b.commits = 21;
   b.chunk_commits = 5;
   b.cell_rounds = 101;
+  b.trounds = 3;
   b.grow = 1000000;
   b.grow_sparse = 100000;
   snprintf(self, sizeof(self), "%s", argv[0]);
@@ -1045,7 +1087,7 @@ int main(int argc, char **argv) {
   else snprintf(self, sizeof(self), ".");
   snprintf(ext, sizeof(ext), "%s/../../.libs/caterva.so", self);
   snprintf(tmpdir, sizeof(tmpdir), "%s", env && *env ? env : "/tmp");
-  while ((opt = getopt(argc, argv, "e:t:n:r:c:K:i:g:G:klC")) != -1) {
+  while ((opt = getopt(argc, argv, "e:t:n:r:c:K:i:T:g:G:klC")) != -1) {
     switch (opt) {
       case 'e': snprintf(ext, sizeof(ext), "%s", optarg); break;
       case 't': snprintf(tmpdir, sizeof(tmpdir), "%s", optarg); break;
@@ -1054,6 +1096,7 @@ int main(int argc, char **argv) {
       case 'c': b.commits = atoi(optarg); break;
       case 'K': b.chunk_commits = atoi(optarg); break;
       case 'i': b.cell_rounds = atoi(optarg); break;
+      case 'T': b.trounds = atoi(optarg); break;
       case 'g': b.grow = atoll(optarg); break;
       case 'G': b.grow_sparse = atoll(optarg); break;
       case 'k': keep = 1; break;
@@ -1061,7 +1104,8 @@ int main(int argc, char **argv) {
       case 'C': commits_only = 1; break;
       default:
         fprintf(stderr, "usage: bench_write [-e ext.so] [-t dir] [-n ntime] [-r runs] "
-                        "[-c commits] [-K commits] [-i rounds] [-g chunks] [-G chunks] [-k] [-l] [-C]\n");
+                        "[-c commits] [-K commits] [-i rounds] [-T rounds] [-g chunks] [-G chunks] [-k] [-l] "
+                        "[-C]\n");
         return 2;
     }
   }
@@ -1071,6 +1115,7 @@ int main(int argc, char **argv) {
   if (b.chunk_commits < 1 || b.chunk_commits > MAXRUNS)
     bench_die("-K must be from 1 to %d", MAXRUNS);
   if (b.cell_rounds < 1 || b.cell_rounds > MAXRUNS) bench_die("-i must be from 1 to %d", MAXRUNS);
+  if (b.trounds < 1 || b.trounds > MAXRUNS) bench_die("-T must be from 1 to %d", MAXRUNS);
   if (b.ntime < 60 && !load_only) bench_die("-n must be at least 60 (section 3 writes time 0-59)");
   if (b.grow < 1 || b.grow_sparse < 1) bench_die("-g and -G must be positive");
   b.ncells = (long long)b.ntime * NLAT * NLON;

@@ -52,7 +52,7 @@
  *      synchronous=full, normal and off, and for the plain table with PRAGMA synchronous
  *      FULL, NORMAL and OFF in journal_mode DELETE (rollback journal) and WAL: median, mean,
  *      min, max, and the write-class system calls and syncs per transaction, counted inside
- *      this process (see syscw_now and the fsync wrappers below). Then the one-cell
+ *      this process (see syscw_now and the fsync wrappers in bench_write_commit.c). Then the one-cell
  *      comparison: one-cell commits of the contiguous, the sparse and the plain table taken
  *      in turn, ROUNDS times, with the plain table in DELETE and then in WAL mode, at each
  *      synchronous level (the disk's sync latency drifts by 2x over minutes: blocks of
@@ -77,31 +77,17 @@
  * The caterva table lives in a connection of its own (an in-memory main database, so that
  * its transactions write nothing but the array), the plain table in another.
  */
-#define _GNU_SOURCE /* syncfs */
-#include <sqlite3.h>
-
-#include "benchutil.h"
-#include "bench_write_vtabs.h"
+#include "bench_write.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 #ifdef __linux__
 #include <sys/vfs.h>
 #endif
 
-#define NLAT 180
-#define NLON 360
-#define MAXRUNS 101
 
 /* The value of cell (time, lat, lon): smooth (a parabola in latitude, ramps in time and
  * longitude), an integer below 2^14 times 1/128, so exact in float32: the float32 array and
@@ -119,7 +105,7 @@ static const char *const NOISY_EXPR =
 static int failures = 0;
 
 /* A failed check: reported, and the exit status becomes 1. */
-static void check(int ok, const char *fmt, ...) {
+void bw_check(int ok, const char *fmt, ...) {
   va_list ap;
   if (ok) return;
   failures++;
@@ -132,7 +118,7 @@ static void check(int ok, const char *fmt, ...) {
 
 /* The first two columns of the first row of sql, as doubles (count(*) and sums of values
  * on a 1/128 grid are exact in a double). */
-static void query2(sqlite3 *db, const char *sql, double *a, double *b) {
+void bw_query2(sqlite3 *db, const char *sql, double *a, double *b) {
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
     bench_die("%s: %s", sql, sqlite3_errmsg(db));
@@ -170,49 +156,36 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-typedef struct {
-  double med, min, max;  /* wall time */
-  double cpu;            /* median CPU time */
-} Stat;
 
-static double median(double *t, int n) {
+double bw_median(double *t, int n) {
   qsort(t, (size_t)n, sizeof(double), cmp_double);
   return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2.0;
 }
 
 /* Median, min and max of n wall times, median of the n CPU times (both arrays sorted). */
-static Stat stat_of(double *wall, double *cpu, int n) {
+Stat bw_stat_of(double *wall, double *cpu, int n) {
   Stat s;
-  s.med = median(wall, n);
+  s.med = bw_median(wall, n);
   s.min = wall[0];
   s.max = wall[n - 1];
-  s.cpu = median(cpu, n);
+  s.cpu = bw_median(cpu, n);
   return s;
 }
 
 /* ---- the benchmark ------------------------------------------------------------------------ */
 
-typedef struct {
-  sqlite3 *dbc, *dbp;      /* caterva connection, plain table connection */
-  char dir[2048], arr[2200], arr0[2200], arrn[2200], arrt[2200], arrs[2200], plain[2200];
-  long long size_c0, size_cn;  /* the files of the clevel=0 and the noisy loads */
-  int ntime, runs, commits, chunk_commits, cell_rounds, trounds;
-  long long grow, grow_sparse;  /* new chunks of the fill growths (-g; -G: sparse, fill 3) */
-  long long ncells;
-  double sum_c, sum_p, sum_s; /* expected sum(value) of t, p and section 3's sparse copy */
-} Bench;
 
 static void check_sums(Bench *b, const char *when) {
   double nc, sc, np, sp;
-  query2(b->dbc, "SELECT count(*), sum(value) FROM t", &nc, &sc);
-  query2(b->dbp, "SELECT count(*), sum(value) FROM p", &np, &sp);
-  check(nc == (double)b->ncells, "%s: caterva count(*) = %.0f, expected %lld", when, nc,
+  bw_query2(b->dbc, "SELECT count(*), sum(value) FROM t", &nc, &sc);
+  bw_query2(b->dbp, "SELECT count(*), sum(value) FROM p", &np, &sp);
+  bw_check(nc == (double)b->ncells, "%s: caterva count(*) = %.0f, expected %lld", when, nc,
         b->ncells);
-  check(np == (double)b->ncells, "%s: plain count(*) = %.0f, expected %lld", when, np,
+  bw_check(np == (double)b->ncells, "%s: plain count(*) = %.0f, expected %lld", when, np,
         b->ncells);
-  check(sc == b->sum_c, "%s: caterva sum(value) = %.17g, expected %.17g", when, sc, b->sum_c);
-  check(sp == b->sum_p, "%s: plain sum(value) = %.17g, expected %.17g", when, sp, b->sum_p);
-  check(sc == sp, "%s: sums differ: caterva %.17g, plain %.17g", when, sc, sp);
+  bw_check(sc == b->sum_c, "%s: caterva sum(value) = %.17g, expected %.17g", when, sc, b->sum_c);
+  bw_check(sp == b->sum_p, "%s: plain sum(value) = %.17g, expected %.17g", when, sp, b->sum_p);
+  bw_check(sc == sp, "%s: sums differ: caterva %.17g, plain %.17g", when, sc, sp);
 }
 
 /* A few cells, the same in both tables. */
@@ -226,16 +199,16 @@ static void check_cells(Bench *b, const char *when) {
     if (cells[i][0] >= b->ntime) continue;
     snprintf(sql, sizeof(sql), "SELECT value FROM t WHERE time = %d AND lat = %d AND lon = %d",
              cells[i][0], cells[i][1], cells[i][2]);
-    query2(b->dbc, sql, &vc, &dummy);
+    bw_query2(b->dbc, sql, &vc, &dummy);
     snprintf(sql, sizeof(sql), "SELECT value FROM p WHERE time = %d AND lat = %d AND lon = %d",
              cells[i][0], cells[i][1], cells[i][2]);
-    query2(b->dbp, sql, &vp, &dummy);
-    check(vc == vp, "%s: cell (%d, %d, %d): caterva %.9g, plain %.9g", when, cells[i][0],
+    bw_query2(b->dbp, sql, &vp, &dummy);
+    bw_check(vc == vp, "%s: cell (%d, %d, %d): caterva %.9g, plain %.9g", when, cells[i][0],
           cells[i][1], cells[i][2], vc, vp);
   }
 }
 
-static void open_caterva(Bench *b, const char *sync) {
+void bw_open_caterva(Bench *b, const char *sync) {
   char sql[2600];
   snprintf(sql, sizeof(sql),
            "CREATE VIRTUAL TABLE t USING caterva('%s', dims='time,lat,lon', synchronous=%s)",
@@ -244,12 +217,8 @@ static void open_caterva(Bench *b, const char *sync) {
   bench_exec(b->dbc, sql);
 }
 
-/* One timed statement: wall and process CPU time, ms. */
-typedef struct {
-  double wall, cpu;
-} Timing;
 
-static Timing timed_sql(sqlite3 *db, const char *sql) {
+Timing bw_timed_sql(sqlite3 *db, const char *sql) {
   Timing t;
   double c0 = bench_cpu_ms(), w0 = bench_now_ms();
   bench_exec(db, sql);
@@ -262,7 +231,7 @@ static Timing timed_sql(sqlite3 *db, const char *sql) {
 static Timing timed_query(sqlite3 *db, const char *sql, double *n, double *s) {
   Timing t;
   double c0 = bench_cpu_ms(), w0 = bench_now_ms();
-  query2(db, sql, n, s);
+  bw_query2(db, sql, n, s);
   t.wall = bench_now_ms() - w0;
   t.cpu = bench_cpu_ms() - c0;
   return t;
@@ -286,17 +255,17 @@ static Timing load_caterva(Bench *b, const char *name, const char *path, int cle
            "chunks='30,90,90', blocks='10,15,30', codec='zstd', clevel=%d, filters='shuffle', "
            "dims='time,lat,lon')",
            name, path, b->ntime, NLAT, NLON, clevel);
-  t = timed_sql(b->dbc, sql);
+  t = bw_timed_sql(b->dbc, sql);
   if (create_ms) *create_ms = t.wall;
   snprintf(sql, sizeof(sql),
            "INSERT INTO %s(time, lat, lon, value) SELECT time, lat, lon, %s "
            "FROM bench_grid(%d, %d, %d, %d)",
            name, expr, b->ntime, NLAT, NLON, ord);
-  t = timed_sql(b->dbc, sql);
+  t = bw_timed_sql(b->dbc, sql);
   snprintf(sql, sizeof(sql), "SELECT count(*), sum(value) FROM %s", name);
-  query2(b->dbc, sql, &nc, &sc);
+  bw_query2(b->dbc, sql, &nc, &sc);
   snprintf(what, sizeof(what), "caterva table %s", name);
-  check(nc == n && sc == s, "%s after the load: count %.0f, sum %.17g; the source: %.0f, %.17g",
+  bw_check(nc == n && sc == s, "%s after the load: count %.0f, sum %.17g; the source: %.0f, %.17g",
         what, nc, sc, n, s);
   return t;
 }
@@ -309,8 +278,8 @@ static Timing sink_transposed(Bench *b) {
   snprintf(sql, sizeof(sql),
            "INSERT INTO sink(time, lat, lon, value) SELECT time, lat, lon, %s "
            "FROM bench_grid(%d, %d, %d, 1)", VALUE_EXPR, b->ntime, NLAT, NLON);
-  t = timed_sql(b->dbc, sql);
-  check(sqlite3_changes(b->dbc) == b->ncells, "bench_sink took %d rows (transposed)",
+  t = bw_timed_sql(b->dbc, sql);
+  bw_check(sqlite3_changes(b->dbc) == b->ncells, "bench_sink took %d rows (transposed)",
         sqlite3_changes(b->dbc));
   bench_exec(b->dbc, "DROP TABLE temp.sink");
   return t;
@@ -324,8 +293,8 @@ static Timing timing_median(const Timing *t, int n) {
     w[i] = t[i].wall;
     c[i] = t[i].cpu;
   }
-  m.wall = median(w, n);
-  m.cpu = median(c, n);
+  m.wall = bw_median(w, n);
+  m.cpu = bw_median(c, n);
   return m;
 }
 
@@ -345,7 +314,7 @@ static void bench_load_transposed(Bench *b, double n, double s) {
     unlink(b->arrt); /* the file of the round before */
     cats[r] = load_caterva(b, "tt", b->arrt, 5, VALUE_EXPR, 1, n, s, NULL);
     bench_exec(b->dbc, "DROP TABLE tt");
-    check(tsize < 0 || file_size(b->arrt) == tsize, "transposed load, round %d: %lld bytes, "
+    bw_check(tsize < 0 || file_size(b->arrt) == tsize, "transposed load, round %d: %lld bytes, "
           "round 1: %lld", r + 1, file_size(b->arrt), tsize);
     tsize = file_size(b->arrt);
   }
@@ -361,7 +330,7 @@ static void bench_load_transposed(Bench *b, double n, double s) {
   snprintf(sql, sizeof(sql),
            "INSERT INTO pt(time, lat, lon, value) SELECT time, lat, lon, %s "
            "FROM bench_grid(%d, %d, %d, 1)", VALUE_EXPR, b->ntime, NLAT, NLON);
-  plain = timed_sql(dbt, sql);
+  plain = bw_timed_sql(dbt, sql);
   sqlite3_close(dbt);
   unlink(tpath);
   printf("\n#### Rows in a transposed order: time fastest, then lat, then lon\n\n");
@@ -394,7 +363,7 @@ static Timing load_plain(Bench *b) {
            "INSERT INTO p(time, lat, lon, value) SELECT time, lat, lon, %s "
            "FROM bench_grid(%d, %d, %d)",
            VALUE_EXPR, b->ntime, NLAT, NLON);
-  return timed_sql(b->dbp, sql);
+  return bw_timed_sql(b->dbp, sql);
 }
 
 /* 1. The load, and where its time goes. */
@@ -419,7 +388,7 @@ static void bench_load(Bench *b) {
   snprintf(sql, sizeof(sql), "SELECT count(*), sum(%s) FROM bench_grid(%d, %d, %d)",
            VALUE_EXPR, b->ntime, NLAT, NLON);
   floor1 = timed_query(b->dbc, sql, &n, &s);
-  check(n == (double)b->ncells, "source: %.0f rows, expected %lld", n, b->ncells);
+  bw_check(n == (double)b->ncells, "source: %.0f rows, expected %lld", n, b->ncells);
   b->sum_c = b->sum_p = s;
   snprintf(sql, sizeof(sql), "SELECT count(*), sum(%s) FROM bench_grid(%d, %d, %d)",
            NOISY_EXPR, b->ntime, NLAT, NLON);
@@ -431,8 +400,8 @@ static void bench_load(Bench *b) {
            "INSERT INTO sink(time, lat, lon, value) SELECT time, lat, lon, %s "
            "FROM bench_grid(%d, %d, %d)",
            VALUE_EXPR, b->ntime, NLAT, NLON);
-  sink = timed_sql(b->dbc, sql);
-  check(sqlite3_changes(b->dbc) == b->ncells, "bench_sink took %d rows", sqlite3_changes(b->dbc));
+  sink = bw_timed_sql(b->dbc, sql);
+  bw_check(sqlite3_changes(b->dbc) == b->ncells, "bench_sink took %d rows", sqlite3_changes(b->dbc));
   bench_exec(b->dbc, "DROP TABLE temp.sink");
 
   /* (a) the caterva table; then the same without compression, and noisy values. */
@@ -507,7 +476,7 @@ static void bench_load(Bench *b) {
 }
 
 /* The median time of runs of sql (a format taking the run number) on a fresh bench_usink. */
-static Stat usink_runs(sqlite3 *db, const char *create, const char *sql_fmt, int first, int runs,
+Stat bw_usink_runs(sqlite3 *db, const char *create, const char *sql_fmt, int first, int runs,
                        long long cells) {
   double w[MAXRUNS], c[MAXRUNS];
   char sql[512];
@@ -516,13 +485,13 @@ static Stat usink_runs(sqlite3 *db, const char *create, const char *sql_fmt, int
   for (r = 0; r < runs; r++) {
     Timing t;
     snprintf(sql, sizeof(sql), sql_fmt, first + r);
-    t = timed_sql(db, sql);
+    t = bw_timed_sql(db, sql);
     w[r] = t.wall, c[r] = t.cpu;
-    check(sqlite3_changes(db) == cells, "bench_usink: %s changed %d rows, expected %lld", sql,
+    bw_check(sqlite3_changes(db) == cells, "bench_usink: %s changed %d rows, expected %lld", sql,
           sqlite3_changes(db), cells);
   }
   bench_exec(db, "DROP TABLE temp.us");
-  return stat_of(w, c, runs);
+  return bw_stat_of(w, c, runs);
 }
 
 /* The caterva table t and the plain table p loaded as in section 1, untimed (-C). */
@@ -531,7 +500,7 @@ static void load_minimal(Bench *b) {
   double n, s;
   snprintf(sql, sizeof(sql), "SELECT count(*), sum(%s) FROM bench_grid(%d, %d, %d)",
            VALUE_EXPR, b->ntime, NLAT, NLON);
-  query2(b->dbc, sql, &n, &s);
+  bw_query2(b->dbc, sql, &n, &s);
   b->sum_c = b->sum_p = s;
   (void)load_caterva(b, "t", b->arr, 5, VALUE_EXPR, 0, n, s, NULL);
   (void)load_plain(b);
@@ -540,7 +509,7 @@ static void load_minimal(Bench *b) {
 
 /* Write back what earlier steps left dirty (the loads: hundreds of MB), so that a commit's
  * syncs wait for its own writes only. Not counted: the counters are read around each run. */
-static void flush_dirty(const Bench *b) {
+void bw_flush_dirty(const Bench *b) {
   int fd = open(b->dir, O_RDONLY | O_DIRECTORY);
   if (fd >= 0) {
     (void)syscall(SYS_syncfs, fd);
@@ -564,7 +533,7 @@ static void bench_update(Bench *b) {
   };
   size_t i;
   int r;
-  flush_dirty(b); /* the loads' hundreds of MB, not written back during the timed commits */
+  bw_flush_dirty(b); /* the loads' hundreds of MB, not written back during the timed commits */
   printf("\n### 2. UPDATE t SET value = value + 1 WHERE ... (%d runs each, own autocommit "
          "transaction; ms)\n\n", b->runs);
   printf("| update | table | cells | median | min | max | CPU median | plain / caterva |\n");
@@ -579,19 +548,19 @@ static void bench_update(Bench *b) {
     snprintf(sc, sizeof(sc), "UPDATE t SET value = value + 1 WHERE %s", u[i].where);
     snprintf(sp, sizeof(sp), "UPDATE p SET value = value + 1 WHERE %s", u[i].where);
     for (r = 0; r < b->runs; r++) {
-      t = timed_sql(b->dbc, sc);
+      t = bw_timed_sql(b->dbc, sc);
       wc[r] = t.wall, cc[r] = t.cpu;
-      check(sqlite3_changes(b->dbc) == cells, "%s: caterva changed %d cells, expected %lld",
+      bw_check(sqlite3_changes(b->dbc) == cells, "%s: caterva changed %d cells, expected %lld",
             sc, sqlite3_changes(b->dbc), cells);
-      t = timed_sql(b->dbp, sp);
+      t = bw_timed_sql(b->dbp, sp);
       wp[r] = t.wall, cp[r] = t.cpu;
-      check(sqlite3_changes(b->dbp) == cells, "%s: plain changed %d cells, expected %lld", sp,
+      bw_check(sqlite3_changes(b->dbp) == cells, "%s: plain changed %d cells, expected %lld", sp,
             sqlite3_changes(b->dbp), cells);
     }
     b->sum_c += (double)cells * b->runs;
     b->sum_p += (double)cells * b->runs;
-    c = stat_of(wc, cc, b->runs);
-    p = stat_of(wp, cp, b->runs);
+    c = bw_stat_of(wc, cc, b->runs);
+    p = bw_stat_of(wp, cp, b->runs);
     printf("| %s | caterva | %lld | %.1f | %.1f | %.1f | %.1f | |\n", u[i].label, cells, c.med,
            c.min, c.max, c.cpu);
     printf("| | plain | %lld | %.1f | %.1f | %.1f | %.1f | %.2fx (CPU %.2fx) |\n", cells, p.med,
@@ -599,468 +568,13 @@ static void bench_update(Bench *b) {
     snprintf(sc, sizeof(sc), "CREATE VIRTUAL TABLE temp.us USING bench_usink(time, lat, lon, %d, "
              "%d, %d)", b->ntime, NLAT, NLON);
     snprintf(sp, sizeof(sp), "UPDATE us SET value = value + 1 WHERE %s AND %%d", u[i].where);
-    c = usink_runs(b->dbc, sc, sp, 1, b->runs, cells);
+    c = bw_usink_runs(b->dbc, sc, sp, 1, b->runs, cells);
     printf("| | bench_usink (SQLite's floor for a virtual table) | %lld | %.1f | %.1f | %.1f | "
            "%.1f | %.2fx |\n", cells, c.med, c.min, c.max, c.cpu, p.med / c.med);
     fflush(stdout);
   }
   check_sums(b, "after the updates");
   check_cells(b, "after the updates");
-}
-
-/* ---- counting a commit's write-class system calls and syncs -------------------------------
- * Writes: the process's syscw (/proc/self/io: write, pwrite, writev ... calls). Syncs: this
- * program defines fsync, fdatasync and syncfs itself (linked with -export-dynamic), so that
- * the extension's calls and libsqlite3's resolve here first, are counted, and go to the
- * kernel by syscall(2). No LD_PRELOAD, no strace: the counts are the calls, not a sample. */
-
-static long long n_fsync, n_fdatasync, n_syncfs;
-
-int fsync(int fd) {
-  n_fsync++;
-  return (int)syscall(SYS_fsync, fd);
-}
-
-int fdatasync(int fd) {
-  n_fdatasync++;
-  return (int)syscall(SYS_fdatasync, fd);
-}
-
-int syncfs(int fd) {
-  n_syncfs++;
-  return (int)syscall(SYS_syncfs, fd);
-}
-
-/* The process's write-class system calls so far, -1 when /proc/self/io cannot be read. */
-static long long syscw_now(void) {
-  char line[128];
-  long long v = -1;
-  FILE *f = fopen("/proc/self/io", "r");
-  if (f == NULL) return -1;
-  while (fgets(line, sizeof(line), f) != NULL)
-    if (sscanf(line, "syscw: %lld", &v) == 1) break;
-  fclose(f);
-  return v;
-}
-
-/* What n transactions cost: times (ms) and calls per transaction. */
-typedef struct {
-  Stat s;
-  double mean;
-  double writes, syncs;   /* per transaction; writes < 0 when unknown */
-  double fsyncs;          /* of the syncs, fsync and syncfs (the rest fdatasync) */
-} CommitCost;
-
-/* n runs of: BEGIN; body (none when body_fmt is NULL); COMMIT, timed from BEGIN to the end
- * of COMMIT. body_fmt takes three numbers, different in each run (kk, see below); the rows
- * changed are added to *changed. The counters are read outside the timed part. */
-static CommitCost time_commits(sqlite3 *db, int n, const char *body_fmt, int chunk,
-                               long long *changed) {
-  double w[MAXRUNS], c[MAXRUNS], sum = 0;
-  long long w0c = syscw_now(), f0 = n_fsync + n_syncfs, d0 = n_fdatasync, w1c;
-  CommitCost cc;
-  int k;
-  for (k = 0; k < n; k++) {
-    char body[512];
-    double w0, c0;
-    int kk = k * 37 + 11;
-    if (body_fmt && chunk) /* chunk kk of the 2 x 2 x 4 chunks of time 0-59 (30x90x90) */
-      snprintf(body, sizeof(body), body_fmt, kk % 2 * 30, kk % 2 * 30 + 30, kk / 2 % 2 * 90,
-               kk / 2 % 2 * 90 + 90, kk / 4 % 4 * 90, kk / 4 % 4 * 90 + 90);
-    else if (body_fmt)
-      snprintf(body, sizeof(body), body_fmt, kk % 60, kk * 7 % NLAT, kk * 13 % NLON);
-    c0 = bench_cpu_ms();
-    w0 = bench_now_ms();
-    bench_exec(db, "BEGIN");
-    if (body_fmt) bench_exec(db, body);
-    bench_exec(db, "COMMIT");
-    w[k] = bench_now_ms() - w0;
-    c[k] = bench_cpu_ms() - c0;
-    sum += w[k];
-    if (body_fmt) *changed += sqlite3_changes(db);
-  }
-  w1c = syscw_now();
-  cc.s = stat_of(w, c, n);
-  cc.mean = sum / n;
-  cc.writes = w0c < 0 || w1c < 0 ? -1.0 : (double)(w1c - w0c) / n;
-  cc.syncs = (double)(n_fsync + n_syncfs - f0 + n_fdatasync - d0) / n;
-  cc.fsyncs = (double)(n_fsync + n_syncfs - f0) / n;
-  return cc;
-}
-
-static void row_commit(const char *table, const char *sync, const char *what, CommitCost c) {
-  printf("| %s | %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f |", table, sync, what, c.s.med,
-         c.mean, c.s.min, c.s.max, c.s.cpu);
-  if (c.writes >= 0) printf(" %.2f |", c.writes);
-  else printf(" ? |");
-  printf(" %.2f (%.2f fsync) |\n", c.syncs, c.fsyncs);
-}
-
-/* 3. Commits. */
-enum { C3_CONTIG, C3_SPARSE, C3_DELETE, C3_WAL, C3_TARGETS };
-enum { C3_EMPTY, C3_NONE, C3_CELL, C3_CHUNK, C3_KINDS };
-
-/* A caterva table over path under the name, with synchronous=sync. */
-static void open_caterva_as(Bench *b, const char *name, const char *path, const char *sync) {
-  char sql[2600];
-  snprintf(sql, sizeof(sql), "DROP TABLE IF EXISTS %s", name);
-  bench_exec(b->dbc, sql);
-  snprintf(sql, sizeof(sql),
-           "CREATE VIRTUAL TABLE %s USING caterva('%s', dims='time,lat,lon', synchronous=%s)",
-           name, path, sync);
-  bench_exec(b->dbc, sql);
-}
-
-/* The sparse copy of t that section 3 also measures: the same layout and cells. */
-static void make_sparse_copy(Bench *b) {
-  char sql[3000];
-  double nc, sc, nt, st;
-  snprintf(sql, sizeof(sql),
-           "CREATE VIRTUAL TABLE ts USING caterva('%s', shape='%d,%d,%d', dtype='float32', "
-           "chunks='30,90,90', blocks='10,15,30', codec='zstd', clevel=5, filters='shuffle', "
-           "dims='time,lat,lon', sparse=1)",
-           b->arrs, b->ntime, NLAT, NLON);
-  bench_exec(b->dbc, sql);
-  bench_exec(b->dbc, "INSERT INTO ts(time, lat, lon, value) SELECT time, lat, lon, value FROM t");
-  query2(b->dbc, "SELECT count(*), sum(value) FROM ts", &nc, &sc);
-  query2(b->dbc, "SELECT count(*), sum(value) FROM t", &nt, &st);
-  check(nc == nt && sc == st, "the sparse copy: count %.0f, sum %.17g; t: %.0f, %.17g", nc, sc,
-        nt, st);
-  b->sum_s = st;
-}
-
-static CommitCost commit_kind(Bench *b, int target, int kind, long long *changed) {
-  static const char *const cell =
-      "UPDATE %s SET value = value + 1 WHERE time = %%d AND lat = %%d AND lon = %%d";
-  static const char *const none =
-      "UPDATE %s SET value = value + 1 WHERE time = %%d AND lat = %%d AND lon = %%d + 1000";
-  static const char *const chunk =
-      "UPDATE %s SET value = value + 1 WHERE time >= %%d AND time < %%d AND lat >= %%d AND "
-      "lat < %%d AND lon >= %%d AND lon < %%d";
-  static const char *const names[C3_TARGETS] = {"t", "ts", "p", "p"};
-  sqlite3 *db = target >= C3_DELETE ? b->dbp : b->dbc;
-  char fmt[512];
-  int n = kind == C3_CHUNK ? b->chunk_commits : b->commits;
-  if (kind == C3_EMPTY) return time_commits(db, n, NULL, 0, changed);
-  snprintf(fmt, sizeof(fmt), kind == C3_NONE ? none : kind == C3_CELL ? cell : chunk,
-           names[target]);
-  return time_commits(db, n, fmt, kind == C3_CHUNK, changed);
-}
-
-/* The caterva tables t and ts opened with synchronous=level, the plain table's PRAGMA
- * synchronous set to plevel. */
-static void sync_level(Bench *b, const char *level, const char *plevel) {
-  char sql[64];
-  open_caterva_as(b, "t", b->arr, level);
-  open_caterva_as(b, "ts", b->arrs, level);
-  snprintf(sql, sizeof(sql), "PRAGMA synchronous=%s", plevel);
-  bench_exec(b->dbp, sql);
-}
-
-/* One-cell commits of the contiguous table, the sparse one and the plain one taken in turn,
- * rounds times, with the plain table in journal mode jmode: the three see the same moments of
- * the disk (whose sync latency drifts by 2x over minutes), which consecutive blocks of
- * commits do not. med[k]: median ms of target k (C3_CONTIG, C3_SPARSE, then the plain). */
-static void cell_interleaved(Bench *b, const char *jmode, int rounds, double *med,
-                             long long *changed) {
-  static const char *const fmt[3] = {
-      "UPDATE t SET value = value + 1 WHERE time = %d AND lat = %d AND lon = %d",
-      "UPDATE ts SET value = value + 1 WHERE time = %d AND lat = %d AND lon = %d",
-      "UPDATE p SET value = value + 1 WHERE time = %d AND lat = %d AND lon = %d"};
-  double w[3][MAXRUNS];
-  char sql[256];
-  snprintf(sql, sizeof(sql), "PRAGMA journal_mode=%s", jmode);
-  bench_exec(b->dbp, sql);
-  flush_dirty(b);
-  for (int r = 0; r < rounds; r++) {
-    int kk = r * 41 + 5;
-    for (int k = 0; k < 3; k++) {
-      sqlite3 *db = k == 2 ? b->dbp : b->dbc;
-      double w0;
-      snprintf(sql, sizeof(sql), fmt[k], kk % 60, kk * 11 % NLAT, kk * 17 % NLON);
-      w0 = bench_now_ms();
-      bench_exec(db, "BEGIN");
-      bench_exec(db, sql);
-      bench_exec(db, "COMMIT");
-      w[k][r] = bench_now_ms() - w0;
-      changed[k] += sqlite3_changes(db);
-    }
-  }
-  for (int k = 0; k < 3; k++) med[k] = median(w[k], rounds);
-}
-
-static void bench_commit(Bench *b) {
-  static const char *const levels[3] = {"full", "normal", "off"};
-  static const char *const plevels[3] = {"FULL", "NORMAL", "OFF"};
-  static const char *const tnames[C3_TARGETS] = {
-      "caterva, contiguous", "caterva, sparse", "plain, journal_mode=DELETE",
-      "plain, journal_mode=WAL"};
-  static const char *const knames[C3_KINDS] = {
-      "BEGIN; COMMIT", "UPDATE of no cell", "UPDATE of one cell", "UPDATE of one chunk"};
-  long long changed[C3_TARGETS];
-  double sy, dummy;
-  int lv, tg, kd;
-  char sql[256];
-
-  memset(changed, 0, sizeof(changed));
-  query2(b->dbp, "PRAGMA synchronous", &sy, &dummy);
-  /* SQLite's own temporary files (the UPDATE's ephemeral table) are not the commit's */
-  bench_exec(b->dbc, "PRAGMA temp_store=MEMORY");
-  bench_exec(b->dbp, "PRAGMA temp_store=MEMORY");
-  make_sparse_copy(b);
-  printf("\n### 3. Commits: time, write-class system calls and syncs per transaction\n\n");
-  printf("BEGIN; body; COMMIT, timed from BEGIN to the end of COMMIT; %d transactions each (%d "
-         "of one chunk: 243,000 cells). Caterva: the array of section 1 (contiguous) and a "
-         "sparse copy of it, `synchronous=` table option; plain: the table of section 1 "
-         "(`PRAGMA journal_mode`, `PRAGMA synchronous`); both connections `PRAGMA "
-         "temp_store=MEMORY`. Writes: the process's syscw "
-         "(/proc/self/io); syncs: fsync + fdatasync + syncfs calls (of which fsync or syncfs). "
-         "The file system is synced (syncfs) before each table's rows, then left half a second "
-         "to settle, so that the loads' dirty pages are not written back during the timed "
-         "commits.\n\n",
-         b->commits, b->chunk_commits);
-  printf("| table | synchronous | transaction | median ms | mean | min | max | CPU median | "
-         "writes | syncs |\n");
-  printf("|---|---|---|---:|---:|---:|---:|---:|---:|---|\n");
-  for (lv = 0; lv < 3; lv++) {
-    sync_level(b, levels[lv], plevels[lv]);
-    for (tg = 0; tg < C3_TARGETS; tg++) {
-      flush_dirty(b);
-      if (tg == C3_DELETE) bench_exec(b->dbp, "PRAGMA journal_mode=DELETE");
-      if (tg == C3_WAL) bench_exec(b->dbp, "PRAGMA journal_mode=WAL");
-      for (kd = 0; kd < C3_KINDS; kd++) {
-        long long ch = 0;
-        CommitCost c = commit_kind(b, tg, kd, &ch);
-        check(kd == C3_NONE || kd == C3_EMPTY ? ch == 0
-                                               : ch == (kd == C3_CELL ? b->commits
-                                                                      : 243000LL *
-                                                                            b->chunk_commits),
-              "commits: %s, %s: %lld cells changed", tnames[tg], knames[kd], ch);
-        changed[tg] += ch;
-        row_commit(tnames[tg], tg >= C3_DELETE ? plevels[lv] : levels[lv], knames[kd], c);
-        fflush(stdout);
-      }
-    }
-    bench_exec(b->dbp, "PRAGMA journal_mode=DELETE");
-  }
-  printf("\nOne-cell commit, median ms of %d commits of each table taken in turn (contiguous, "
-         "sparse, plain; then again with the plain table in WAL mode), caterva against the "
-         "plain table at the same synchronous level (goal: at most the plain table's time):\n\n",
-         b->cell_rounds);
-  printf("| synchronous | plain table's journal | contiguous | sparse | plain | contiguous <= "
-         "plain | sparse <= plain |\n");
-  printf("|---|---|---:|---:|---:|---|---|\n");
-  for (lv = 0; lv < 3; lv++) {
-    sync_level(b, levels[lv], plevels[lv]);
-    for (int j = 0; j < 2; j++) {
-      long long ch[3] = {0, 0, 0};
-      double m[3];
-      cell_interleaved(b, j ? "WAL" : "DELETE", b->cell_rounds, m, ch);
-      check(ch[0] == b->cell_rounds && ch[1] == b->cell_rounds && ch[2] == b->cell_rounds,
-            "interleaved commits: %lld, %lld, %lld cells changed", ch[0], ch[1], ch[2]);
-      changed[C3_CONTIG] += ch[0];
-      changed[C3_SPARSE] += ch[1];
-      changed[j ? C3_WAL : C3_DELETE] += ch[2];
-      printf("| %s | %s | %.3f | %.3f | %.3f | %s | %s |\n", levels[lv], j ? "WAL" : "DELETE",
-             m[0], m[1], m[2], m[0] <= m[2] ? "yes" : "no", m[1] <= m[2] ? "yes" : "no");
-      fflush(stdout);
-    }
-  }
-  bench_exec(b->dbp, "PRAGMA journal_mode=DELETE");
-  snprintf(sql, sizeof(sql), "PRAGMA synchronous=%d", (int)sy);
-  bench_exec(b->dbp, sql);
-  open_caterva(b, "full");
-  /* each table against its own expected sum (the plain table took both journal modes' writes) */
-  b->sum_c += (double)changed[C3_CONTIG];
-  b->sum_s += (double)changed[C3_SPARSE];
-  b->sum_p += (double)(changed[C3_DELETE] + changed[C3_WAL]);
-  {
-    double n, s;
-    query2(b->dbc, "SELECT count(*), sum(value) FROM t", &n, &s);
-    check(s == b->sum_c, "after the commits: caterva sum(value) = %.17g, expected %.17g", s,
-          b->sum_c);
-    query2(b->dbc, "SELECT count(*), sum(value) FROM ts", &n, &s);
-    check(s == b->sum_s, "after the commits: sparse sum(value) = %.17g, expected %.17g", s,
-          b->sum_s);
-    query2(b->dbp, "SELECT count(*), sum(value) FROM p", &n, &s);
-    check(s == b->sum_p, "after the commits: plain sum(value) = %.17g, expected %.17g", s,
-          b->sum_p);
-  }
-  bench_exec(b->dbc, "DROP TABLE ts");
-}
-
-/* 5. UPDATE t SET value = -1 WHERE a = K on the 200x200x200 float64 array: one slab of
- * 40,000 cells, a quarter of the blocks of the four chunks it crosses (the issue's case); the
- * array with zstd 5 (the default: Zstd level 9 inside, as the reference maps it) and with lz4,
- * whose compression costs little, to show what is compression and what is not. */
-static Stat slab_runs(Bench *b, sqlite3 *db, const char *table, double *cpu_out) {
-  double w[MAXRUNS], c[MAXRUNS];
-  char sql[256];
-  Stat st;
-  int r;
-  for (r = 0; r < b->runs; r++) {
-    Timing t;
-    /* a new slab each run (every run changes 40,000 cells), the same ones in every table */
-    snprintf(sql, sizeof(sql), "UPDATE %s SET value = -1 WHERE a = %d", table, 17 + r);
-    t = timed_sql(db, sql);
-    w[r] = t.wall, c[r] = t.cpu;
-    check(sqlite3_changes(db) == 40000, "slab: %s changed %d cells", table, sqlite3_changes(db));
-  }
-  st = stat_of(w, c, b->runs);
-  *cpu_out = st.cpu;
-  return st;
-}
-
-static void bench_slab(Bench *b) {
-  static const struct { const char *name, *codec, *label; } arr[] = {
-      {"s", "zstd", "caterva, zstd 5 + shuffle (the default)"},
-      {"s4", "lz4", "caterva, lz4 5 + shuffle"}};
-  const char *expr = "(time*7 + lat*3 + lon) * 0.25";
-  char sql[3000];
-  double n, sum[2], sp, dummy, cpu;
-  Stat st[2], p, fl;
-  Timing tl[2], tp;
-  size_t i;
-  for (i = 0; i < 2; i++) {
-    snprintf(sql, sizeof(sql),
-             "CREATE VIRTUAL TABLE %s USING caterva('%s/%s.b2nd', shape='200,200,200', "
-             "dtype='float64', chunks='52,100,100', blocks='13,25,25', codec='%s', clevel=5, "
-             "dims='a,b,c')", arr[i].name, b->dir, arr[i].name, arr[i].codec);
-    bench_exec(b->dbc, sql);
-    snprintf(sql, sizeof(sql), "INSERT INTO %s(a, b, c, value) SELECT time, lat, lon, %s "
-             "FROM bench_grid(200, 200, 200)", arr[i].name, expr);
-    tl[i] = timed_sql(b->dbc, sql);
-  }
-  bench_exec(b->dbp, "CREATE TABLE ps(a INTEGER, b INTEGER, c INTEGER, value REAL, "
-                   "PRIMARY KEY(a, b, c)) WITHOUT ROWID");
-  snprintf(sql, sizeof(sql),
-           "INSERT INTO ps(a, b, c, value) SELECT time, lat, lon, %s FROM bench_grid(200, 200, 200)",
-           expr);
-  tp = timed_sql(b->dbp, sql);
-  /* the loads' dirty pages written out first: an fsync on ext4 commits the journal, which
-   * would otherwise wait for them (tens of ms, to whichever table syncs first) */
-  sync();
-  usleep(500 * 1000); /* and the disk left to settle (see flush_dirty) */
-  for (i = 0; i < 2; i++) st[i] = slab_runs(b, b->dbc, arr[i].name, &cpu);
-  p = slab_runs(b, b->dbp, "ps", &cpu);
-  fl = usink_runs(b->dbc, "CREATE VIRTUAL TABLE temp.us USING bench_usink(a, b, c, 200, 200, "
-                  "200)", "UPDATE us SET value = -1 WHERE a = %d", 17, b->runs, 40000);
-  for (i = 0; i < 2; i++) {
-    snprintf(sql, sizeof(sql), "SELECT count(*), sum(value) FROM %s", arr[i].name);
-    query2(b->dbc, sql, &n, &sum[i]);
-    check(n == 8e6, "slab: %s holds %.0f cells", arr[i].name, n);
-  }
-  query2(b->dbp, "SELECT sum(value) FROM ps", &sp, &dummy);
-  check(sum[0] == sp && sum[1] == sp, "slab: sums %.17g, %.17g; plain %.17g", sum[0], sum[1], sp);
-  printf("\n### 5. UPDATE s SET value = -1 WHERE a = K: one slab of the 200x200x200 float64 "
-         "array (%d runs, K = 17, 18, ...; own autocommit transaction; ms)\n\n", b->runs);
-  printf("caterva: chunks 52x100x100, blocks 13x25x25, synchronous=full (the default); the slab "
-         "crosses 4 chunks and 16 of the 64 blocks of each: 64 blocks of 65 KB re-encoded, 192 "
-         "copied. Plain: WITHOUT ROWID table, file database, SQLite's defaults. Loads (not "
-         "timed below): caterva zstd %.2f s, lz4 %.2f s, plain %.2f s.\n\n", tl[0].wall / 1e3,
-         tl[1].wall / 1e3, tp.wall / 1e3);
-  printf("| table | cells | median | min | max | CPU median | plain / caterva |\n");
-  printf("|---|---|---:|---:|---:|---:|---:|\n");
-  for (i = 0; i < 2; i++)
-    printf("| %s | 40000 | %.1f | %.1f | %.1f | %.1f | %.2fx (CPU %.2fx) |\n", arr[i].label,
-           st[i].med, st[i].min, st[i].max, st[i].cpu, p.med / st[i].med, p.cpu / st[i].cpu);
-  printf("| plain | 40000 | %.1f | %.1f | %.1f | %.1f | |\n", p.med, p.min, p.max, p.cpu);
-  printf("| bench_usink: SQLite's own UPDATE of a virtual table (nothing decoded or stored; "
-         "no commit) | 40000 | %.1f | %.1f | %.1f | %.1f | %.2fx |\n", fl.med, fl.min, fl.max,
-         fl.cpu, p.med / fl.med);
-  printf("\nNo virtual table's UPDATE of these rows can take less than bench_usink's %.1f ms "
-         "in this SQLite (%.2fx the plain table's whole UPDATE); caterva's time above that "
-         "floor: zstd %.1f ms, lz4 %.1f ms.\n", fl.med, fl.med / p.med, st[0].med - fl.med,
-         st[1].med - fl.med);
-  for (i = 0; i < 2; i++) {
-    snprintf(sql, sizeof(sql), "DROP TABLE %s", arr[i].name);
-    bench_exec(b->dbc, sql);
-  }
-  bench_exec(b->dbp, "DROP TABLE ps");
-  fflush(stdout);
-}
-
-/* Bytes and files under path (a file, or a sparse frame's directory). */
-static void du(const char *path, long long *bytes, long long *files) {
-  char cmd[2600], line[128];
-  FILE *f;
-  *bytes = *files = -1;
-  snprintf(cmd, sizeof(cmd), "find '%s' -type f -printf '%%s\\n' | awk '{s+=$1; n++} END "
-           "{print s+0, n+0}'", path);
-  f = popen(cmd, "r");
-  if (f == NULL) return;
-  if (fgets(line, sizeof(line), f) != NULL) sscanf(line, "%lld %lld", bytes, files);
-  pclose(f);
-}
-
-/* The floor of a sparse growth: n files of 40 bytes created in a new directory, then one
- * syncfs (what the growth writes, without SQL, the frame or the index). */
-static double files_floor(const char *dir, long long n) {
-  char path[2460];
-  uint8_t chunk[40];
-  double w0 = bench_now_ms();
-  int dfd;
-  memset(chunk, 7, sizeof(chunk));
-  if (mkdir(dir, 0777) != 0) bench_die("mkdir %s: %s", dir, strerror(errno));
-  dfd = open(dir, O_RDONLY | O_DIRECTORY);
-  for (long long i = 0; i < n; i++) {
-    int fd;
-    snprintf(path, sizeof(path), "%s/%08llX.chunk", dir, i);
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0 || write(fd, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk))
-      bench_die("%s: %s", path, strerror(errno));
-    close(fd);
-  }
-  if (dfd < 0 || syncfs(dfd) != 0) bench_die("syncfs %s: %s", dir, strerror(errno));
-  close(dfd);
-  return bench_now_ms() - w0;
-}
-
-/* 6. Growth by one INSERT far past the end of a float64 array of 1-item chunks: n new chunks
- * holding the fill value (NaN: special index entries; 3: stored repeated-value chunks). */
-static void bench_fill_growth(Bench *b) {
-  static const struct { int sparse; const char *fill; } cases[] = {
-      {0, "nan"}, {0, "3"}, {1, "nan"}, {1, "3"}};
-  char sql[5000], path[2400];
-  size_t i;
-  printf("\n### 6. Growth with a fill value: INSERT INTO g VALUES (N, 7) into a float64 array "
-         "of shape 1 and chunks of 1 item (autocommit, synchronous=full)\n\n");
-  printf("| store | fill | new chunks | s | bytes | files |\n");
-  printf("|---|---|---:|---:|---:|---:|\n");
-  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    long long n = cases[i].sparse && strcmp(cases[i].fill, "3") == 0 ? b->grow_sparse : b->grow;
-    long long bytes, files;
-    double cnt, sum, want;
-    Timing t;
-    snprintf(path, sizeof(path), "%s/g%zu.b2nd", b->dir, i);
-    snprintf(sql, sizeof(sql),
-             "CREATE VIRTUAL TABLE g USING caterva('%s', shape='1', dtype='float64', chunks='1', "
-             "blocks='1', fill=%s, sparse=%d)", path, cases[i].fill, cases[i].sparse);
-    bench_exec(b->dbc, sql);
-    snprintf(sql, sizeof(sql), "INSERT INTO g VALUES (%lld, 7)", n);
-    flush_dirty(b); /* the growth's syncs wait for its own files only */
-    t = timed_sql(b->dbc, sql);
-    query2(b->dbc, "SELECT count(*), sum(value) FROM g", &cnt, &sum);
-    want = 7 + (strcmp(cases[i].fill, "3") == 0 ? 3.0 * (double)n : 0);
-    check(cnt == (double)(n + 1) && sum == want, "growth %s fill %s: %.0f cells, sum %.17g",
-          cases[i].sparse ? "sparse" : "contiguous", cases[i].fill, cnt, sum);
-    bench_exec(b->dbc, "DROP TABLE g");
-    du(path, &bytes, &files);
-    printf("| %s | %s | %lld | %.3f | %lld | %lld |\n",
-           cases[i].sparse ? "sparse" : "contiguous", cases[i].fill, n, t.wall / 1e3, bytes,
-           files);
-    fflush(stdout);
-    snprintf(sql, sizeof(sql), "rm -rf '%s' '%s.b2lock'", path, path);
-    if (system(sql) != 0) fprintf(stderr, "bench_write: could not remove %s\n", path);
-  }
-  snprintf(path, sizeof(path), "%s/floor", b->dir);
-  flush_dirty(b); /* the removal of the growths' files is not the floor's to write back */
-  printf("\nThe floor of the sparse value-fill growth on this file system: a C loop creating "
-         "%lld files of 40 bytes (open, write, close) and one syncfs: %.3f s.\n",
-         b->grow_sparse, files_floor(path, b->grow_sparse) / 1e3);
-  snprintf(sql, sizeof(sql), "rm -rf '%s'", path);
-  if (system(sql) != 0) fprintf(stderr, "bench_write: could not remove %s\n", path);
-  fflush(stdout);
 }
 
 int main(int argc, char **argv) {

@@ -3,8 +3,10 @@
 # seeds and thread counts -- test_sql_write_diff.py (random statement sequences against a
 # plain-table model; CATERVA_WRITE_SEED) and test_sql_write_order.py (chunks left written in
 # part and handed to the write-behind worker; CATERVA_ORDER_SEED) -- and a summary line
-# "soak: N runs, N failed". Each failing run's first failed checks are printed with its seed
-# and thread count, to be replayed with the same variables.
+# "soak: N runs, N failed". A run fails with a failed check, without a plan of at least one
+# check (a test that skipped, or stopped early), or with a ThreadSanitizer report on its
+# stderr (a build with -fsanitize=thread and SAN_PRELOAD=libtsan); its first failed lines are
+# printed with its seed and thread count, to be replayed with the same variables.
 # Environment: what TESTS_ENVIRONMENT exports (top_srcdir, top_builddir, PYTHONPATH,
 # CATERVA_PRELOAD in sanitizer builds), PYTHON3; SOAK_SEEDS (seeds per thread count, default
 # 40), SOAK_FIRST (the first seed, default 20261401), SOAK_THREADS (default "2 4"),
@@ -21,10 +23,11 @@ one() { # one run: label, then the environment assignments and the script
   shift
   out=$(env "$@" 2>&1)
   runs=$((runs + 1))
-  if ! printf '%s\n' "$out" | grep -q '^1\.\.' || printf '%s\n' "$out" | grep -q '^not ok'; then
+  if ! printf '%s\n' "$out" | grep -q '^1\.\.[1-9]' ||
+    printf '%s\n' "$out" | grep -q '^not ok\|ThreadSanitizer'; then
     failed=$((failed + 1))
     echo "FAILED: $label"
-    printf '%s\n' "$out" | grep '^not ok\|Error\|error' | head -5
+    printf '%s\n' "$out" | grep '^not ok\|^1\.\.\|Error\|error\|ThreadSanitizer' | head -5
   fi
 }
 for t in ${SOAK_THREADS:-2 4}; do

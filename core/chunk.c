@@ -368,7 +368,10 @@ int32_t cat_chunk_span_reach(const uint8_t *chunk, int32_t cbytes, int32_t j, in
 /* ---- special and memcpyed content ------------------------------------------------------ */
 
 /* Fill n bytes at dst (which starts at byte offset off of the chunk) with the chunk's
- * repeated pattern: zeros, NaN or a value of size ts. */
+ * repeated pattern: zeros, NaN or a value of size ts. One period is written in the phase of
+ * off, then the filled part is copied after itself (always a whole number of periods): a
+ * byte loop with a division per byte took about 1.5 ms for a 1 MB chunk, a fill region's
+ * every block read paying it. */
 static void cat_fill_pattern(const cat_chunk *ck, int64_t off, uint8_t *dst, int64_t n) {
   const caterva_chunk_info *ci = &ck->info;
   static const uint8_t nan32[4] = {0x00, 0x00, 0xC0, 0x7F};
@@ -381,7 +384,13 @@ static void cat_fill_pattern(const cat_chunk *ck, int64_t off, uint8_t *dst, int
     memset(dst, 0, (size_t)n); /* zeros, and uninitialised chunks read as zeros */
     return;
   }
-  for (int64_t i = 0; i < n; i++) dst[i] = pat[(off + i) % ts];
+  int64_t have = n < ts ? n : ts;
+  for (int64_t i = 0; i < have; i++) dst[i] = pat[(off + i) % ts];
+  while (have < n) {
+    int64_t k = have < n - have ? have : n - have;
+    memcpy(dst + have, dst, (size_t)k);
+    have += k;
+  }
 }
 
 /* Copy bytes [off, off+n) of a special or memcpyed chunk's content. */

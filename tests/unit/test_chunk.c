@@ -221,6 +221,29 @@ static void test_special(void) {
   for (int i = 0; i < 80; i++) all = all && out[i] == 0;
   tap_ok(all, "getitems on a zero chunk");
 
+  /* A repeated value of 7 distinct bytes, read whole (1 MB: the fill's copies double up to
+   * a size that is no power of two), by blocks starting out of the value's phase (blocksize
+   * 100) and by items from an odd start. */
+  {
+    static const uint8_t pat[7] = {1, 2, 3, 4, 5, 6, 7};
+    int32_t nb = 7 * 149797, blk[2] = {1, 3};
+    uint8_t sp[64], *whole = malloc((size_t)nb), part[200], items[7 * 40];
+    bool ok = whole != NULL;
+    n = caterva_chunk_make_special(CATERVA_SPECIAL_VALUE, nb, 7, 0, pat, sp, sizeof sp);
+    ok = ok && n == 39 && caterva_chunk_decompress(ctx1, sp, (size_t)n, whole, nb) == nb;
+    for (int32_t i = 0; ok && i < nb; i++) ok = whole[i] == pat[i % 7];
+    tap_ok(ok, "repeated 7-byte value: %d bytes decoded, every byte in its place", nb);
+    free(whole);
+    n = caterva_chunk_make_special(CATERVA_SPECIAL_VALUE, 700, 7, 100, pat, sp, sizeof sp);
+    ok = n == 39 &&
+         caterva_chunk_decompress_blocks(ctx1, sp, (size_t)n, blk, 2, part, sizeof part) == 200;
+    for (int k = 0; ok && k < 200; k++) ok = part[k] == pat[(100 * blk[k / 100] + k % 100) % 7];
+    tap_ok(ok, "repeated 7-byte value: blocks 1 and 3 of 100 bytes, out of the value's phase");
+    ok = caterva_chunk_getitems(ctx1, sp, (size_t)n, 13, 40, items, sizeof items) == 280;
+    for (int k = 0; ok && k < 280; k++) ok = items[k] == pat[k % 7];
+    tap_ok(ok, "repeated 7-byte value: 40 items from item 13");
+  }
+
   /* All-zero data collapses to a special zero chunk. */
   {
     caterva_cparams cp;

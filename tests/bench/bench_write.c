@@ -270,17 +270,17 @@ static Timing load_caterva(Bench *b, const char *name, const char *path, int cle
   return t;
 }
 
-/* bench_sink's load of the rows in the transposed order, timed. */
-static Timing sink_transposed(Bench *b) {
+/* bench_sink's load of the rows, in C order (ord 0) or time fastest (ord 1), timed. */
+static Timing sink_load(Bench *b, int ord) {
   char sql[2600];
   Timing t;
   bench_exec(b->dbc, "CREATE VIRTUAL TABLE temp.sink USING bench_sink");
   snprintf(sql, sizeof(sql),
            "INSERT INTO sink(time, lat, lon, value) SELECT time, lat, lon, %s "
-           "FROM bench_grid(%d, %d, %d, 1)", VALUE_EXPR, b->ntime, NLAT, NLON);
+           "FROM bench_grid(%d, %d, %d, %d)", VALUE_EXPR, b->ntime, NLAT, NLON, ord);
   t = bw_timed_sql(b->dbc, sql);
-  bw_check(sqlite3_changes(b->dbc) == b->ncells, "bench_sink took %d rows (transposed)",
-        sqlite3_changes(b->dbc));
+  bw_check(sqlite3_changes(b->dbc) == b->ncells, "bench_sink took %d rows (order %d)",
+           sqlite3_changes(b->dbc), ord);
   bench_exec(b->dbc, "DROP TABLE temp.sink");
   return t;
 }
@@ -310,7 +310,7 @@ static void bench_load_transposed(Bench *b, double n, double s) {
   char tpath[2300];
   long long tsize = -1;
   for (int r = 0; r < b->trounds; r++) {
-    sinks[r] = sink_transposed(b);
+    sinks[r] = sink_load(b, 1);
     unlink(b->arrt); /* the file of the round before */
     cats[r] = load_caterva(b, "tt", b->arrt, 5, VALUE_EXPR, 1, n, s, NULL);
     bench_exec(b->dbc, "DROP TABLE tt");
@@ -395,14 +395,7 @@ static void bench_load(Bench *b) {
   floor2 = timed_query(b->dbc, sql, &n2, &s2);
 
   /* The same rows into a virtual table that does nothing with them. */
-  bench_exec(b->dbc, "CREATE VIRTUAL TABLE temp.sink USING bench_sink");
-  snprintf(sql, sizeof(sql),
-           "INSERT INTO sink(time, lat, lon, value) SELECT time, lat, lon, %s "
-           "FROM bench_grid(%d, %d, %d)",
-           VALUE_EXPR, b->ntime, NLAT, NLON);
-  sink = bw_timed_sql(b->dbc, sql);
-  bw_check(sqlite3_changes(b->dbc) == b->ncells, "bench_sink took %d rows", sqlite3_changes(b->dbc));
-  bench_exec(b->dbc, "DROP TABLE temp.sink");
+  sink = sink_load(b, 0);
 
   /* (a) the caterva table; then the same without compression, and noisy values. */
   cat = load_caterva(b, "t", b->arr, 5, VALUE_EXPR, 0, n, s, &t_create);

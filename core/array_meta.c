@@ -378,6 +378,21 @@ static void shrink_to(int ndim, int32_t *ext, int itemsize, int64_t target) {
   }
 }
 
+/* Halving stops anywhere between half the block target and the target (a block of 16 x 23 x
+ * 23 float32, 33 KB, for a growing 90 x 180 grid). A final shape's blocks land anywhere in
+ * that range too, but the blocks of a growing array are what every one of its rows is
+ * compressed with, and along the growth axis (time, for gridded data) values are smooth:
+ * there, blocks of half the target compressed a year of daily appends into 1.1-1.3x the
+ * bytes of the same year written with its final shape's partition (tests/bench/
+ * bench_growth.py). So a growing array's blocks take as many rows along the growth axis
+ * as fit the target; the chunk is rounded up to whole blocks after this. */
+static void fill_growth_block(int ndim, int32_t *blockshape, int itemsize) {
+  int64_t row = itemsize, fit;
+  for (int k = 1; k < ndim; k++) row *= blockshape[k]; /* <= the target: no overflow */
+  fit = CAT_DEFAULT_BLOCK_BYTES / row;
+  if (fit > blockshape[0] && fit <= CAT_GROWTH_EXTENT) blockshape[0] = (int32_t)fit;
+}
+
 int cat_default_partition(caterva_ctx *ctx, int ndim, const int64_t *shape, int itemsize,
                           int32_t *chunkshape, int32_t *blockshape) {
   int rc = CATERVA_OK;
@@ -427,6 +442,7 @@ int cat_default_partition(caterva_ctx *ctx, int ndim, const int64_t *shape, int 
   if (ndim > 0 && bzero) {
     memcpy(blockshape, chunkshape, (size_t)ndim * sizeof *blockshape);
     shrink_to(ndim, blockshape, itemsize, CAT_DEFAULT_BLOCK_BYTES);
+    if (czero && shape[0] == 0) fill_growth_block(ndim, blockshape, itemsize);
   }
   if (ndim > 0 && czero) {
     for (int k = 0; k < ndim; k++) {

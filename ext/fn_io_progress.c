@@ -22,6 +22,7 @@ const char *cvImportBadOption(const CvOptions *p) {
   if (p->zFill) return "fill";
   if (p->zSync) return "synchronous";
   if (p->zLockReads) return "lock_reads";
+  if (p->zMaxDead) return "max_dead";
   if (p->bCacheMb) return "cache_mb";
   return 0;
 }

@@ -267,7 +267,7 @@ void cvBzFree(CvVtab *pTab) {
 
 /* Options that mean something for arrays only. */
 static int cvBzCheckOptions(const CvOptions *pOpt, char **pzErr) {
-  if (cvHasCreateOptions(pOpt) || pOpt->zDtype || pOpt->zSync || pOpt->zLockReads ||
+  if (cvHasCreateOptions(pOpt) || pOpt->zDtype || pOpt->zSync || pOpt->zLockReads || pOpt->zMaxDead ||
       pOpt->nMore > 0 || pOpt->bCacheMb) {
     *pzErr = sqlite3_mprintf("caterva: '%s' is a bcolz directory: it opens read-only, alone "
                              "(a ctable is already several columns), and takes only the options "

@@ -33,6 +33,7 @@ void cvOptionsFree(CvOptions *p) {
   for (int i = 0; i < p->nMore; i++) sqlite3_free(p->azMore[i]);
   sqlite3_free(p->zSync);
   sqlite3_free(p->zLockReads);
+  sqlite3_free(p->zMaxDead);
   sqlite3_free(p->zEndpoint);
   sqlite3_free(p->zRegion);
   sqlite3_free(p->zPathStyle);
@@ -130,6 +131,7 @@ static int cvParseArg(CvOptions *p, const char *zArg, CvExtraOption xExtra, void
   else if (sqlite3_stricmp(zKey, "coords") == 0) pzSlot = &p->zCoords;
   else if (sqlite3_stricmp(zKey, "synchronous") == 0) pzSlot = &p->zSync;
   else if (sqlite3_stricmp(zKey, "lock_reads") == 0) pzSlot = &p->zLockReads;
+  else if (sqlite3_stricmp(zKey, "max_dead") == 0) pzSlot = &p->zMaxDead;
   else if (sqlite3_stricmp(zKey, "endpoint") == 0) pzSlot = &p->zEndpoint;
   else if (sqlite3_stricmp(zKey, "region") == 0) pzSlot = &p->zRegion;
   else if (sqlite3_stricmp(zKey, "path_style") == 0) pzSlot = &p->zPathStyle;
@@ -151,7 +153,7 @@ static int cvParseArg(CvOptions *p, const char *zArg, CvExtraOption xExtra, void
     goto parse_arg_out;
   } else {
     *pzErr = sqlite3_mprintf("caterva: unknown option \"%s\" (known: path, dims, value, dtype, "
-                             "cache_mb, synchronous, lock_reads; to create: shape, chunks, blocks, codec, "
+                             "cache_mb, synchronous, lock_reads, max_dead; to create: shape, chunks, blocks, codec, "
                              "clevel, filters, fill, sparse, coords; remote: endpoint, region, "
                              "path_style, http_connections, remote_cache_mb, http_retries, "
                              "http_timeout_ms, remote_fetch)", zKey);
@@ -188,6 +190,13 @@ static int cvIntOption(const char *zName, const char *zVal, int64_t lo, int64_t 
   }
   *pOut = v;
   return SQLITE_OK;
+}
+
+int cvMaxDeadOption(const CvOptions *p, int *pOut, char **pzErr) {
+  int64_t v = CV_MAX_DEAD_DEFAULT;
+  int rc = cvIntOption("max_dead", p->zMaxDead, 0, 100, &v, pzErr);
+  if (rc == SQLITE_OK) *pOut = (int)v;
+  return rc;
 }
 
 int cvRemoteOptions(const CvOptions *p, caterva_remote_opts *pOut, char **pzErr) {

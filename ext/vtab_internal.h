@@ -134,6 +134,7 @@ struct CvVtab {
   int bGroupFailed;                   /* A commit of several arrays failed: reopen them all */
   int bSync;                          /* synchronous: CATERVA_SYNC_FULL, _NORMAL or _OFF */
   int bLockReads;                     /* lock_reads=1: LOCK_SH while cursors are open */
+  int nMaxDead;                       /* max_dead=: compaction budget, percent (vtab_txn.c) */
   int bReadLocked;                    /* ... and it is held now */
   int nCursor;                        /* Open cursors */
   uint8_t aFill[16];                  /* The item DELETE writes (zeros for wider items) */
@@ -260,6 +261,7 @@ struct CvOptions {
   char *azMore[CV_MAX_VARS];
   char *zSync;       /* synchronous= full | normal | off */
   char *zLockReads;  /* lock_reads= 0 | 1 */
+  char *zMaxDead;    /* max_dead= percent of dead bytes a commit may leave (vtab_txn.c) */
   char *zEndpoint;   /* remote arrays: endpoint=, region=, path_style=, http_connections=, */
   char *zRegion;     /* remote_cache_mb=, http_retries=, http_timeout_ms= (cvRemoteOptions) */
   char *zPathStyle;
@@ -516,17 +518,24 @@ int cvRemoteReopen(CvVtab *pTab);
 /* At the start of a scan (xFilter) inside a write transaction: flush our own writes so
 ** the scan sees them. */
 int cvPrepareRead(CvVtab *pTab);
-/* A commit, and closing a table, compact a contiguous file (caterva_schunk_compact) only once
-** its dead bytes reach this many as well as half of the file (so a file is at most about twice
-** its packed size): with a quarter and no floor, a small file was rewritten, with its syncs
-** and rename, every few one-cell commits, and the demo array (whose commits leave a 70 KB
-** trailer of block statistics behind each) every tenth. */
-#define CV_COMPACT_MIN_DEAD (1 << 20)
-/* True when sc's dead bytes call for a compaction (the rule above). */
-int cvCompactWanted(caterva_schunk *sc);
-/* Compact sc after a commit when its dead bytes allow; 1 when it was compacted (blocks cached
-** from the old file must go), else 0. */
-int cvCompactAfterCommit(caterva_ctx *pCtx, caterva_schunk *sc);
+/* File size is part of the write path's correctness: a commit of a contiguous file writes its
+** chunks, index and trailer after the committed end, and what they replace stays in the file
+** as dead bytes (readers of the previous version may still be reading them). A commit, and
+** closing a table, compact the file (caterva_schunk_compact: a packed copy renamed over it,
+** so readers keep their old one) as soon as its dead bytes pass max_dead percent of its live
+** bytes: with the default of 1 the file is within 1% of its live chunks, one index and one
+** trailer after every commit. The price is a rewrite of the live bytes about every
+** 100/max_dead commits' worth of replaced bytes; max_dead=50 trades size for the old
+** amortised rule (at most about 1.5x the packed size). docs/guarantees.md, "File size". */
+#define CV_MAX_DEAD_DEFAULT 1
+/* max_dead= of p (CV_MAX_DEAD_DEFAULT when absent) into *pOut; SQLITE_ERROR with *pzErr if it
+** is not an integer from 0 to 100. */
+int cvMaxDeadOption(const CvOptions *p, int *pOut, char **pzErr);
+/* True when sc's dead bytes pass nMaxDead percent of its live bytes (the rule above). */
+int cvCompactWanted(caterva_schunk *sc, int nMaxDead);
+/* Compact sc after a commit when its dead bytes call for it; 1 when it was compacted (blocks
+** cached from the old file must go), else 0. */
+int cvCompactAfterCommit(caterva_ctx *pCtx, caterva_schunk *sc, int nMaxDead);
 
 /* xDisconnect: compact a file we wrote when its dead space is large (under the lock). */
 void cvCompactOnClose(CvVtab *pTab);

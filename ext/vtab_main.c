@@ -139,7 +139,7 @@ static int cvConnectImpl(sqlite3 *db, void *pAux, int argc, const char *const *a
   CvOptions opt;
   CvVtab *pTab = 0;
   char *azName[CV_MAX_DIM + CV_MAX_VARS];
-  int i, rc, iErr;
+  int i, rc, iErr, nMaxDead = CV_MAX_DEAD_DEFAULT;
   memset(azName, 0, sizeof(azName));
   *ppVtab = 0;
   rc = cvOptionsParse(&opt, argc, argv, pzErr);
@@ -159,6 +159,7 @@ static int cvConnectImpl(sqlite3 *db, void *pAux, int argc, const char *const *a
     *pzErr = sqlite3_mprintf("caterva: lock_reads= must be 0 or 1");
     rc = SQLITE_ERROR;
   }
+  if (rc == SQLITE_OK) rc = cvMaxDeadOption(&opt, &nMaxDead, pzErr);
   if (rc == SQLITE_OK) rc = cvCreateOrCheck(pConn, &opt, bCreate, pzErr);
   if (rc != SQLITE_OK) goto connect_out;
   pTab = sqlite3_malloc(sizeof(*pTab));
@@ -181,6 +182,7 @@ static int cvConnectImpl(sqlite3 *db, void *pAux, int argc, const char *const *a
   pTab->db = db;
   pTab->bSync = cvParseSync(opt.zSync);
   pTab->bLockReads = opt.zLockReads && strcmp(opt.zLockReads, "1") == 0;
+  pTab->nMaxDead = nMaxDead;
   pTab->zPath = sqlite3_mprintf("%s", opt.zPath);
   if (pTab->zPath == 0) {
     rc = SQLITE_NOMEM;

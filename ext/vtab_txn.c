@@ -385,14 +385,17 @@ int cvOneSync(CvVtab *pTab) {
   return SQLITE_OK;
 }
 
-int cvCompactWanted(caterva_schunk *sc) {
+int cvCompactWanted(caterva_schunk *sc, int nMaxDead) {
   int64_t nDead = caterva_schunk_dead_bytes(sc);
-  return nDead >= CV_COMPACT_MIN_DEAD && nDead >= caterva_schunk_frame_len(sc) / 2;
+  int64_t nLive = caterva_schunk_frame_len(sc) - nDead;
+  /* nDead <= frame_len < 2^63 / 100 for any file this can hold: the products cannot overflow */
+  return nDead > 0 && nDead * 100 > (int64_t)nMaxDead * nLive;
 }
 
-int cvCompactAfterCommit(caterva_ctx *pCtx, caterva_schunk *sc) {
+int cvCompactAfterCommit(caterva_ctx *pCtx, caterva_schunk *sc, int nMaxDead) {
   /* Compaction renames a new file over the path: readers keep their old one. */
-  if (!cvCompactWanted(sc) || caterva_schunk_compact(pCtx, sc, 0) != CATERVA_OK) return 0;
+  if (!cvCompactWanted(sc, nMaxDead) || caterva_schunk_compact(pCtx, sc, 1) != CATERVA_OK)
+    return 0;
   return caterva_schunk_dead_bytes(sc) == 0;
 }
 
@@ -402,7 +405,7 @@ int cvOneCommit(CvVtab *pTab) {
   if (!pTab->bCommitted) (void)cvOneSync(pTab);
   pTab->bCommitted = 0;
   if (pTab->nCursor == 0 &&
-      cvCompactAfterCommit(pTab->pConn->pCtx, caterva_array_schunk(pTab->pArr)))
+      cvCompactAfterCommit(pTab->pConn->pCtx, caterva_array_schunk(pTab->pArr), pTab->nMaxDead))
     cvCacheInvalidate(&pTab->cache);
   cvTxnEnd(pTab);
   return SQLITE_OK;
@@ -414,11 +417,11 @@ void cvCompactOnClose(CvVtab *pTab) {
   uint64_t g;
   if (!pTab->bWritable || pTab->bInTxn || pTab->pLock == 0 || pTab->pArr == 0) return;
   sc = caterva_array_schunk(pTab->pArr);
-  if (!cvCompactWanted(sc)) return;
+  if (!cvCompactWanted(sc, pTab->nMaxDead)) return;
   /* only under the lock, and only if nobody committed since our handle saw the file */
   if (caterva_lock_exclusive(pCtx, pTab->pLock, &g) != CATERVA_OK) return;
   if (g == pTab->iGen + 1 && caterva_schunk_stale(pCtx, sc) == 0)
-    (void)caterva_schunk_compact(pCtx, sc, 0);
+    (void)caterva_schunk_compact(pCtx, sc, 1);
   caterva_lock_release(pTab->pLock);
 }
 

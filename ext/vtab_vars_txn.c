@@ -224,7 +224,7 @@ int cvVarsCommit(CvVtab *pTab) {
   if (!pTab->bCommitted) (void)cvVarsSync(pTab);
   pTab->bCommitted = 0;
   for (int i = 0; i <= pTab->nVar && pTab->nCursor == 0; i++) {
-    if (cvCompactAfterCommit(pCtx, caterva_array_schunk(cvArrOf(pTab, i)))) {
+    if (cvCompactAfterCommit(pCtx, caterva_array_schunk(cvArrOf(pTab, i)), pTab->nMaxDead)) {
       if (i == 0) cvCacheInvalidate(&pTab->cache);
       else cvCacheInvalidate(&pTab->aVar[i - 1].cache);
     }

@@ -2,7 +2,7 @@
  * bench_write.c -- writing through the caterva virtual table against a plain SQLite table.
  *
  *   bench_write [-e EXT] [-t DIR] [-n NTIME] [-r RUNS] [-c COMMITS] [-K COMMITS] [-i ROUNDS]
- *               [-T ROUNDS] [-g N] [-G N] [-k] [-l] [-C]
+ *               [-T ROUNDS] [-g N] [-G N] [-D PCT] [-k] [-l] [-C]
  *
  *   -e  the built extension (default: ../../.libs/caterva.so from this program, tests/bench/)
  *   -t  scratch directory (default $TMPDIR, else /tmp); a directory bench_write.XXXXXX is made
@@ -17,6 +17,7 @@
  *   -g  new chunks of the fill growths of section 6 (default 1000000)
  *   -G  new chunks of the sparse growth with a value fill (default 100000: a million files
  *       take minutes to create and to remove on ext4; the floor is measured with as many)
+ *   -D  max_dead= of the tables whose commits section 3 times (default: the extension's, 1)
  *   -k  keep the scratch files
  *   -l  the load only (section 1 and the sizes; for profiling)
  *   -C  the commits only (section 3, after loading t and p untimed)
@@ -208,11 +209,17 @@ static void check_cells(Bench *b, const char *when) {
   }
 }
 
+const char *bw_max_dead_opt(const Bench *b, char *buf, size_t cap) {
+  if (b->max_dead < 0) buf[0] = '\0';
+  else snprintf(buf, cap, ", max_dead=%d", b->max_dead);
+  return buf;
+}
+
 void bw_open_caterva(Bench *b, const char *sync) {
-  char sql[2600];
+  char sql[2600], md[32];
   snprintf(sql, sizeof(sql),
-           "CREATE VIRTUAL TABLE t USING caterva('%s', dims='time,lat,lon', synchronous=%s)",
-           b->arr, sync);
+           "CREATE VIRTUAL TABLE t USING caterva('%s', dims='time,lat,lon', synchronous=%s%s)",
+           b->arr, sync, bw_max_dead_opt(b, md, sizeof(md)));
   bench_exec(b->dbc, "DROP TABLE IF EXISTS t");
   bench_exec(b->dbc, sql);
 }
@@ -586,6 +593,7 @@ int main(int argc, char **argv) {
   b.chunk_commits = 5;
   b.cell_rounds = 101;
   b.trounds = 3;
+  b.max_dead = -1;
   b.grow = 1000000;
   b.grow_sparse = 100000;
   snprintf(self, sizeof(self), "%s", argv[0]);
@@ -594,7 +602,7 @@ int main(int argc, char **argv) {
   else snprintf(self, sizeof(self), ".");
   snprintf(ext, sizeof(ext), "%s/../../.libs/caterva.so", self);
   snprintf(tmpdir, sizeof(tmpdir), "%s", env && *env ? env : "/tmp");
-  while ((opt = getopt(argc, argv, "e:t:n:r:c:K:i:T:g:G:klC")) != -1) {
+  while ((opt = getopt(argc, argv, "e:t:n:r:c:K:i:T:g:G:D:klC")) != -1) {
     switch (opt) {
       case 'e': snprintf(ext, sizeof(ext), "%s", optarg); break;
       case 't': snprintf(tmpdir, sizeof(tmpdir), "%s", optarg); break;
@@ -606,6 +614,7 @@ int main(int argc, char **argv) {
       case 'T': b.trounds = atoi(optarg); break;
       case 'g': b.grow = atoll(optarg); break;
       case 'G': b.grow_sparse = atoll(optarg); break;
+      case 'D': b.max_dead = atoi(optarg); break;
       case 'k': keep = 1; break;
       case 'l': load_only = 1; break;
       case 'C': commits_only = 1; break;

@@ -35,6 +35,7 @@ typedef struct {
   char dir[2048], arr[2200], arr0[2200], arrn[2200], arrt[2200], arrs[2200], plain[2200];
   long long size_c0, size_cn;  /* the files of the clevel=0 and the noisy loads */
   int ntime, runs, commits, chunk_commits, cell_rounds, trounds;
+  int max_dead;            /* -D: max_dead= of the commit tables t and ts (-1: the default) */
   long long grow, grow_sparse;  /* new chunks of the fill growths (-g; -G: sparse, fill 3) */
   long long ncells;
   double sum_c, sum_p, sum_s; /* expected sum(value) of t, p and section 3's sparse copy */
@@ -50,6 +51,8 @@ double bw_median(double *t, int n);
 Stat bw_stat_of(double *wall, double *cpu, int n);
 /* One statement, timed. */
 Timing bw_timed_sql(sqlite3 *db, const char *sql);
+/* ", max_dead=N" when -D was given, else "" (in buf, cap bytes). */
+const char *bw_max_dead_opt(const Bench *b, char *buf, size_t cap);
 /* The caterva table t over b->arr, opened again with the synchronous= level sync. */
 void bw_open_caterva(Bench *b, const char *sync);
 /* Write back what earlier steps left dirty, then let the disk settle. */

@@ -98,12 +98,12 @@ enum { C3_EMPTY, C3_NONE, C3_CELL, C3_CHUNK, C3_KINDS };
 
 /* A caterva table over path under the name, with synchronous=sync. */
 static void open_caterva_as(Bench *b, const char *name, const char *path, const char *sync) {
-  char sql[2600];
+  char sql[2600], md[32];
   snprintf(sql, sizeof(sql), "DROP TABLE IF EXISTS %s", name);
   bench_exec(b->dbc, sql);
   snprintf(sql, sizeof(sql),
-           "CREATE VIRTUAL TABLE %s USING caterva('%s', dims='time,lat,lon', synchronous=%s)",
-           name, path, sync);
+           "CREATE VIRTUAL TABLE %s USING caterva('%s', dims='time,lat,lon', synchronous=%s%s)",
+           name, path, sync, bw_max_dead_opt(b, md, sizeof(md)));
   bench_exec(b->dbc, sql);
 }
 

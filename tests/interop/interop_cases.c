@@ -191,12 +191,13 @@ _Static_assert(sizeof CASES / sizeof CASES[0] == NCASES, "NCASES counts CASES");
  * first shape. With grow_first the growth comes right after the first INSERT: a commit that
  * grows a contiguous array has so far left it compacted (a new file renamed over the path), so
  * ending with the growth leaves no dead bytes, and w42 is meant to keep some (the chunks its
- * UPDATE and DELETE replaced, and the old indexes and trailers). With txn, everything after
+ * UPDATE and DELETE replaced, and the old indexes and trailers): it is written with
+ * max_dead=100 (the default, 1, compacts at nearly every commit). With txn, everything after
  * the first INSERT is one BEGIN ... COMMIT that also holds SAVEPOINT s; UPDATE t SET value =
  * value + 1; INSERT of a row past the final extent; ROLLBACK TO s; RELEASE s (no trace may
  * remain). */
 const sqlcase SQLCASES[] = {
-    {"w42_sql_f32_2d_lz4_nanfill_growth", 50, "codec=lz4, clevel=5", "y,x", "", {7, 3, 0}, 0,
+    {"w42_sql_f32_2d_lz4_nanfill_growth", 50, "codec=lz4, clevel=5, max_dead=100", "y,x", "", {7, 3, 0}, 0,
      1000, 0.25, -20, 10, 14, 2, 1, {20, 0, 0}, {24, 19, 0}, 56, 63, 0, 1},
     {"w43_sql_i32_3d_zstd3_bitshuffle_sparse_txn", 12,
      "codec=zstd, clevel=3, filters='bitshuffle', sparse=1", "t,lat,lon", "-7", {1000, 31, 1},

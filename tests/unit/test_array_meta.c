@@ -335,6 +335,9 @@ static void partition_case(int nd, const int64_t *shape, int itemsize) {
   }
   ok = ok && bb <= CAT_DEFAULT_BLOCK_BYTES + 0 && cb <= 2 * (int64_t)CAT_DEFAULT_CHUNK_BYTES;
   if (nd > 0 && shape[0] == 0) ok = ok && cb >= CAT_GROWTH_CHUNK_BYTES;
+  /* growing: the block takes as many rows along the growth axis as fit the target (one
+   * more would not), where halving alone left up to half of it unused */
+  if (nd > 0 && shape[0] == 0) ok = ok && bb + bb / b[0] > CAT_DEFAULT_BLOCK_BYTES;
   tap_ok(ok, "default partition %dd itemsize %d: chunk %lld bytes, block %lld bytes", nd,
          itemsize, (long long)cb, (long long)bb);
 }
@@ -342,6 +345,7 @@ static void partition_case(int nd, const int64_t *shape, int itemsize) {
 static void partition_tests(void) {
   int64_t s1[] = {10000000}, s2[] = {1000, 1000}, s3[] = {3650, 180, 360}, s4[] = {7, 5, 3, 2};
   int64_t s5[] = {0, 100}, s6[] = {1, 1, 1}, s7[] = {100, 100, 100, 100, 100};
+  int64_t g1[] = {0, 90, 180}, g2[] = {0, 721, 1440}, g3[] = {0, 30, 50}, g4[] = {0};
   int32_t c[4] = {10, 0, 0, 0}, b[4] = {0};
   partition_case(1, s1, 8);
   partition_case(2, s2, 4);
@@ -351,6 +355,11 @@ static void partition_tests(void) {
   partition_case(3, s6, 255);
   partition_case(5, s7, 1);
   partition_case(0, NULL, 8);
+  partition_case(3, g1, 4);
+  partition_case(3, g1, 8);
+  partition_case(3, g2, 4);
+  partition_case(3, g3, 8);
+  partition_case(1, g4, 8);
   tap_ok(cat_default_partition(ctx, 2, s2, 4, c, b) == CATERVA_E_INVALID,
          "partially given chunkshape refused");
 }

@@ -6,7 +6,7 @@
  * with zeros, except arrays created with a fill value, whose chunks are repeated-value chunks
  * (padding included), as the reference's b2nd_full does.
  */
-#include "array_internal.h"
+#include "array_layer_internal.h"
 
 #include <msgpack.h>
 #include <stdio.h>

@@ -20,7 +20,7 @@
  * the user attributes); unknown keys here are skipped, so later versions may add some. The
  * attribute is parsed from untrusted bytes with the bounds-checked readers of mpread.c.
  */
-#include "array_internal.h"
+#include "array_layer_internal.h"
 
 #include <math.h>
 #include <msgpack.h>

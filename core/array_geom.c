@@ -13,7 +13,7 @@
  * extchunkshape/B and each block holds prod(B) items in C order. Items at in-chunk index
  * >= C or at global index >= S are padding.
  */
-#include "array_internal.h"
+#include "array_layer_internal.h"
 
 #include <stdlib.h>
 

@@ -3,7 +3,7 @@
  * its read-ahead of decompressed blocks, and the portions a remote box is fetched in. Reading
  * a whole box and visiting every block on the context's threads are in array_visit.c.
  */
-#include "array_iter_internal.h"
+#include "block_iter_internal.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * array_meta.c -- the `caterva` and `b2nd` metalayers, NumPy dtype strings, and the default
  * chunk and block shapes of new arrays.
  */
-#include "array_internal.h"
+#include "array_layer_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
  *   wcache.c                                              write-back cache, explicit transactions
  *   array.c                                               the public array API
  */
-#include "array_internal.h"
+#include "array_layer_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * a box visited on the context's threads (caterva_block_iter_visit), both through the block
  * iterator's chunk stepping (array_iter.c) but decoding many blocks per call.
  */
-#include "array_iter_internal.h"
+#include "block_iter_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -53,7 +53,7 @@
  * In memory: one immutable, reference-counted record per chunk position (the snapshot of a
  * savepoint is an array of record pointers, so savepoints cost a pointer per chunk).
  */
-#include "array_internal.h"
+#include "array_layer_internal.h"
 #include "frame_internal.h"
 
 #include <math.h>

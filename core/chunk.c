@@ -24,7 +24,7 @@
  * header; the block-start table or the memcpyed bytes follow at offset 16, and the filters
  * come from the flags. See cat_parse_blosc1 and shared/spec/bcolz-format.md section 3.
  */
-#include "chunk_internal.h"
+#include "chunk_format_internal.h"
 #include "filters.h"
 
 #include <math.h>

@@ -3,7 +3,7 @@
  * reference's automatic blocksize and split rules), re-encode only some blocks of a chunk, and
  * make special-value chunks. The layout is drawn in chunk.c; shared/spec/blosc2-formats.md §1.
  */
-#include "chunk_internal.h"
+#include "chunk_format_internal.h"
 #include "filters.h"
 
 #include <math.h>

@@ -5,7 +5,7 @@
  * a value-fill growth, and reading a chunk the open transaction wrote. The packed rewrite
  * (compaction) is in frame_pack.c.
  */
-#include "frame_file_internal.h"
+#include "frame_disk_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,7 +5,7 @@
  * frame_sparse.c (sparse directories), frame_contig.c (contiguous files), frame_stored.c
  * (where a stored chunk's bytes are), frame_pack.c (packed rewrites and copies), this file.
  * Uses frame_format.c for the bytes of headers, trailers and indices; never calls into
- * schunk.c. What they share is in frame_file_internal.h.
+ * schunk.c. What they share is in frame_disk_internal.h.
  *
  * Crash safety (what a process dying at any instant leaves behind):
  *
@@ -34,7 +34,7 @@
  *    referenced file); then chunks.b2frame is replaced through a temporary file + rename;
  *    files no longer referenced are removed afterwards.
  */
-#include "frame_file_internal.h"
+#include "frame_disk_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

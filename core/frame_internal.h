@@ -3,7 +3,7 @@
  * frame_format.c (bytes of headers, trailers and indices, and of a whole contiguous frame),
  * frame_file.c and the files below it (files and directories, and where a stored chunk's
  * bytes are: frame_plan.c, frame_sparse.c, frame_contig.c, frame_stored.c, frame_pack.c,
- * sharing frame_file_internal.h), schunk.c (the
+ * sharing frame_disk_internal.h), schunk.c (the
  * caterva_schunk object) and txn.c (the open transaction). schunk.c and txn.c use the frame
  * files, frame_file.c uses frame_format.c, and neither frame file calls into schunk.c
  * (frame_file.c only tells txn.c about the sparse chunk files a transaction writes).

@@ -4,7 +4,7 @@
  * rewrites when the header changes size), or a new contiguous file or sparse directory
  * (saving a copy).
  */
-#include "frame_file_internal.h"
+#include "frame_disk_internal.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * Below the stores (frame_sparse.c, frame_contig.c) and the packing (frame_pack.c); uses
  * frame_format.c for the bytes.
  */
-#include "frame_file_internal.h"
+#include "frame_disk_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

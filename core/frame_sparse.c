@@ -5,7 +5,7 @@
  * unsynced chunk files durable before the index that names them. The crash order is in
  * frame_file.c.
  */
-#include "frame_file_internal.h"
+#include "frame_disk_internal.h"
 
 #include <dirent.h>
 #include <errno.h>

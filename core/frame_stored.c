@@ -4,7 +4,7 @@
  * open transaction, the image (the owned copy or the file's map), or a remote frame; and
  * copying bytes of the map with pread.
  */
-#include "frame_file_internal.h"
+#include "frame_disk_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>

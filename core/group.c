@@ -32,7 +32,7 @@
  * 2 sparse), inode (u64), length (i64), saved length (u32), saved bytes; last an FNV-1a
  * 64-bit hash of everything before it.
  */
-#include "array_internal.h"
+#include "array_layer_internal.h"
 #include "frame_internal.h"
 
 #include <errno.h>

@@ -11,7 +11,7 @@
  * malloc/free. Measured: the transposed load of 365x180x360 float32 in the shell went from
  * 3.62-3.72 s to 3.10-3.18 s (same machine, alternating builds).
  */
-#include "array_internal.h"
+#include "array_layer_internal.h"
 
 #include <stdlib.h>
 #if defined(__linux__)

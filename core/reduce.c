@@ -30,7 +30,7 @@
  * for data far from 0), give the block's M2 = sum d^2 - (sum d)^2 / n; parts are combined
  * with Chan, Golub and LeVeque's update M2 = M2a + M2b + delta^2 na nb / n.
  */
-#include "reduce_internal.h"
+#include "reduce_state_internal.h"
 
 #include <stdlib.h>
 #if defined(__linux__)

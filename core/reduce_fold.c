@@ -5,7 +5,7 @@
  * parts a block's runs go to and merges the parts into rows; the numbers and their bounds are
  * described there.
  */
-#include "reduce_internal.h"
+#include "reduce_state_internal.h"
 
 #include <string.h>
 

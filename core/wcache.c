@@ -21,7 +21,7 @@
  * hold the chunk's box in C order with that dimension last until normalize (below) puts them
  * in the chunk's layout, before anything but a write reads them.
  */
-#include "array_internal.h"
+#include "array_layer_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

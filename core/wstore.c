@@ -21,7 +21,7 @@
  * jobs are queued (every operation that could change them drains or discards the queue
  * first; see wcache.c).
  */
-#include "array_internal.h"
+#include "array_layer_internal.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * Skipped when CATERVA_GOLDEN does not name a directory holding manifest.json.
  */
 #define _XOPEN_SOURCE 700
-#include "array_internal.h"
+#include "array_layer_internal.h"
 #include "minijson.h"
 #include "tap.h"
 #include "testrng.h"

@@ -8,7 +8,7 @@
  * resize, append, copy with new partitioning, attributes and dimension names.
  */
 #define _XOPEN_SOURCE 700
-#include "array_internal.h"
+#include "array_layer_internal.h"
 #include "tap.h"
 #include "testrng.h"
 

@@ -7,7 +7,7 @@
  * geometry gives the frame's chunksize, blocksize and number of chunks. Then malformed
  * metalayers (every truncation, bad markers, out-of-range values) are rejected cleanly.
  */
-#include "array_internal.h"
+#include "array_layer_internal.h"
 #include "minijson.h"
 #include "tap.h"
 

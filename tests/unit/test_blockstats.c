@@ -10,7 +10,7 @@
  * bounds against doubles), and the iterator's block filter decompresses nothing it skips.
  */
 #define _XOPEN_SOURCE 700
-#include "array_internal.h"
+#include "array_layer_internal.h"
 #include "fsutil.h"
 #include "tap.h"
 #include "testrng.h"

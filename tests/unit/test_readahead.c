@@ -7,7 +7,7 @@
  * the context's blocks counter.
  */
 #define _XOPEN_SOURCE 700
-#include "array_internal.h"
+#include "array_layer_internal.h"
 #include "fsutil.h"
 #include "tap.h"
 #include "testrng.h"

@@ -16,7 +16,7 @@
  *     do not overlap, are writable whole, and come back for reuse; small ones are malloc'ed.
  */
 #define _XOPEN_SOURCE 700
-#include "array_internal.h"
+#include "array_layer_internal.h"
 #include "fsutil.h"
 #include "tap.h"
 

@@ -12,7 +12,7 @@
  * setting one extent to 0 in both metalayers, for each axis, part and file store.
  */
 #define _XOPEN_SOURCE 700
-#include "array_internal.h"
+#include "array_layer_internal.h"
 #include "fsutil.h"
 #include "tap.h"
 

@@ -1,12 +1,12 @@
 /*
- * array_iter_internal.h -- the block iterator's state, shared by array_iter.c (stepping
+ * block_iter_internal.h -- the block iterator's state, shared by array_iter.c (stepping
  * through the box, read-ahead, remote portions) and array_visit.c (reading a whole box,
  * visiting every block on the context's threads).
  */
-#ifndef CAT_ARRAY_ITER_INTERNAL_H
-#define CAT_ARRAY_ITER_INTERNAL_H
+#ifndef CAT_BLOCK_ITER_INTERNAL_H
+#define CAT_BLOCK_ITER_INTERNAL_H
 
-#include "array_internal.h"
+#include "array_layer_internal.h"
 
 typedef struct cat_readahead cat_readahead; /* array_iter.c */
 

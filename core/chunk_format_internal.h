@@ -1,9 +1,9 @@
 /*
- * chunk_internal.h -- what the chunk decoder (chunk.c) and encoder (chunk_enc.c) share: the
+ * chunk_format_internal.h -- what the chunk decoder (chunk.c) and encoder (chunk_enc.c) share: the
  * header's constants, a parsed chunk, and the block geometry both read. Internal to libcaterva.
  */
-#ifndef CAT_CHUNK_INTERNAL_H
-#define CAT_CHUNK_INTERNAL_H
+#ifndef CAT_CHUNK_FORMAT_INTERNAL_H
+#define CAT_CHUNK_FORMAT_INTERNAL_H
 
 #include "cat_internal.h"
 
@@ -53,4 +53,4 @@ bool cat_worth_parallel(const caterva_ctx *ctx, int32_t n, int32_t blocksize);
  * framing; -1 when they run past hi or its start is not in [data_start, hi). */
 int32_t cat_block_reach(const cat_chunk *ck, int32_t j, int32_t hi);
 
-#endif /* CAT_CHUNK_INTERNAL_H */
+#endif /* CAT_CHUNK_FORMAT_INTERNAL_H */

@@ -1,11 +1,11 @@
 /*
- * frame_file_internal.h -- what the files of the frame-on-disk layer share among themselves
+ * frame_disk_internal.h -- what the files of the frame-on-disk layer share among themselves
  * (frame_plan.c, frame_sparse.c, frame_contig.c, frame_stored.c, frame_pack.c, frame_file.c,
  * each calling only those before it). The layer's interface to the rest of the library is
  * frame_internal.h ("frame_file.c: files and directories").
  */
-#ifndef CATERVA_FRAME_FILE_INTERNAL_H
-#define CATERVA_FRAME_FILE_INTERNAL_H
+#ifndef CATERVA_FRAME_DISK_INTERNAL_H
+#define CATERVA_FRAME_DISK_INTERNAL_H
 
 #include "frame_internal.h"
 

@@ -1,12 +1,12 @@
 /*
- * reduce_internal.h -- what reduce.c (slots, merging, the owned path, the API) and
+ * reduce_state_internal.h -- what reduce.c (slots, merging, the owned path, the API) and
  * reduce_fold.c (folding a block's values into a slot's parts) share: the reduction's
  * state, its parts and rows, and the few small steps both take.
  */
-#ifndef CAT_REDUCE_INTERNAL_H
-#define CAT_REDUCE_INTERNAL_H
+#ifndef CAT_REDUCE_STATE_INTERNAL_H
+#define CAT_REDUCE_STATE_INTERNAL_H
 
-#include "array_internal.h"
+#include "array_layer_internal.h"
 
 #include "caterva_reduce.h"
 

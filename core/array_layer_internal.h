@@ -1,10 +1,10 @@
 /*
- * array_internal.h -- internals of the N-d array layer: the `caterva` and `b2nd` metalayers,
+ * array_layer_internal.h -- internals of the N-d array layer: the `caterva` and `b2nd` metalayers,
  * NumPy dtype strings, default partitioning, and the chunk/block geometry shared by
  * array.c and array_iter.c. Not installed; names start with cat_.
  */
-#ifndef CAT_ARRAY_INTERNAL_H
-#define CAT_ARRAY_INTERNAL_H
+#ifndef CAT_ARRAY_LAYER_INTERNAL_H
+#define CAT_ARRAY_LAYER_INTERNAL_H
 
 #include "cat_internal.h"
 
@@ -347,4 +347,4 @@ void cat_bs_end(caterva_array *a);
 int cat_bs_build(caterva_ctx *ctx, caterva_array *a,
                  int (*progress)(void *arg, int64_t done, int64_t total), void *arg);
 
-#endif /* CAT_ARRAY_INTERNAL_H */
+#endif /* CAT_ARRAY_LAYER_INTERNAL_H */

@@ -364,33 +364,57 @@ void cat_dtype_default(int itemsize, char *buf, size_t cap) {
    Halving the longest axis keeps blocks close to cubes, which is what box queries over any
    combination of axes (the SQL use) want. Zero-length axes get extent 1. */
 
-static void shrink_to(int ndim, int32_t *ext, int itemsize, int64_t target) {
+/* Halve ext's longest axis from axis first on (ties: the leading one) until its items fit
+ * target bytes or every such axis is 1. */
+static void shrink_to(int ndim, int32_t *ext, int itemsize, int64_t target, int first) {
   for (;;) {
     int64_t bytes = itemsize;
     int longest = -1;
     for (int k = 0; k < ndim; k++) {
       if (!cat_mul64(bytes, ext[k], &bytes) || bytes > ((int64_t)1 << 40))
         bytes = (int64_t)1 << 40; /* saturate: only compared with the target */
-      if (ext[k] > 1 && (longest < 0 || ext[k] > ext[longest])) longest = k;
+      if (k >= first && ext[k] > 1 && (longest < 0 || ext[k] > ext[longest])) longest = k;
     }
     if (bytes <= target || longest < 0) return;
     ext[longest] = (ext[longest] + 1) / 2;
   }
 }
 
-/* Halving stops anywhere between half the block target and the target (a block of 16 x 23 x
- * 23 float32, 33 KB, for a growing 90 x 180 grid). A final shape's blocks land anywhere in
- * that range too, but the blocks of a growing array are what every one of its rows is
- * compressed with, and along the growth axis (time, for gridded data) values are smooth:
- * there, blocks of half the target compressed a year of daily appends into 1.1-1.3x the
- * bytes of the same year written with its final shape's partition (tests/bench/
- * bench_growth.py). So a growing array's blocks take as many rows along the growth axis
- * as fit the target; the chunk is rounded up to whole blocks after this. */
-static void fill_growth_block(int ndim, int32_t *blockshape, int itemsize) {
-  int64_t row = itemsize, fit;
+/* The partition of an array created with extent 0 along its first axis, both shapes automatic.
+ * Such an array grows along that axis (appends, INSERT past the end), a commit at a time, and
+ * every row it ever holds is compressed with these blocks. Partitioned like the rest from its
+ * chunk (which holds few rows so that a commit rewrites little), its blocks came out thin
+ * along the growth axis (16 x 23 x 23 float32 for a 90 x 180 grid; 1 x 91 x 180 for 721 x
+ * 1440), and along that axis, time for gridded data, values are smooth: a year of daily
+ * appends took 1.1-1.3x the bytes of the same year written with its final shape's partition.
+ * So the blocks are those of a long array (the growth axis taken as CAT_GROWTH_EXTENT, halved
+ * with the others to the block target), deepened along the growth axis to fill the target
+ * (halving stops anywhere above half of it); the chunk is the blocks' depth along the growth
+ * axis and at most CAT_DEFAULT_CHUNK_BYTES across it (the other axes halved, then rounded up
+ * to whole blocks), doubled along the growth axis to at least CAT_GROWTH_CHUNK_BYTES.
+ * bench_growth.py measures the result against the final shape's partition. */
+static void growth_partition(int ndim, const int64_t *shape, int itemsize, int32_t *chunkshape,
+                             int32_t *blockshape) {
+  int64_t row = itemsize, fit, bytes = itemsize;
+  blockshape[0] = CAT_GROWTH_EXTENT;
+  for (int k = 1; k < ndim; k++)
+    blockshape[k] = shape[k] < 1 ? 1 : shape[k] > INT32_MAX ? INT32_MAX : (int32_t)shape[k];
+  shrink_to(ndim, blockshape, itemsize, CAT_DEFAULT_BLOCK_BYTES, 0);
   for (int k = 1; k < ndim; k++) row *= blockshape[k]; /* <= the target: no overflow */
   fit = CAT_DEFAULT_BLOCK_BYTES / row;
   if (fit > blockshape[0] && fit <= CAT_GROWTH_EXTENT) blockshape[0] = (int32_t)fit;
+  chunkshape[0] = blockshape[0];
+  for (int k = 1; k < ndim; k++)
+    chunkshape[k] = shape[k] < 1 ? 1 : shape[k] > INT32_MAX ? INT32_MAX : (int32_t)shape[k];
+  shrink_to(ndim, chunkshape, itemsize, CAT_DEFAULT_CHUNK_BYTES, 1);
+  for (int k = 1; k < ndim; k++) {
+    /* a block never exceeds its axis (it was halved from it): rounding stays inside it */
+    int64_t up = cat_ceil_div64(chunkshape[k], blockshape[k]) * blockshape[k];
+    if (up <= shape[k]) chunkshape[k] = (int32_t)up;
+    bytes *= chunkshape[k]; /* <= twice the chunk target: no overflow */
+  }
+  while (bytes * chunkshape[0] < CAT_GROWTH_CHUNK_BYTES && chunkshape[0] <= CAT_GROWTH_EXTENT / 2)
+    chunkshape[0] *= 2;
 }
 
 int cat_default_partition(caterva_ctx *ctx, int ndim, const int64_t *shape, int itemsize,
@@ -415,24 +439,28 @@ int cat_default_partition(caterva_ctx *ctx, int ndim, const int64_t *shape, int 
             "chunkshape must be given in every dimension or in none");
   CAT_CHECK(leave, bzero == 0 || bzero == ndim, CATERVA_E_INVALID,
             "blockshape must be given in every dimension or in none");
+  if (ndim > 0 && czero && bzero && shape[0] == 0) {
+    growth_partition(ndim, shape, itemsize, chunkshape, blockshape);
+    goto leave;
+  }
   if (ndim > 0 && czero) {
     for (int k = 0; k < ndim; k++)
       chunkshape[k] = shape[k] < 1 ? 1 : shape[k] > INT32_MAX ? INT32_MAX : (int32_t)shape[k];
-    shrink_to(ndim, chunkshape, itemsize, CAT_DEFAULT_CHUNK_BYTES);
-    /* An array created with extent 0 along its first axis is made to grow along it (appends,
-     * INSERT past the end): partition it for the grown array, not for the rows it has (it
-     * got chunks of one row: 200 bytes for 50 float32 stations): the other axes as for a
-     * long array, and along the first as many rows as make a chunk of at least
-     * CAT_GROWTH_CHUNK_BYTES -- small enough that a commit of one more row rewrites little
-     * (each commit recompresses the chunks it touches). Arrays created with rows keep the
-     * partition of their shape. */
+    shrink_to(ndim, chunkshape, itemsize, CAT_DEFAULT_CHUNK_BYTES, 0);
+    /* An array created with extent 0 along its first axis with its blocks given (both
+     * automatic: growth_partition) is made to grow along it: partition it for the grown
+     * array, not for the rows it has (it got chunks of one row: 200 bytes for 50 float32
+     * stations): the other axes as for a long array, and along the first as many rows as make
+     * a chunk of at least CAT_GROWTH_CHUNK_BYTES -- small enough that a commit of one more row
+     * rewrites little (each commit recompresses the chunks it touches). Arrays created with
+     * rows keep the partition of their shape. */
     if (shape[0] == 0) {
       int32_t grown[CATERVA_MAX_DIM];
       int64_t bytes = itemsize;
       grown[0] = 1;
       for (int k = 1; k < ndim; k++)
         grown[k] = shape[k] < 1 ? 1 : shape[k] > INT32_MAX ? INT32_MAX : (int32_t)shape[k];
-      shrink_to(ndim, grown, itemsize, CAT_DEFAULT_CHUNK_BYTES);
+      shrink_to(ndim, grown, itemsize, CAT_DEFAULT_CHUNK_BYTES, 0);
       for (int k = 1; k < ndim; k++) bytes *= grown[k]; /* <= the target: no overflow */
       while (bytes * grown[0] < CAT_GROWTH_CHUNK_BYTES && grown[0] < CAT_GROWTH_EXTENT)
         grown[0] *= 2;
@@ -441,8 +469,7 @@ int cat_default_partition(caterva_ctx *ctx, int ndim, const int64_t *shape, int 
   }
   if (ndim > 0 && bzero) {
     memcpy(blockshape, chunkshape, (size_t)ndim * sizeof *blockshape);
-    shrink_to(ndim, blockshape, itemsize, CAT_DEFAULT_BLOCK_BYTES);
-    if (czero && shape[0] == 0) fill_growth_block(ndim, blockshape, itemsize);
+    shrink_to(ndim, blockshape, itemsize, CAT_DEFAULT_BLOCK_BYTES, 0);
   }
   if (ndim > 0 && czero) {
     for (int k = 0; k < ndim; k++) {

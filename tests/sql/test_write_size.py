@@ -153,8 +153,29 @@ def option_checks(tmp):
     db.close()
 
 
+def growth_partition(tmp, dtype, days=150):
+    """Issue 37's growth goal on the smallest of its grids: an array grown from extent 0 with
+    the automatic partition holds at most 1.15x the bytes of the final-shape array written
+    in one statement with its automatic partition (make bench-growth runs the larger grids)."""
+    db = connect()
+    grown, once = os.path.join(tmp, "grow_%s.b2nd" % dtype), os.path.join(tmp, "fin_%s.b2nd" % dtype)
+    db.execute("CREATE VIRTUAL TABLE g USING caterva('%s', shape='0,%d,%d', dtype='%s', "
+               "dims='day,lat,lon')" % (grown, NLAT, NLON, dtype))
+    daily(db, "g", days)
+    db.execute("CREATE VIRTUAL TABLE f USING caterva('%s', shape='%d,%d,%d', dtype='%s', "
+               "dims='day,lat,lon')" % (once, days, NLAT, NLON, dtype))
+    db.execute("INSERT INTO f SELECT * FROM g")
+    ratio = nbytes(grown) / nbytes(once)
+    report(ratio <= 1.15, "%d daily appends of %dx%d %s into an array grown from extent 0: "
+           "%.3fx the final shape's bytes written once (goal 1.15x)"
+           % (days, NLAT, NLON, dtype, ratio))
+    db.close()
+
+
 def body(tmp):
     option_checks(tmp)
+    growth_partition(tmp, "float32")
+    growth_partition(tmp, "float64")
     final = "%d,%d,%d" % (DAYS, NLAT, NLON)
     grow = "0,%d,%d" % (NLAT, NLON)
     for sparse in (0, 1):

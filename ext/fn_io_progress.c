@@ -23,6 +23,7 @@ const char *cvImportBadOption(const CvOptions *p) {
   if (p->zSync) return "synchronous";
   if (p->zLockReads) return "lock_reads";
   if (p->bCacheMb) return "cache_mb";
+  if (p->zRange) return "range";
   return 0;
 }
 

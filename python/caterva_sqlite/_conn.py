@@ -29,16 +29,16 @@ def find_extension():
         if not os.path.exists(env):
             raise ExtensionError("CATERVA_EXTENSION names %r, which does not exist" % env)
         return env
-    tried = []
     inst = _installed_path()
-    if inst:
+    if inst:   # an installed package: its own extension, not a build tree's
         if os.path.exists(inst):
             return inst
-        tried.append(inst)
-    build = os.path.normpath(os.path.join(_HERE, "..", "..", "build", ".libs", "caterva.so"))
-    if os.path.exists(build):
-        return build
-    tried.append(build)
+        tried = [inst]
+    else:
+        build = os.path.normpath(os.path.join(_HERE, "..", "..", "build", ".libs", "caterva.so"))
+        if os.path.exists(build):
+            return build
+        tried = [build]
     raise ExtensionError("the caterva extension was not found (tried %s); set CATERVA_EXTENSION "
                          "to the path of caterva.so" % ", ".join(tried))
 

@@ -10,6 +10,8 @@
   NumPy's over the values and reduce()'s.
 - sql(): map/combine (per-latitude means; a join with a DataFrame shipped to the tasks; a
   box pushed down inside each part) equal the single-process SQL over the whole table.
+- A worker process killed (SIGKILL) while running a part of a reduction: the part is run
+  again, the answer is bit-identical to the one merged in one process.
 - Errors: unknown op, unknown dimension, a split dimension no array has, a file that is not an
   array.
 - Remote: the same reduce() and xarray values on the array served by nginx over http (and by
@@ -21,6 +23,7 @@ import logging
 import math
 import os
 import shutil
+import signal
 import sys
 import tempfile
 
@@ -122,6 +125,43 @@ def check_reduce(client, path, ipath):
            "a monthly climatology's frame: columns time (the month), lat, lon, value, n")
 
 
+def kill_once(marker, fn, *args):
+    """Run fn(*args), except that the first call anywhere kills its own worker process."""
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return fn(*args)
+    os.close(fd)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+class KillingClient:
+    """The cluster's client, but the 3rd task submitted kills the worker running it."""
+
+    def __init__(self, client, marker):
+        self.client, self.marker, self.n = client, marker, 0
+
+    def submit(self, fn, *args, pure=True):
+        self.n += 1
+        if self.n == 3:
+            return self.client.submit(kill_once, self.marker, fn, *args, pure=False)
+        return self.client.submit(fn, *args, pure=pure)
+
+    def gather(self, futures):
+        return self.client.gather(futures)
+
+
+def check_killed(client, tmp, path):
+    want = cs.reduce(path, "stats", "time:month", client=InProcess())
+    before = set(client.run(os.getpid).values())
+    got = cs.reduce(path, "stats", "time:month", client=KillingClient(client, os.path.join(tmp, "killed")))
+    client.wait_for_workers(2, timeout=60)
+    after = set(client.run(os.getpid).values())
+    report(os.path.exists(os.path.join(tmp, "killed")) and before != after and got.equals(want),
+           "a worker killed (SIGKILL) while running a part: Dask reruns it elsewhere, the "
+           "answer is bit-identical (workers %s, then %s)" % (sorted(before), sorted(after)))
+
+
 def check_xarray(client, path):
     ds = xr.open_dataset(path, engine="caterva", chunks={})
     v = ds["temps"]
@@ -198,66 +238,80 @@ def check_errors(client, tmp, path):
     report(ok, "reduce of a file that is not an array: %s" % msg)
 
 
-def check_remote(client, tmp, path):
+def start_servers(tmp):
+    """The remote tests' servers (nginx; the S3 server when s3rver is installed), and the
+    environment the workers need for them, set before the cluster starts (workers inherit it).
+    Returns (servers or None, reason they are not there)."""
     sys.path.insert(0, os.path.join(HERE, "..", "remote"))
     try:
         import servers
     except Exception as e:  # noqa: BLE001
-        report(True, "remote arrays # SKIP tests/remote/servers.py: %s" % e)
-        return
+        return None, "tests/remote/servers.py: %s" % e
     if shutil.which("nginx") is None and not os.path.exists("/usr/sbin/nginx"):
-        report(True, "remote arrays # SKIP needs nginx (sh tests/remote/deps.sh installs it)")
+        return None, "needs nginx (sh tests/remote/deps.sh installs it)"
+    what = "nginx,s3,fronts" if servers.find_s3rver() is not None else "nginx"
+    s = servers.Servers(os.path.join(tmp, "srv"), what=what, lifetime=900).start()
+    os.environ.update(NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost",
+                      CURL_CA_BUNDLE=s.ca_file)
+    if s.s3rver is not None:
+        cred = s.credentials[0]
+        os.environ.update(AWS_ACCESS_KEY_ID=cred["access_key"],
+                          AWS_SECRET_ACCESS_KEY=cred["secret_key"], AWS_REGION=s.region,
+                          AWS_ENDPOINT_URL=s.s3_endpoint)
+        for k in ("AWS_SESSION_TOKEN", "AWS_NO_SIGN_REQUEST", "AWS_DEFAULT_REGION"):
+            os.environ.pop(k, None)
+    return s, ""
+
+
+def check_remote(client, s, why, path):
+    if s is None:
+        report(True, "remote arrays # SKIP %s" % why)
         return
-    has_s3 = servers.find_s3rver() is not None
-    what = "nginx,s3,fronts" if has_s3 else "nginx"
-    with servers.Servers(os.path.join(tmp, "srv"), what=what, lifetime=900) as s:
-        os.environ.update(NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost",
-                          CURL_CA_BUNDLE=s.ca_file)
-        shutil.copyfile(path, os.path.join(s.root, "temps.b2nd"))
-        urls = [s.nginx_http + "/temps.b2nd"]
-        if has_s3:
-            cred = s.credentials[0]
-            os.environ.update(AWS_ACCESS_KEY_ID=cred["access_key"],
-                              AWS_SECRET_ACCESS_KEY=cred["secret_key"], AWS_REGION=s.region,
-                              AWS_ENDPOINT_URL=s.s3_endpoint)
-            with open(path, "rb") as f:
-                s.s3_put("temps.b2nd", f.read())
-            urls.append("s3://%s/temps.b2nd" % s.bucket)
-        local = cs.reduce(path, "mean", "time:month")
-        lv = xr.open_dataset(path, engine="caterva")["temps"].isel(time=slice(100, 160)).values
-        for url in urls:
-            got = cs.reduce(url, "mean", "time:month", client=client)
-            ok, why = frames_close(local, got)
-            ds = xr.open_dataset(url, engine="caterva", chunks={})
-            rv = ds["temps"].isel(time=slice(100, 160)).compute().values
-            report(ok and np.array_equal(lv, rv, equal_nan=True),
-                   "%s: reduce on the cluster and xarray values equal the local file's"
-                   % url.split(":")[0], why)
-        if not has_s3:
-            report(True, "s3:// # SKIP s3rver is not installed (sh tests/remote/deps.sh)")
+    shutil.copyfile(path, os.path.join(s.root, "temps.b2nd"))
+    urls = [s.nginx_http + "/temps.b2nd"]
+    if s.s3rver is not None:
+        with open(path, "rb") as f:
+            s.s3_put("temps.b2nd", f.read())
+        urls.append("s3://%s/temps.b2nd" % s.bucket)
+    local = cs.reduce(path, "mean", "time:month")
+    lv = xr.open_dataset(path, engine="caterva")["temps"].isel(time=slice(100, 160)).values
+    for url in urls:
+        got = cs.reduce(url, "mean", "time:month", client=client)
+        ok, why = frames_close(local, got)
+        ds = xr.open_dataset(url, engine="caterva", chunks={})
+        rv = ds["temps"].isel(time=slice(100, 160)).compute().values
+        report(ok and np.array_equal(lv, rv, equal_nan=True),
+               "%s: reduce on the cluster and xarray values equal the local file's"
+               % url.split(":")[0], why)
+    if s.s3rver is None:
+        report(True, "s3:// # SKIP s3rver is not installed (sh tests/remote/deps.sh)")
 
 
 def main():
     from dask.distributed import Client, LocalCluster
     tmp = tempfile.mkdtemp(prefix="cv-pydask-")
-    cluster = client = None
+    cluster = client = srv = None
     try:
         path, ipath = make_arrays(tmp)
+        srv, why = start_servers(tmp)
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                dashboard_address=None, silence_logs=logging.ERROR)
         client = Client(cluster)
         pids = client.run(os.getpid)
         report(len(set(pids.values())) == 2, "a LocalCluster of 2 worker processes")
         check_reduce(client, path, ipath)
+        check_killed(client, tmp, path)
         check_xarray(client, path)
         check_sql(client, path)
         check_errors(client, tmp, path)
-        check_remote(client, tmp, path)
+        check_remote(client, srv, why, path)
     finally:
         if client is not None:
             client.close()
         if cluster is not None:
             cluster.close()
+        if srv is not None:
+            srv.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     plan()
     return 0

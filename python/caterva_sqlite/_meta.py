@@ -114,7 +114,7 @@ class GridMeta:
         self.paths = expand_paths(what)
         self.options = dict(options or {})
         try:
-            table = open_table(db, self.paths, self.options, name="cv_meta")
+            open_table(db, self.paths, self.options, name="cv_meta")
             cols = [r[1] for r in db.execute("PRAGMA temp.table_info(cv_meta)")]
             infos = [info(db, "cv_meta")]
             infos += [info(db, p) for p in self.paths[1:]]
@@ -123,7 +123,6 @@ class GridMeta:
                 db.execute("DROP TABLE IF EXISTS temp.cv_meta")
             except sqlite3.Error:
                 pass
-        del table
         ndim = infos[0]["ndim"]
         self.dims = tuple(cols[:ndim])
         self.arrays = [ArrayMeta(p, self.dims, inf) for p, inf in zip(self.paths, infos)]

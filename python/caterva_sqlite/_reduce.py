@@ -51,7 +51,7 @@ def _columns(dims, reduced):
     return [(k, d) for k, d in enumerate(dims) if not (k in reduced and reduced[k] is None)]
 
 
-def _query(table_or_path, op, axes, kept, stats, split=None):
+def _query(kept, stats, split=None):
     cols = ["d%d" % k for k, _ in kept] + ["d%d_index" % k for k, _ in kept] + list(stats)
     sql = "SELECT %s FROM caterva_reduce(?, ?, ?)" % ", ".join(cols)
     if split is not None:
@@ -66,7 +66,7 @@ def _run(db, what, op, axes, kept, stats, part=None):
         split = part[0]
         args += [part[1], part[2]]
     try:
-        return db.execute(_query(what, op, axes, kept, stats, split), args).fetchall()
+        return db.execute(_query(kept, stats, split), args).fetchall()
     except Exception as e:  # sqlite3.Error: the extension's message
         raise CatervaError("reduce: %s" % e) from None
 
@@ -164,11 +164,9 @@ def _merge(results, kept, reduced, op):
                 acc.add(st[0], st[1], st[3], st[4], st[2], st[5])
             else:
                 acc.add(st[0], st[1], st[2], st[3])
-    items = sorted((a.first for a in accs.values()), key=_sort_key(kept, reduced))
-    order = {}
-    for ident, a in accs.items():
-        order[a.first] = a
-    return [(keys, order[(keys, first)].result()) for keys, first in items]
+    key = _sort_key(kept, reduced)
+    accs = sorted(accs.values(), key=lambda a: key(a.first))
+    return [(a.first[0], a.result()) for a in accs]
 
 
 def _frame(kept, rows, op):

@@ -280,9 +280,9 @@ def check_lazy_sel(tmp):
         db.execute("INSERT INTO %s(time_index, lat_index, lon_index, value) SELECT time_index, "
                    "lat_index, lon_index, time_index + lat_index / 100.0 FROM %s" % (t, t))
         db.commit()
-    # arrays whose file changed in the last 2 s are reopened by each function call
+    # arrays whose file changed in the last 2 s (whole seconds: up to 3) are reopened by each call
     # (ext/fn_arrcache.c), reading their attributes again: let the files settle
-    time.sleep(2.5)
+    time.sleep(3.2)
     ok = True
     for p in (small, path):
         ds, n = open_cost(p)

@@ -24,6 +24,7 @@ const char *cvImportBadOption(const CvOptions *p) {
   if (p->zLockReads) return "lock_reads";
   if (p->zMaxDead) return "max_dead";
   if (p->bCacheMb) return "cache_mb";
+  if (p->zRange) return "range";
   return 0;
 }
 

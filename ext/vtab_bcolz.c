@@ -268,10 +268,10 @@ void cvBzFree(CvVtab *pTab) {
 /* Options that mean something for arrays only. */
 static int cvBzCheckOptions(const CvOptions *pOpt, char **pzErr) {
   if (cvHasCreateOptions(pOpt) || pOpt->zDtype || pOpt->zSync || pOpt->zLockReads || pOpt->zMaxDead ||
-      pOpt->nMore > 0 || pOpt->bCacheMb) {
+      pOpt->nMore > 0 || pOpt->bCacheMb || pOpt->zRange) {
     *pzErr = sqlite3_mprintf("caterva: '%s' is a bcolz directory: it opens read-only, alone "
                              "(a ctable is already several columns), and takes only the options "
-                             "dims= and value= (no cache_mb=: a bcolz table has no block cache; "
+                             "dims= and value= (no range=, no cache_mb=: a bcolz table has no block cache; "
                              "each query's readers keep the blocks they are reading)", pOpt->zPath);
     return SQLITE_ERROR;
   }

@@ -42,6 +42,7 @@ void cvOptionsFree(CvOptions *p) {
   sqlite3_free(p->zHttpRetries);
   sqlite3_free(p->zHttpTimeoutMs);
   sqlite3_free(p->zRemoteFetch);
+  sqlite3_free(p->zRange);
   if (p->azValName) {
     for (int i = 0; i < p->nMore + 1; i++) sqlite3_free(p->azValName[i]);
     sqlite3_free(p->azValName);
@@ -140,6 +141,7 @@ static int cvParseArg(CvOptions *p, const char *zArg, CvExtraOption xExtra, void
   else if (sqlite3_stricmp(zKey, "http_retries") == 0) pzSlot = &p->zHttpRetries;
   else if (sqlite3_stricmp(zKey, "http_timeout_ms") == 0) pzSlot = &p->zHttpTimeoutMs;
   else if (sqlite3_stricmp(zKey, "remote_fetch") == 0) pzSlot = &p->zRemoteFetch;
+  else if (sqlite3_stricmp(zKey, "range") == 0) pzSlot = &p->zRange;
   else if (sqlite3_stricmp(zKey, "cache_mb") == 0) {
     p->bCacheMb = 1;
     if (!cvParseCount(zVal, &p->nCacheMb) || p->nCacheMb > 1048576) {
@@ -153,7 +155,7 @@ static int cvParseArg(CvOptions *p, const char *zArg, CvExtraOption xExtra, void
     goto parse_arg_out;
   } else {
     *pzErr = sqlite3_mprintf("caterva: unknown option \"%s\" (known: path, dims, value, dtype, "
-                             "cache_mb, synchronous, lock_reads, max_dead; to create: shape, chunks, blocks, codec, "
+                             "cache_mb, synchronous, lock_reads, max_dead, range; to create: shape, chunks, blocks, codec, "
                              "clevel, filters, fill, sparse, coords; remote: endpoint, region, "
                              "path_style, http_connections, remote_cache_mb, http_retries, "
                              "http_timeout_ms, remote_fetch)", zKey);
@@ -171,6 +173,65 @@ parse_arg_out:
   sqlite3_free(zKey);
   sqlite3_free(zVal);
   return rc;
+}
+
+/* ---- range= ---------------------------------------------------------------------------- */
+
+/* The dimension named by z[0..n): a column name (without case) or a number. -1 if none. */
+static int cvRangeDim(const CvVtab *pTab, const char *z, int n) {
+  int k, i = 0;
+  for (k = 0; k < pTab->nDim; k++)
+    if ((int)strlen(pTab->azCol[k]) == n && sqlite3_strnicmp(pTab->azCol[k], z, n) == 0) return k;
+  if (n == 0 || n > 2) return -1;
+  for (k = 0; k < n; k++) {
+    if (z[k] < '0' || z[k] > '9') return -1;
+    i = i * 10 + (z[k] - '0');
+  }
+  return i < pTab->nDim ? i : -1;
+}
+
+/*
+** range='dim:start:stop' restricts the table to the rows whose index along dim lies in
+** [start, stop): the pieces a distributed query gives each task. The bound is where every
+** scan starts (cvRangeInit), so the pushdown of other constraints works inside it. The dim
+** is the last ':' field but two, so that a dimension name may hold ':'.
+*/
+int cvRangeSetup(CvVtab *pTab, const char *zRange, char **pzErr) {
+  const char *zStop, *zStart;
+  char *zNum = 0;
+  int64_t iStart = 0, iStop = 0;
+  int k = 0, rc = SQLITE_ERROR;
+  if (zRange == 0) return SQLITE_OK;
+  zStop = strrchr(zRange, ':');
+  zStart = zStop ? zStop - 1 : 0;
+  while (zStart && zStart >= zRange && *zStart != ':') zStart--;
+  if (zStop == 0 || zStart < zRange) goto range_setup_out;
+  k = cvRangeDim(pTab, zRange, (int)(zStart - zRange));
+  zNum = sqlite3_mprintf("%.*s", (int)(zStop - zStart - 1), zStart + 1);
+  if (zNum == 0) return SQLITE_NOMEM;
+  if (k < 0 || !cvParseCount(zNum, &iStart) || !cvParseCount(zStop + 1, &iStop) ||
+      iStart > iStop)
+    goto range_setup_out;
+  pTab->bRange = 1;
+  pTab->iRangeDim = k;
+  pTab->iRangeLo = iStart;
+  pTab->iRangeHi = iStop - 1;
+  rc = SQLITE_OK;
+range_setup_out:
+  sqlite3_free(zNum);
+  if (rc == SQLITE_ERROR)
+    *pzErr = sqlite3_mprintf("caterva: range= must be dim:start:stop with a dimension (a column "
+                             "name or number)%s and indices 0 <= start <= stop, not \"%s\"",
+                             k < 0 ? " of the table" : "", zRange);
+  return rc;
+}
+
+void cvRangeInit(const CvVtab *pTab, int k, CvRange *p) {
+  p->iLo = 0;
+  p->iHi = pTab->aShape[k] - 1;
+  if (!pTab->bRange || k != pTab->iRangeDim) return;
+  if (pTab->iRangeLo > p->iLo) p->iLo = pTab->iRangeLo;
+  if (pTab->iRangeHi < p->iHi) p->iHi = pTab->iRangeHi;
 }
 
 int cvHasRemoteOptions(const CvOptions *p) {

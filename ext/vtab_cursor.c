@@ -632,7 +632,7 @@ static int64_t cvRowBudget(sqlite3_value *pLimit, sqlite3_value *pOffset) {
 /*
 ** xFilter. idxStr is the plan of cvBestIndex: two characters per argument, an operator
 ** and a dimension ('a' + k) or '*'; vtab_plan.c describes it, above cvBestIndex. Bounds narrow
-** each dimension's range [0, extent - 1] (cvRangeApply), IN lists become sorted runs, and
+** each dimension's range [0, extent - 1] (or range=; cvRangeApply), IN lists become sorted runs, and
 ** the scan starts at the first cell of the first block (or, for an ordered scan, at the
 ** first cell of the box).
 */
@@ -664,8 +664,7 @@ static int cvFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr
     return SQLITE_INTERNAL;
   }
   for (k = 0; k < pTab->nDim; k++) {
-    pCur->aBound[k].iLo = 0;
-    pCur->aBound[k].iHi = pTab->aShape[k] - 1;
+    cvRangeInit(pTab, k, &pCur->aBound[k]);  /* the whole extent, or range= */
     pCur->iRun[k] = 0;
   }
   for (i = 0; i < argc && rc == SQLITE_OK; i++) {

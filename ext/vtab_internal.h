@@ -136,6 +136,9 @@ struct CvVtab {
   int bLockReads;                     /* lock_reads=1: LOCK_SH while cursors are open */
   int nMaxDead;                       /* max_dead=: compaction budget, percent (vtab_txn.c) */
   int bReadLocked;                    /* ... and it is held now */
+  int bRange;                         /* range=: rows only where dimension iRangeDim */
+  int iRangeDim;                      /* ... lies in [iRangeLo, iRangeHi] (indices; read-only) */
+  int64_t iRangeLo, iRangeHi;
   int nCursor;                        /* Open cursors */
   uint8_t aFill[16];                  /* The item DELETE writes (zeros for wider items) */
   int nDim;                           /* Dimensions; the value column is column nDim */
@@ -270,6 +273,7 @@ struct CvOptions {
   char *zHttpRetries;
   char *zHttpTimeoutMs;
   char *zRemoteFetch;  /* remote_fetch= blocks (default) | chunks */
+  char *zRange;      /* range= dim:start:stop (cvRangeSetup), or NULL */
   char **azValName;  /* Value column names of a converted ctable (1 + nMore; vtab_bcolz.c
                      ** cvBzExpandConverted), or NULL: used when value= is not given */
 };
@@ -278,6 +282,13 @@ struct CvOptions {
 int cvRemoteOptions(const CvOptions *p, caterva_remote_opts *pOut, char **pzErr);
 /* Whether any of them was given. */
 int cvHasRemoteOptions(const CvOptions *p);
+/* range= "dim:start:stop" (a dimension column's name or number; indices, stop exclusive, past
+** the extent allowed) into pTab->bRange, iRangeDim, iRangeLo, iRangeHi; needs pTab->azCol.
+** Nothing to do when zRange is NULL. */
+int cvRangeSetup(CvVtab *pTab, const char *zRange, char **pzErr);
+/* The full extent of dimension k, narrowed to range= when it restricts k: where a scan of
+** the table starts (xBestIndex and xFilter). */
+void cvRangeInit(const CvVtab *pTab, int k, CvRange *p);
 
 /* Parse argv[3..argc) of xCreate/xConnect into *pOpt (zeroed first); writes *pzErr on error.
 ** The caller frees *pOpt with cvOptionsFree in every case. */

@@ -160,6 +160,11 @@ static int cvConnectImpl(sqlite3 *db, void *pAux, int argc, const char *const *a
     rc = SQLITE_ERROR;
   }
   if (rc == SQLITE_OK) rc = cvMaxDeadOption(&opt, &nMaxDead, pzErr);
+  if (rc == SQLITE_OK && opt.zRange && cvHasCreateOptions(&opt)) {
+    *pzErr = sqlite3_mprintf("caterva: range= opens part of an existing array; it does not go "
+                             "with creation options");
+    rc = SQLITE_ERROR;
+  }
   if (rc == SQLITE_OK) rc = cvCreateOrCheck(pConn, &opt, bCreate, pzErr);
   if (rc != SQLITE_OK) goto connect_out;
   pTab = sqlite3_malloc(sizeof(*pTab));
@@ -203,6 +208,7 @@ static int cvConnectImpl(sqlite3 *db, void *pAux, int argc, const char *const *a
   if (rc != SQLITE_OK) goto connect_out;
   rc = cvColumnNames(pTab, &opt, azName, pzErr);
   if (rc == SQLITE_OK) rc = cvKeepNames(pTab, azName);
+  if (rc == SQLITE_OK) rc = cvRangeSetup(pTab, opt.zRange, pzErr);
   if (rc == SQLITE_OK) rc = cvDeclare(db, pTab, azName, pzErr);
   if (rc == SQLITE_OK) rc = sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
   if (rc == SQLITE_OK) rc = cvConnAddTable(pConn, argv[1], argv[2], pTab->zPath, pTab);

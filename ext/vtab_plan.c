@@ -239,8 +239,7 @@ static void cvPlanCollect(CvVtab *pTab, sqlite3_index_info *pInfo, CvPlan *p) {
   int i, k, bLabel;
   for (k = 0; k < pTab->nDim; k++) {
     memset(&p->aD[k], 0, sizeof(p->aD[k]));
-    p->aD[k].lit.iLo = 0;
-    p->aD[k].lit.iHi = pTab->aShape[k] - 1;
+    cvRangeInit(pTab, k, &p->aD[k].lit);
   }
   for (i = 0; i < pInfo->nConstraint; i++) {
     const struct sqlite3_index_constraint *pCons = &pInfo->aConstraint[i];

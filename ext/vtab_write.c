@@ -222,6 +222,10 @@ int cvUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 
   const uint8_t *pItem = aItem;
   char *zErr = 0;
   int rc = SQLITE_OK, r, k, bValue = 1;
+  if (pTab->bRange) {
+    cvSetError(pTab, "caterva: table restricted with range= is read-only");
+    return SQLITE_READONLY;
+  }
   if (!pTab->bInTxn) rc = cvTxnBegin(pVtab);
   if (rc != SQLITE_OK) return rc;
   if (argc == 1) {                                     /* DELETE */

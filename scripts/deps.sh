@@ -3,7 +3,8 @@
 set -e
 pkgs="build-essential autoconf automake libtool pkg-config libsqlite3-dev sqlite3 libmsgpack-dev
       libzstd-dev liblz4-dev zlib1g-dev python3 python3-numpy libpng-dev
-      libsnappy-dev libblosc-dev libnetcdf-dev netcdf-bin libcurl4-openssl-dev"
+      libsnappy-dev libblosc-dev libnetcdf-dev netcdf-bin libcurl4-openssl-dev
+      python3-xarray python3-pandas python3-dask python3-distributed python3-cftime"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

@@ -27,7 +27,11 @@ EXT = os.path.join(BUILD, ".libs", "caterva")
 GRIDS = [tuple(int(x) for x in g.split("x"))
          for g in os.environ.get("GRIDS", "30x50,90x180,180x360,721x1440").split(",")]
 NS = [int(x) for x in os.environ.get("NS", "150,365").split(",")]
-VALUE = ("round(20 * (lat * (%(L)d - 1 - lat)) / (%(L)d * %(L)d) + 8 * sin(%(d)s / 58.0) "
+# SPARSE=1: the grown array is a sparse frame (its chunks are the same bytes; a commit of a
+# contiguous file compacts it, which makes a year of appends to a large grid quadratic: see
+# docs/performance.md, "Write sizes")
+SPARSE = os.environ.get("SPARSE", "0") == "1"
+VALUE = ("round(20.0 * (lat * (%(L)d - 1 - lat)) / (%(L)d * %(L)d) + 8 * sin(%(d)s / 58.0) "
          "- lon * 5.0 / %(M)d + sin((%(d)s + lon) / 9.0), 2)")
 GOAL = 1.15
 
@@ -42,6 +46,13 @@ def connect(nlat, nlon):
                % (max(nlat, nlon) - 1, nlat))
     db.execute("DELETE FROM cells WHERE lon >= %d" % nlon)
     return db
+
+
+def nbytes(path):
+    if not os.path.isdir(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path)
+               if f != ".b2lock")
 
 
 def info(db, path):
@@ -64,7 +75,7 @@ def grow(db, folder, dtype, nlat, nlon):
     """Daily appends; {N: bytes after day N}, seconds for all days, partition, queries."""
     path = os.path.join(folder, "grow_%s_%dx%d.b2nd" % (dtype, nlat, nlon))
     db.execute("CREATE VIRTUAL TABLE g USING caterva('%s', shape='0,%d,%d', dtype='%s', "
-               "dims='day,lat,lon')" % (path, nlat, nlon, dtype))
+               "dims='day,lat,lon', sparse=%d)" % (path, nlat, nlon, dtype, SPARSE))
     sizes, t0 = {}, time.perf_counter()
     for d in range(max(NS)):
         db.execute("BEGIN")
@@ -72,7 +83,7 @@ def grow(db, folder, dtype, nlat, nlon):
                    % (d, VALUE % {"L": nlat, "M": nlon, "d": str(d)}))
         db.execute("COMMIT")
         if d + 1 in NS:
-            sizes[d + 1] = os.path.getsize(path)
+            sizes[d + 1] = nbytes(path)
     dt = time.perf_counter() - t0
     return sizes, dt, info(db, path), queries(db, "g", nlat, nlon)
 
@@ -95,8 +106,9 @@ def main():
     folder = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="bench_growth.")
     os.makedirs(folder, exist_ok=True)
     print("bench_growth: daily appends (one INSERT ... SELECT and COMMIT per day) into an array "
-          "grown from extent 0, against the final shape written in one statement; automatic "
-          "partitions, default options; in %s" % folder)
+          "grown from extent 0 (%s), against the final shape written in one statement; "
+          "automatic partitions, default options; in %s"
+          % ("a sparse frame" if SPARSE else "contiguous", folder))
     print("\n| grid | dtype | days | grown: chunks / blocks | grown bytes | final: chunks / "
           "blocks | final bytes | ratio | appends s | one statement s | series ms grown / "
           "final | mean ms grown / final |")
@@ -123,7 +135,8 @@ def main():
                       flush=True)
             db.close()
             for f in os.listdir(folder):
-                os.remove(os.path.join(folder, f))
+                p = os.path.join(folder, f)
+                shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
     print("\nworst ratio %.3fx (goal <= %.2fx): %s" % (worst, GOAL, "met" if ok else "NOT MET"))
     if len(sys.argv) <= 1:
         shutil.rmtree(folder, ignore_errors=True)

@@ -86,6 +86,14 @@ int cat_remote_head(caterva_ctx *ctx, cat_remote *rm, const char *url, int64_t *
   (void)rm, (void)url, (void)size, (void)version, (void)cap;
   return cat_error(ctx, CATERVA_E_UNSUPPORTED, "built without libcurl");
 }
+int cat_remote_put(caterva_ctx *ctx, cat_remote *rm, cat_put *p, int n) {
+  (void)rm, (void)p, (void)n;
+  return cat_error(ctx, CATERVA_E_UNSUPPORTED, "built without libcurl");
+}
+int cat_remote_delete(caterva_ctx *ctx, cat_remote *rm, char *const *urls, int n) {
+  (void)rm, (void)urls, (void)n;
+  return cat_error(ctx, CATERVA_E_UNSUPPORTED, "built without libcurl");
+}
 void cat_remote_stats(const cat_remote *rm, caterva_remote_stats *st) {
   (void)rm;
   memset(st, 0, sizeof *st);
@@ -147,6 +155,9 @@ typedef struct xfer {
   double not_before;     /* monotonic seconds: a retry waits until then */
   bool running, done;
   bool head;             /* a HEAD request (cat_remote_head) */
+  cat_put *put;          /* a PUT (cat_remote_put), else NULL */
+  bool del;              /* a DELETE (cat_remote_delete) */
+  int64_t upos;          /* bytes of put->body handed to libcurl */
   long status;           /* of the last response seen (the headers of each response reset) */
   bool have_cr, cr_star;
   int64_t cr_first, cr_last, cr_total, clen;
@@ -449,7 +460,13 @@ static size_t on_body(char *data, size_t size, size_t nitems, void *arg) {
   xfer *x = arg;
   cat_get *g = x->g;
   size_t n = size * nitems;
-  if (x->status == 206) {
+  if (x->put != NULL || x->del) { /* only an error's text is of interest */
+    if (x->nerr < sizeof x->err - 1) {
+      size_t k = n < sizeof x->err - 1 - x->nerr ? n : sizeof x->err - 1 - x->nerr;
+      memcpy(x->err + x->nerr, data, k);
+      x->nerr += k;
+    }
+  } else if (x->status == 206) {
     if (!x->have_cr || x->cr_first != g->off || x->body + (int64_t)n > g->len) {
       x->abort_why = !x->have_cr ? "a 206 answer without a usable Content-Range"
                      : x->cr_first != g->off ? "a 206 answer for other bytes than asked"
@@ -499,6 +516,39 @@ static void xml_tag(const char *body, const char *tag, char *out, size_t cap) {
 
 /* ---- transfers ----------------------------------------------------------------------------- */
 
+/* The body of a PUT, handed to libcurl as it asks (again from the start on a retry). */
+static size_t on_read(char *buf, size_t size, size_t nitems, void *arg) {
+  xfer *x = arg;
+  int64_t left = x->put->len - x->upos, n = (int64_t)(size * nitems);
+  if (n > left) n = left;
+  if (n > 0) memcpy(buf, x->put->body + x->upos, (size_t)n);
+  x->upos += n;
+  return (size_t)n;
+}
+
+static int on_seek(void *arg, curl_off_t off, int origin) {
+  xfer *x = arg;
+  if (origin != SEEK_SET || off < 0 || off > x->put->len) return CURL_SEEKFUNC_CANTSEEK;
+  x->upos = off;
+  return CURL_SEEKFUNC_OK;
+}
+
+/* The conditions of a PUT (signed with the rest). libcurl's "Expect: 100-continue" stays:
+ * this libcurl (7.88) signs an "Expect:" header that removes it as if it were sent. */
+static int write_headers(xfer *x) {
+  char line[160];
+  struct curl_slist *h = NULL;
+  if (x->put->if_none_match && (h = curl_slist_append(NULL, "If-None-Match: *")) == NULL)
+    return CATERVA_E_NOMEM;
+  x->hdrs = h;
+  if (x->put->if_match != NULL) {
+    snprintf(line, sizeof line, "If-Match: %.120s", x->put->if_match);
+    if ((h = curl_slist_append(x->hdrs, line)) == NULL) return CATERVA_E_NOMEM;
+    x->hdrs = h;
+  }
+  return CATERVA_OK;
+}
+
 static int setup(cat_remote *rm, xfer *x) {
   cat_get *g = x->g;
   char range[64];
@@ -528,13 +578,23 @@ static int setup(cat_remote *rm, xfer *x) {
   curl_easy_setopt(e, CURLOPT_USERAGENT, "caterva-sqlite");
   if (x->head) {
     curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+  } else if (x->put != NULL) {
+    curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+    curl_easy_setopt(e, CURLOPT_READDATA, x);
+    curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_seek);
+    curl_easy_setopt(e, CURLOPT_SEEKDATA, x);
+    curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)x->put->len);
+  } else if (x->del) {
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "DELETE");
   } else {
     snprintf(range, sizeof range, "%lld-%lld", (long long)g->off,
              (long long)(g->off + g->len - 1));
     curl_easy_setopt(e, CURLOPT_RANGE, range);
   }
+  if (x->put != NULL && write_headers(x) < 0) return CATERVA_E_NOMEM;
   if (rm->sigv4 != NULL) {
-    struct curl_slist *h = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    struct curl_slist *h = curl_slist_append(x->hdrs, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
     if (h != NULL && rm->token != NULL) {
       size_t n = strlen(rm->token) + 32;
       char *t = malloc(n);
@@ -546,16 +606,16 @@ static int setup(cat_remote *rm, xfer *x) {
       }
       if (h2 == NULL) {
         curl_slist_free_all(h);
-        h = NULL;
+        x->hdrs = h = NULL;
       }
     }
     if (h == NULL) return CATERVA_E_NOMEM;
     x->hdrs = h;
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(e, CURLOPT_AWS_SIGV4, rm->sigv4);
     curl_easy_setopt(e, CURLOPT_USERNAME, rm->key_id);
     curl_easy_setopt(e, CURLOPT_PASSWORD, rm->secret);
   }
+  if (x->hdrs != NULL) curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
   return CATERVA_OK;
 }
 
@@ -580,6 +640,7 @@ static int start(cat_remote *rm, xfer *x) {
   x->body = 0;
   x->nerr = 0;
   x->abort_why = NULL;
+  x->upos = 0;
   if ((rc = setup(rm, x)) < 0) return rc;
   if (curl_multi_add_handle(rm->multi, x->easy) != CURLM_OK) return CATERVA_E_NOMEM;
   x->running = true;
@@ -617,7 +678,9 @@ static bool retry_later(cat_remote *rm, xfer *x) {
   return true;
 }
 
-static const char *method_of(const xfer *x) { return x->head ? "HEAD" : "GET"; }
+static const char *method_of(const xfer *x) {
+  return x->head ? "HEAD" : x->put != NULL ? "PUT" : x->del ? "DELETE" : "GET";
+}
 
 /* What an answer that will not be retried said: method, URL, bytes, why, S3 Code/Message. */
 static void describe(const xfer *x, const char *why, char *out, size_t cap) {
@@ -628,7 +691,7 @@ static void describe(const xfer *x, const char *why, char *out, size_t cap) {
   xml_tag(body, "Code", s3code, sizeof s3code);
   xml_tag(body, "Message", s3msg, sizeof s3msg);
   /* bounded parts: the whole fits a context's message */
-  if (x->head)
+  if (x->head || x->put != NULL || x->del)
     snprintf(out, cap, "%s %.200s: %.100s%s%.60s%s%.90s", method_of(x), url, why,
              *s3code ? ": " : "", s3code, *s3msg ? ": " : "", s3msg);
   else
@@ -652,6 +715,61 @@ static bool answer_changed(const cat_get *g, const xfer *x) {
   return g->expect_size >= 0 && size >= 0 && size != g->expect_size;
 }
 
+/* What a refused write means, for its message. */
+static const char *write_refusal(long status) {
+  switch (status) {
+  case 403: return "HTTP 403: access denied (the credentials may not write here, or are wrong)";
+  case 404: return "HTTP 404: no such bucket";
+  case 412: return "HTTP 412: precondition failed";
+  default: return NULL;
+  }
+}
+
+/* Judge a finished PUT or DELETE: 1 done (its outcome in put->outcome), 0 retry scheduled,
+ * < 0 an error. A PUT with no_retry is not sent again after a failure whose effect is unknown
+ * (no answer, a 5xx): its outcome is CAT_PUT_UNKNOWN and the caller finds out. */
+static int finish_write(caterva_ctx *ctx, cat_remote *rm, xfer *x, CURLcode cc) {
+  cat_put *p = x->put;
+  bool again = p == NULL || !p->no_retry;
+  char why[200];
+  const char *what;
+  if (cc != CURLE_OK || (x->status >= 500 || x->status == 429 || x->status == 409)) {
+    bool transient = cc != CURLE_OK ? retryable_curl(cc) : true;
+    if (transient && again && retry_later(rm, x)) return 0;
+    if (transient && !again) {
+      p->status = x->status;
+      p->outcome = CAT_PUT_UNKNOWN;
+      return 1;
+    }
+    if (cc != CURLE_OK)
+      snprintf(why, sizeof why, "%s%s", curl_easy_strerror(cc),
+               transient ? " (retries exhausted)" : "");
+    else
+      snprintf(why, sizeof why, "HTTP %ld (retries exhausted)", x->status);
+    return fail(ctx, x, CATERVA_E_REMOTE, why);
+  }
+  if (p != NULL) {
+    p->status = x->status;
+    snprintf(p->version, sizeof p->version, "%s", x->etag);
+  }
+  if (x->status == 200 || x->status == 201 || x->status == 204 ||
+      (x->del && x->status == 404)) {
+    if (p != NULL) p->outcome = CAT_PUT_DONE;
+    return 1;
+  }
+  if (x->status == 412 && p != NULL) {
+    p->outcome = CAT_PUT_PRECONDITION;
+    return 1;
+  }
+  what = write_refusal(x->status);
+  if (what == NULL) {
+    snprintf(why, sizeof why, "HTTP %ld", x->status);
+    what = why;
+  }
+  return fail(ctx, x, x->status == 403 ? CATERVA_E_REMOTE
+                      : x->status == 404 ? CATERVA_E_NOTFOUND : CATERVA_E_REMOTE, what);
+}
+
 /* Judge a finished transfer: 1 done, 0 retry scheduled, < 0 an error. */
 static int finish(caterva_ctx *ctx, cat_remote *rm, xfer *x, CURLcode cc) {
   cat_get *g = x->g;
@@ -659,6 +777,7 @@ static int finish(caterva_ctx *ctx, cat_remote *rm, xfer *x, CURLcode cc) {
   int64_t expect;
   rm->st.bytes += x->body;
   if (x->interrupted) return cat_error(ctx, CATERVA_E_INTERRUPT, "interrupted");
+  if (x->put != NULL || x->del) return finish_write(ctx, rm, x, cc);
   if (x->abort_why != NULL) return fail(ctx, x, CATERVA_E_REMOTE, x->abort_why);
   if (cc != CURLE_OK) {
     if (retryable_curl(cc) && retry_later(rm, x)) return 0;
@@ -789,6 +908,57 @@ int cat_remote_head(caterva_ctx *ctx, cat_remote *rm, const char *url, int64_t *
     *size = g.size;
     snprintf(version, cap, "%s", g.version);
   }
+  return rc;
+}
+
+int cat_remote_put(caterva_ctx *ctx, cat_remote *rm, cat_put *p, int n) {
+  xfer *x;
+  cat_get *g;
+  int rc;
+  if (n <= 0) return CATERVA_OK;
+  x = calloc((size_t)n, sizeof *x);
+  g = calloc((size_t)n, sizeof *g);
+  if (x == NULL || g == NULL) {
+    free(x);
+    free(g);
+    return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  }
+  for (int i = 0; i < n; i++) {
+    g[i].url = p[i].url;
+    x[i].g = &g[i];
+    x[i].put = &p[i];
+    x[i].ctx = ctx;
+    p[i].status = 0;
+    p[i].outcome = CAT_PUT_UNKNOWN;
+    p[i].version[0] = '\0';
+  }
+  rc = run(ctx, rm, x, n);
+  free(x);
+  free(g);
+  return rc;
+}
+
+int cat_remote_delete(caterva_ctx *ctx, cat_remote *rm, char *const *urls, int n) {
+  xfer *x;
+  cat_get *g;
+  int rc;
+  if (n <= 0) return CATERVA_OK;
+  x = calloc((size_t)n, sizeof *x);
+  g = calloc((size_t)n, sizeof *g);
+  if (x == NULL || g == NULL) {
+    free(x);
+    free(g);
+    return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  }
+  for (int i = 0; i < n; i++) {
+    g[i].url = urls[i];
+    x[i].g = &g[i];
+    x[i].del = true;
+    x[i].ctx = ctx;
+  }
+  rc = run(ctx, rm, x, n);
+  free(x);
+  free(g);
   return rc;
 }
 

@@ -45,6 +45,8 @@ typedef struct caterva_remote_opts {
   int timeout_ms;         /**< limit for one request, default 30000 */
   const char *ca_file;    /**< CA bundle for TLS; default CURL_CA_BUNDLE, else the system's */
   int whole_chunks;       /**< 1: fetch whole chunks, never single blocks (for comparisons) */
+  int64_t gc_grace_s;     /**< writes to S3: chunk objects no index names are deleted by a
+                               writer once older than this many seconds; 0: 3600; < 0: never */
 } caterva_remote_opts;
 
 /** Fill o with the defaults (all zero / NULL, path_style -1). */

@@ -67,6 +67,7 @@ struct cat_rstore {
   bool pending;          /* the version check is left to the next read (check_later) */
   bool changed;          /* an answer or a HEAD showed another version */
   cat_s3w *w;            /* a writer's chunks not uploaded yet (frame_s3.c), or NULL */
+  int64_t index_mtime;   /* sparse: when chunks.b2frame was written (seconds; -1 unknown) */
   uint8_t **retired;     /* bytes of chunks replaced while a reader had them pinned */
   int64_t nretired;
 };
@@ -176,6 +177,7 @@ cat_remote *cat_rstore_session(const caterva_schunk *sc) { return sc->remote->rm
 const char *cat_rstore_url(const caterva_schunk *sc) { return sc->remote->url; }
 char *cat_rstore_version(caterva_schunk *sc) { return sc->remote->version; }
 cat_s3w **cat_rstore_writes(caterva_schunk *sc) { return &sc->remote->w; }
+int64_t *cat_rstore_index_mtime(caterva_schunk *sc) { return &sc->remote->index_mtime; }
 
 void cat_rstore_committed(caterva_schunk *sc) {
   sc->remote->changed = false;
@@ -314,6 +316,7 @@ static int open_sparse(caterva_ctx *ctx, caterva_schunk *sc, cat_rstore *rs, cat
   char *iurl = (char *)probe->url;
   sc->store = CATERVA_STORE_SPARSE;
   snprintf(rs->version, sizeof rs->version, "%s", probe->version);
+  rs->index_mtime = probe->mtime;
   if (probe->size > len) { /* the rest of chunks.b2frame: a second wave */
     cat_get more;
     CAT_CHECK(leave, probe->size <= INT32_MAX, CATERVA_E_CORRUPT,
@@ -481,6 +484,7 @@ int cat_remote_open_new(caterva_ctx *ctx, caterva_schunk *sc, const char *path,
   sc->remote = rs;
   CAT_TRY(leave, cat_remote_new(ctx, path, o, &rs->rm, &rs->url));
   rs->budget = cat_remote_cache_budget(rs->rm);
+  rs->index_mtime = -1;
 leave:
   return rc;
 }

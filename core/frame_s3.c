@@ -30,9 +30,18 @@ typedef struct s3_chunk {
   int32_t cbytes;
 } s3_chunk;
 
+/* A chunk object this writer saw leave the index (or that a lost commit of its uploaded),
+ * and when. */
+typedef struct s3_gone {
+  int64_t num, when;
+} s3_gone;
+
 struct cat_s3w {
   s3_chunk *c;
   int64_t n, cap;
+  s3_gone *gone;
+  int64_t ngone, capgone;
+  int64_t last_collect;  /* time of the last collection (0: none yet) */
 };
 
 int cat_path_is_s3(const char *path) {
@@ -43,7 +52,28 @@ void cat_s3w_free(cat_s3w *w) {
   if (w == NULL) return;
   for (int64_t k = 0; k < w->n; k++) free(w->c[k].bytes);
   free(w->c);
+  free(w->gone);
   free(w);
+}
+
+/* Remember that chunk num left every index (or never entered one) at time when. Best effort:
+ * out of memory, it is simply not remembered (a later collection by age finds it). */
+static void note_gone(cat_s3w *w, int64_t num, int64_t when) {
+  if (w->ngone == w->capgone) {
+    int64_t cap = w->capgone ? 2 * w->capgone : 64;
+    s3_gone *g = realloc(w->gone, (size_t)cap * sizeof *g);
+    if (g == NULL) return;
+    w->gone = g;
+    w->capgone = cap;
+  }
+  w->gone[w->ngone].num = num;
+  w->gone[w->ngone++].when = when;
+}
+
+static int64_t gone_since(const cat_s3w *w, int64_t num) {
+  for (int64_t k = 0; k < w->ngone; k++)
+    if (w->gone[k].num == num) return w->gone[k].when;
+  return -1;
 }
 
 static int64_t find(const cat_s3w *w, int64_t num) {
@@ -346,12 +376,62 @@ leave:
   return rc;
 }
 
+/* ---- collecting unreferenced chunk objects --------------------------------------------- */
+
+/* After a commit (the lock held): delete the chunk objects that no index names any more and
+ * that left the last index more than the grace period ago -- so that a statement still
+ * reading an older version on another machine finds them. S3 does not say when an object
+ * left an index, so an object goes only when that is known to be long enough ago:
+ *  - it is named neither by the new index nor by the one the transaction started from
+ *    (`replaced`), and that one was written more than the grace ago (then no index since
+ *    named it), and the object itself was written more than the grace ago (a transaction
+ *    uploading it right now has not published its index yet); or
+ *  - this writer saw it leave the index (or its own lost commit upload it) more than the
+ *    grace ago.
+ * Best effort: a failure leaves the objects for the next writer. At most once per half the
+ * grace per store. */
+static void collect(caterva_ctx *ctx, caterva_schunk *sc, cat_s3w *w, const int64_t *replaced,
+                    int64_t nreplaced, int64_t base_mtime, int64_t now) {
+  cat_remote *rm = cat_rstore_session(sc);
+  int64_t grace = cat_remote_gc_grace(rm), nobj = 0, *live = NULL, nlive = 0, nurl = 0;
+  cat_obj *obj = NULL;
+  char **urls = NULL;
+  if (grace < 0 || (w->last_collect > 0 && now - w->last_collect < grace / 2)) return;
+  w->last_collect = now;
+  if (cat_remote_list_dir(ctx, rm, &obj, &nobj) < 0 ||
+      cat_file_live_chunks(ctx, sc, &live, &nlive) < 0)
+    goto leave;
+  if (nobj > 0 && (urls = calloc((size_t)nobj, sizeof *urls)) == NULL) goto leave;
+  for (int64_t k = 0; k < nobj && nurl < CAT_S3_WAVE_OBJECTS * 4; k++) {
+    int64_t num = cat_file_chunk_number(obj[k].name), left;
+    bool by_age = true;
+    if (num < 0 || cat_file_is_live(live, nlive, num)) continue;
+    for (int64_t q = 0; q < nreplaced; q++) by_age &= replaced[q] != num;
+    by_age = by_age && base_mtime >= 0 && now - base_mtime > grace && obj[k].mtime >= 0 &&
+             now - obj[k].mtime > grace;
+    left = gone_since(w, num);
+    if (!by_age && !(left >= 0 && now - left > grace)) continue;
+    urls[nurl] = chunk_url(cat_rstore_url(sc), num);
+    if (urls[nurl] != NULL) nurl++;
+  }
+  for (int64_t k = 0; k < nurl; k += CAT_S3_WAVE_OBJECTS) {
+    int m = (int)(nurl - k < CAT_S3_WAVE_OBJECTS ? nurl - k : CAT_S3_WAVE_OBJECTS);
+    if (cat_remote_delete(ctx, rm, urls + k, m) < 0) break;
+  }
+leave:
+  for (int64_t k = 0; k < nurl; k++) free(urls[k]);
+  free(urls);
+  free(obj);
+  free(live);
+}
+
 int cat_s3_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
                   int64_t nbytes, int64_t cbytes) {
   cat_plan pl;
   cat_s3w *w;
   uint8_t *body = NULL;
-  int64_t len = 0;
+  int64_t len = 0, *replaced = NULL, nreplaced = 0, grace, base_mtime, now;
+  int64_t start = (int64_t)time(NULL);
   char *iurl = NULL, version[CAT_RVERSION];
   int rc = CATERVA_OK;
   memset(&pl, 0, sizeof pl);
@@ -361,6 +441,7 @@ int cat_s3_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_
             "'%s': only arrays in S3 (s3://bucket/prefix/) are writable remotely", sc->path);
   iurl = cat_remote_sibling(cat_rstore_url(sc), CAT_SPARSE_INDEX);
   CAT_CHECK(leave, iurl != NULL, CATERVA_E_NOMEM, "out of memory");
+  grace = cat_remote_gc_grace(cat_rstore_session(sc));
   CAT_TRY(leave, upload_pending(ctx, sc, w, entries, n));
   pl.entries = entries;
   pl.cbytes = cbytes;
@@ -368,16 +449,30 @@ int cat_s3_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_
   pl.entries = NULL;
   CAT_TRY(leave, rc);
   CAT_TRY(leave, index_bytes(ctx, &pl, &body, &len));
-  CAT_TRY(leave, publish(ctx, cat_rstore_session(sc), iurl, body, len, cat_rstore_version(sc),
-                         version));
+  /* chunks uploaded longer ago than half the grace might be collected by another writer
+   * (they are named by no index yet): such a commit is given up */
+  CAT_CHECK(leave, grace < 0 || (int64_t)time(NULL) - start <= grace / 2, CATERVA_E_REMOTE,
+            "'%s': uploading this transaction's chunks took longer than half of gc_grace (%lld "
+            "s); nothing of it is visible: run it again", sc->path, (long long)grace);
+  CAT_TRY(leave, cat_txn_replaced(ctx, sc, &replaced, &nreplaced));
+  rc = publish(ctx, cat_rstore_session(sc), iurl, body, len, cat_rstore_version(sc), version);
+  if (rc == CATERVA_E_BUSY && w != NULL) /* uploaded for nothing: garbage from now on */
+    for (int64_t k = 0; k < w->n; k++) note_gone(w, w->c[k].num, (int64_t)time(NULL));
+  CAT_TRY(leave, rc);
   snprintf(cat_rstore_version(sc), CAT_RVERSION, "%s", version);
   cat_rstore_committed(sc);
   sc->header_len = pl.header_len;
   sc->frame_len = pl.frame_len;
+  base_mtime = *cat_rstore_index_mtime(sc);
+  now = (int64_t)time(NULL);
+  *cat_rstore_index_mtime(sc) = now;
+  if (w == NULL && (w = *cat_rstore_writes(sc) = calloc(1, sizeof *w)) == NULL) goto leave;
   /* everything pending is now uploaded or named by no index */
-  if (w != NULL)
-    while (w->n > 0) drop_at(w, w->n - 1);
+  while (w->n > 0) drop_at(w, w->n - 1);
+  for (int64_t k = 0; k < nreplaced; k++) note_gone(w, replaced[k], now);
+  collect(ctx, sc, w, replaced, nreplaced, base_mtime, now);
 leave:
+  free(replaced);
   cat_rstore_unlock(sc);
   free(body);
   free(iurl);

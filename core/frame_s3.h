@@ -35,6 +35,8 @@ const char *cat_rstore_url(const caterva_schunk *sc);
 char *cat_rstore_version(caterva_schunk *sc);
 /* A commit published a new version: no reopen is due. */
 void cat_rstore_committed(caterva_schunk *sc);
+/* When the index this store reflects was written (seconds since the epoch, -1 unknown). */
+int64_t *cat_rstore_index_mtime(caterva_schunk *sc);
 /* The pending chunks of a writable store (NULL until the first write). */
 cat_s3w **cat_rstore_writes(caterva_schunk *sc);
 /* A store for a prefix that is to be created (nothing fetched; sparse, writable). */

@@ -94,6 +94,14 @@ int cat_remote_delete(caterva_ctx *ctx, cat_remote *rm, char *const *urls, int n
   (void)rm, (void)urls, (void)n;
   return cat_error(ctx, CATERVA_E_UNSUPPORTED, "built without libcurl");
 }
+int cat_remote_list_dir(caterva_ctx *ctx, cat_remote *rm, cat_obj **out, int64_t *n) {
+  (void)rm, (void)out, (void)n;
+  return cat_error(ctx, CATERVA_E_UNSUPPORTED, "built without libcurl");
+}
+int64_t cat_remote_gc_grace(const cat_remote *rm) {
+  (void)rm;
+  return -1;
+}
 void cat_remote_stats(const cat_remote *rm, caterva_remote_stats *st) {
   (void)rm;
   memset(st, 0, sizeof *st);
@@ -139,6 +147,9 @@ struct cat_remote {
   long timeout_ms;
   int64_t cache_bytes;
   int whole_chunks;
+  int64_t gc_grace_s;   /* see caterva_remote_opts */
+  char *list_url;       /* S3: the bucket's URL for ListObjectsV2 (no query), else NULL */
+  char *key;            /* S3: the session's object key (not encoded), else NULL */
   uint64_t rng;         /* jitter */
   double lat_s;         /* measured time to the first byte of an answer (moving average) */
   double bw;            /* measured bytes/s of one answer's body (moving average), 0 unknown */
@@ -211,7 +222,7 @@ static char *encode_key(const char *key) {
 
 /* s3://bucket/key as the URL to request. */
 static int s3_url(caterva_ctx *ctx, const char *path, const caterva_remote_opts *o,
-                  const char *region, char **url) {
+                  const char *region, char **url, char **list_url) {
   const char *b = path + 5, *slash = strchr(b, '/');
   const char *endpoint = o->endpoint && *o->endpoint ? o->endpoint
                                                      : env_nonempty("AWS_ENDPOINT_URL");
@@ -241,11 +252,15 @@ static int s3_url(caterva_ctx *ctx, const char *path, const caterva_remote_opts 
   n = strlen(ep) + nb + strlen(key) + 8;
   *url = malloc(n);
   CAT_CHECK(leave, *url != NULL, CATERVA_E_NOMEM, "out of memory");
+  *list_url = malloc(n);
+  CAT_CHECK(leave, *list_url != NULL, CATERVA_E_NOMEM, "out of memory");
   if (path_style) {
     snprintf(*url, n, "%s/%.*s/%s", ep, (int)nb, b, key);
+    snprintf(*list_url, n, "%s/%.*s", ep, (int)nb, b);
   } else { /* virtual host: scheme://bucket.host/key */
     const char *host = strstr(ep, "://") + 3;
     snprintf(*url, n, "%.*s%.*s.%s/%s", (int)(host - ep), ep, (int)nb, b, host, key);
+    snprintf(*list_url, n, "%.*s%.*s.%s/", (int)(host - ep), ep, (int)nb, b, host);
   }
 leave:
   free(key);
@@ -284,6 +299,7 @@ int cat_remote_new(caterva_ctx *ctx, const char *path, const caterva_remote_opts
   rm->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : CAT_REMOTE_DEF_TIMEOUT_MS;
   rm->cache_bytes = o->cache_bytes > 0 ? o->cache_bytes : CAT_REMOTE_DEF_CACHE;
   rm->whole_chunks = o->whole_chunks != 0;
+  rm->gc_grace_s = o->gc_grace_s != 0 ? o->gc_grace_s : 3600;
   rm->rng = (uint64_t)(now_s() * 1e6) | 1;
   rm->ca_file = dupstr(o->ca_file && *o->ca_file ? o->ca_file : env_nonempty("CURL_CA_BUNDLE"));
   rm->multi = curl_multi_init();
@@ -295,7 +311,9 @@ int cat_remote_new(caterva_ctx *ctx, const char *path, const caterva_remote_opts
     region = o->region && *o->region ? o->region : env_nonempty("AWS_REGION");
     if (region == NULL) region = env_nonempty("AWS_DEFAULT_REGION");
     if (region == NULL) region = "us-east-1";
-    CAT_TRY(leave, s3_url(ctx, path, o, region, url));
+    CAT_TRY(leave, s3_url(ctx, path, o, region, url, &rm->list_url));
+    rm->key = strdup(strchr(path + 5, '/') + 1);
+    CAT_CHECK(leave, rm->key != NULL, CATERVA_E_NOMEM, "out of memory");
     nosign = env_nonempty("AWS_NO_SIGN_REQUEST");
     if ((nosign == NULL || strcasecmp(nosign, "yes") != 0) &&
         env_nonempty("AWS_ACCESS_KEY_ID") && env_nonempty("AWS_SECRET_ACCESS_KEY")) {
@@ -333,6 +351,8 @@ void cat_remote_free(cat_remote *rm) {
   }
   free(rm->key_id);
   free(rm->token);
+  free(rm->list_url);
+  free(rm->key);
   free(rm->sigv4);
   free(rm->ca_file);
   free(rm);
@@ -587,6 +607,8 @@ static int setup(cat_remote *rm, xfer *x) {
     curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)x->put->len);
   } else if (x->del) {
     curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "DELETE");
+  } else if (g->whole) {
+    /* no Range: a listing */
   } else {
     snprintf(range, sizeof range, "%lld-%lld", (long long)g->off,
              (long long)(g->off + g->len - 1));
@@ -706,6 +728,26 @@ static int fail(caterva_ctx *ctx, const xfer *x, int code, const char *why) {
   return cat_error(ctx, code, "%s", msg);
 }
 
+static int month_of(const char *m) {
+  static const char *names[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  for (int k = 0; k < 12; k++)
+    if (strncmp(m, names[k], 3) == 0) return k;
+  return -1;
+}
+
+/* An HTTP date ("Sun, 06 Nov 1994 08:49:37 GMT") in seconds since the epoch, or -1. */
+static int64_t http_date(const char *s) {
+  struct tm tm;
+  char mon[4];
+  int d, y, h, mi, sec;
+  memset(&tm, 0, sizeof tm);
+  if (sscanf(s, "%*3s, %d %3s %d %d:%d:%d", &d, mon, &y, &h, &mi, &sec) != 6) return -1;
+  if ((tm.tm_mon = month_of(mon)) < 0 || y < 1970 || y > 9999) return -1;
+  tm.tm_mday = d, tm.tm_year = y - 1900, tm.tm_hour = h, tm.tm_min = mi, tm.tm_sec = sec;
+  return (int64_t)timegm(&tm);
+}
+
 /* Does the answer come from another version of the object than g expects? */
 static bool answer_changed(const cat_get *g, const xfer *x) {
   int64_t size = x->have_cr || x->cr_star ? x->cr_total : x->status == 200 ? x->clen : -1;
@@ -786,6 +828,7 @@ static int finish(caterva_ctx *ctx, cat_remote *rm, xfer *x, CURLcode cc) {
     return fail(ctx, x, CATERVA_E_REMOTE, why);
   }
   snprintf(g->version, sizeof g->version, "%s", x->etag[0] ? x->etag : x->lastmod);
+  g->mtime = http_date(x->lastmod);
   g->status = x->status;
   if (answer_changed(g, x)) { /* judged by the caller: the object was replaced */
     g->changed = true;
@@ -883,6 +926,7 @@ int cat_remote_get(caterva_ctx *ctx, cat_remote *rm, cat_get *g, int n) {
     g[i].size = -1;
     g[i].status = 0;
     g[i].version[0] = '\0';
+    g[i].mtime = -1;
     g[i].errmsg[0] = '\0';
     g[i].changed = false;
   }
@@ -959,6 +1003,151 @@ int cat_remote_delete(caterva_ctx *ctx, cat_remote *rm, char *const *urls, int n
   rc = run(ctx, rm, x, n);
   free(x);
   free(g);
+  return rc;
+}
+
+int64_t cat_remote_gc_grace(const cat_remote *rm) { return rm->gc_grace_s; }
+
+/* Percent-encode a query value: only unreserved characters stay. */
+static char *encode_value(const char *v) {
+  size_t n = strlen(v);
+  char *s = malloc(3 * n + 1), *p = s;
+  if (s == NULL) return NULL;
+  for (const unsigned char *k = (const unsigned char *)v; *k; k++) {
+    if ((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') || (*k >= '0' && *k <= '9') ||
+        *k == '-' || *k == '.' || *k == '_' || *k == '~') {
+      *p++ = (char)*k;
+    } else {
+      snprintf(p, 4, "%%%02X", *k);
+      p += 3;
+    }
+  }
+  *p = '\0';
+  return s;
+}
+
+/* The text between <tag> and </tag> from *pos in body (bounded by end), XML entities decoded,
+ * into out; *pos moves past it. 0 when there is none. */
+static int xml_next(const char **pos, const char *end, const char *tag, char *out, size_t cap) {
+  char open[40], close[40];
+  const char *a, *b;
+  size_t k = 0;
+  snprintf(open, sizeof open, "<%s>", tag);
+  snprintf(close, sizeof close, "</%s>", tag);
+  if ((a = strstr(*pos, open)) == NULL || a >= end) return 0;
+  a += strlen(open);
+  if ((b = strstr(a, close)) == NULL || b > end) return 0;
+  *pos = b + strlen(close);
+  for (const char *p = a; p < b && k + 1 < cap; p++) {
+    static const struct { const char *e; char c; } ents[] = {
+        {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+    char c = *p;
+    for (size_t q = 0; q < sizeof ents / sizeof *ents; q++)
+      if (strncmp(p, ents[q].e, strlen(ents[q].e)) == 0) {
+        c = ents[q].c;
+        p += strlen(ents[q].e) - 1;
+        break;
+      }
+    out[k++] = c;
+  }
+  out[k] = '\0';
+  return b - a < (ptrdiff_t)cap ? 1 : -1; /* -1: cut (too long for out) */
+}
+
+/* "2026-11-28T19:15:26.000Z" in seconds since the epoch, or -1. */
+static int64_t iso_date(const char *s) {
+  struct tm tm;
+  int y, mo, d, h, mi, sec;
+  memset(&tm, 0, sizeof tm);
+  if (sscanf(s, "%d-%d-%dT%d:%d:%d", &y, &mo, &d, &h, &mi, &sec) != 6 || y < 1970 || mo < 1 ||
+      mo > 12)
+    return -1;
+  tm.tm_year = y - 1900, tm.tm_mon = mo - 1, tm.tm_mday = d;
+  tm.tm_hour = h, tm.tm_min = mi, tm.tm_sec = sec;
+  return (int64_t)timegm(&tm);
+}
+
+/* The objects of one page of a listing (body of len bytes) under prefix, appended to *out. */
+static int take_page(caterva_ctx *ctx, const char *body, size_t len, const char *prefix,
+                     cat_obj **out, int64_t *n, int64_t *cap) {
+  const char *pos = body, *end = body + len, *c;
+  size_t np = strlen(prefix);
+  char key[1100], when[64];
+  while ((c = strstr(pos, "<Contents>")) != NULL && c < end) {
+    const char *ce = strstr(c, "</Contents>");
+    if (ce == NULL || ce > end) break;
+    pos = c;
+    if (xml_next(&pos, ce, "Key", key, sizeof key) == 1 && strncmp(key, prefix, np) == 0 &&
+        strchr(key + np, '/') == NULL && strlen(key + np) < sizeof (*out)->name) {
+      const char *q = c;
+      if (*n == *cap) {
+        int64_t nc = *cap ? 2 * *cap : 256;
+        cat_obj *o = realloc(*out, (size_t)nc * sizeof *o);
+        if (o == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+        *out = o;
+        *cap = nc;
+      }
+      snprintf((*out)[*n].name, sizeof (*out)->name, "%s", key + np);
+      (*out)[*n].mtime = xml_next(&q, ce, "LastModified", when, sizeof when) == 1
+                             ? iso_date(when) : -1;
+      (*n)++;
+    }
+    pos = ce + strlen("</Contents>");
+  }
+  return CATERVA_OK;
+}
+
+int cat_remote_list_dir(caterva_ctx *ctx, cat_remote *rm, cat_obj **out, int64_t *n) {
+  char *prefix = NULL, *enc = NULL, *url = NULL, token[1100] = "";
+  int64_t cap = 0;
+  cat_get g;
+  int rc = CATERVA_OK;
+  *out = NULL;
+  *n = 0;
+  memset(&g, 0, sizeof g);
+  CAT_CHECK(leave, rm->list_url != NULL && rm->key != NULL, CATERVA_E_UNSUPPORTED,
+            "listing needs an s3:// URL");
+  prefix = cat_remote_sibling(rm->key, "");
+  g.dst = malloc(CAT_REMOTE_SMALL_OBJECT);
+  CAT_CHECK(leave, prefix != NULL && g.dst != NULL, CATERVA_E_NOMEM, "out of memory");
+  enc = encode_value(prefix);
+  CAT_CHECK(leave, enc != NULL, CATERVA_E_NOMEM, "out of memory");
+  for (int page = 0; page < 100000; page++) {
+    char *tok = token[0] ? encode_value(token) : NULL;
+    const char *pos;
+    size_t n1 = strlen(rm->list_url) + strlen(enc) + (tok ? strlen(tok) : 0) + 64;
+    free(url);
+    url = malloc(n1);
+    if (url != NULL) /* the query in canonical (sorted) order */
+      snprintf(url, n1, "%s?%s%s%slist-type=2&prefix=%s", rm->list_url,
+               tok ? "continuation-token=" : "", tok ? tok : "", tok ? "&" : "", enc);
+    free(tok);
+    CAT_CHECK(leave, url != NULL, CATERVA_E_NOMEM, "out of memory");
+    g.url = url;
+    g.off = 0;
+    g.len = CAT_REMOTE_SMALL_OBJECT;
+    g.short_ok = true;
+    g.whole = true;
+    CAT_TRY(leave, cat_remote_get(ctx, rm, &g, 1));
+    CAT_CHECK(leave, g.status == 200, CATERVA_E_REMOTE, "listing: HTTP %ld", g.status);
+    g.dst[g.got < g.len ? g.got : g.len - 1] = '\0';
+    CAT_TRY(leave, take_page(ctx, (const char *)g.dst, (size_t)g.got, prefix, out, n, &cap));
+    pos = (const char *)g.dst;
+    if (strstr(pos, "<IsTruncated>true</IsTruncated>") == NULL) break;
+    CAT_CHECK(leave, xml_next(&pos, pos + g.got, "NextContinuationToken", token,
+                              sizeof token) == 1, CATERVA_E_REMOTE,
+              "listing: a truncated page without a continuation token");
+  }
+leave:
+  free(g.dst);
+  free(url);
+  free(enc);
+  free(prefix);
+  if (rc < 0) {
+    free(*out);
+    *out = NULL;
+    *n = 0;
+  }
   return rc;
 }
 

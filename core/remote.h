@@ -22,11 +22,13 @@ typedef struct cat_get {
   uint8_t *dst;        /* len bytes */
   bool short_ok;       /* the object may end inside the range (a probe of unknown size) */
   bool missing_ok;     /* a 404 or 403 answer is an empty result (status says which) */
+  bool whole;          /* no Range header: the whole object (at most 4 MiB; a listing) */
   long status;         /* out: the HTTP status of the answer taken */
   char errmsg[CAT_ERRMSG_SIZE];    /* out: with missing_ok, what the refused answer said */
   int64_t got;         /* out: bytes written to dst */
   int64_t size;        /* out: the object's size (Content-Range, or a whole small body) */
   char version[96];    /* out: the ETag, else Last-Modified, else "" */
+  int64_t mtime;       /* out: Last-Modified, seconds since the epoch (-1: none) */
   /* When set: the version (ETag or Last-Modified) and size the object should have. An answer
    * of another version (or, without one, of another size) is taken as it is, whatever its
    * length or status, with `changed` set: the object was replaced, the range may not exist */
@@ -69,6 +71,17 @@ int cat_remote_head(caterva_ctx *ctx, cat_remote *rm, const char *url, int64_t *
 int cat_remote_put(caterva_ctx *ctx, cat_remote *rm, cat_put *p, int n);
 /* One wave of DELETEs of urls[0..n) (a 404 is success: the object is gone). */
 int cat_remote_delete(caterva_ctx *ctx, cat_remote *rm, char *const *urls, int n);
+/* An object of a listing: its name under the listed prefix, its Last-Modified. */
+typedef struct cat_obj {
+  char name[64];
+  int64_t mtime;
+} cat_obj;
+/* S3: the objects directly under the session's key taken as a directory (`key/`), by
+ * ListObjectsV2 (every page); names longer than 63 bytes or holding '/' are left out.
+ * *out malloc'ed. */
+int cat_remote_list_dir(caterva_ctx *ctx, cat_remote *rm, cat_obj **out, int64_t *n);
+/* The gc_grace_s option (seconds; < 0: never collect). */
+int64_t cat_remote_gc_grace(const cat_remote *rm);
 void cat_remote_stats(const cat_remote *rm, caterva_remote_stats *st);
 /* Count n bytes as needed by a read (caterva_remote_stats.needed). */
 void cat_remote_count_needed(cat_remote *rm, int64_t n);

@@ -93,7 +93,7 @@ static int cvCreateOrCheck(CvConn *pConn, const CvOptions *pOpt, int bCreate, ch
   }
   if (cvHasRemoteOptions(pOpt)) {
     *pzErr = sqlite3_mprintf("caterva: endpoint=, region=, path_style=, http_connections=, "
-                             "remote_cache_mb=, http_retries=, http_timeout_ms= and remote_fetch= "
+                             "remote_cache_mb=, http_retries=, http_timeout_ms=, remote_fetch= and gc_grace= "
                              "apply to remote arrays (http://, https://, s3://), not to '%s'",
                              pOpt->zPath);
     return SQLITE_ERROR;

@@ -16,6 +16,8 @@ and our fault front (servers.py, what="s3w").
   server applied it is found to have landed and reported as a success, committed once; one
   refused without being applied is sent again; one that never lands is an error and nothing
   of the transaction is visible; 403 on a PUT says access denied.
+- Collection: with gc_grace=1 a later commit deletes the chunk objects that left the index
+  more than 1 s ago and keeps the ones just replaced; with the default (1 hour) none.
 - Wrong credentials: a clear error with SignatureDoesNotMatch, the secret never in it.
 - Read-only: http(s):// arrays and contiguous objects in S3 refuse writes saying why.
 - kill -9 of a writer at random instants (KILLS, default 6) while a reader checks that every
@@ -348,6 +350,19 @@ def old_version(s):
     b.close()
 
 
+def settled_log(log):
+    """The front's log once its last lines are written (a front logs a request after its
+    answer has gone out, so the client may be faster)."""
+    last = None
+    for _ in range(40):
+        cur = servers.read_json_log(log)
+        if last is not None and len(cur) == len(last):
+            return cur
+        last = cur
+        time.sleep(0.1)
+    return last
+
+
 def faults(s, work):
     url = "s3://%s/faults/" % s.bucket
     fe = ", endpoint='%s'" % s.s3w_fault_endpoint
@@ -358,7 +373,7 @@ def faults(s, work):
     log = s.s3w_fault.log_path
 
     def fired(before):
-        return [e for e in servers.read_json_log(log)[before:] if e.get("fault")]
+        return [e for e in settled_log(log)[before:] if e.get("fault")]
 
     def total():
         return check.execute("SELECT sum(value) FROM t").fetchall()[0][0]
@@ -375,7 +390,7 @@ def faults(s, work):
         s.set_faults([{"method": "PUT", "path": r"chunks\.b2frame$", "fault": kind, "times": 1}],
                      front="s3w")
         r = rows(db, "UPDATE t SET value = value + 10 WHERE d0 = 1")
-        after = servers.read_json_log(log)[n0:]
+        after = settled_log(log)[n0:]
         puts = [e for e in after if e["method"] == "PUT" and e["target"].endswith("chunks.b2frame")]
         gets = [e for e in after if e["method"] == "GET" and e["target"].endswith("chunks.b2frame")]
         report(r[0] == "ok" and len(puts) == 1 and len(gets) >= 1,
@@ -447,6 +462,42 @@ def read_only(s, work):
              % s.bucket)
     report(r[0] == "error" and "sparse" in r[1], "sparse=0 on an s3:// prefix is refused", r)
     db.close()
+
+
+def collection(s):
+    """Unreferenced chunk objects go once they left the index more than gc_grace ago."""
+    url = "s3://%s/gc/" % s.bucket
+    db = connect()
+    table(db, "t", url, ", shape='4,4', dtype='int32', chunks='2,2', fill=0, gc_grace=1")
+
+    def objs():
+        return {k for k in s3_list(s, "gc/") if k.endswith(".chunk")}
+
+    db.execute("UPDATE t SET value = d0 * 4 + d1")
+    c1 = objs()
+    db.execute("UPDATE t SET value = d0 * 4 + d1 + 100")
+    c12 = objs()
+    report(len(c1) == 4 and c1 < c12 and len(c12) == 8,
+           "chunks replaced by a commit stay (they left the index just now)", (c1, c12))
+    time.sleep(2.5)
+    db.execute("UPDATE t SET value = -5 WHERE d0 = 0 AND d1 = 0")
+    c3 = objs()
+    report(not (c1 & c3) and len(c3) == 5 and (c12 - c1) < c3,
+           "with gc_grace=1, a later commit deletes the chunks that left the index more than 1 s "
+           "ago, and keeps the one it just replaced", (sorted(c1), sorted(c3)))
+    fresh = connect()
+    table(fresh, "t", url)
+    got = fresh.execute("SELECT sum(value) FROM t").fetchall()
+    report(got == [(sum(range(16)) + 1600 - 5 - 100,)], "the array reads as committed", got)
+    time.sleep(1.5)
+    fresh.execute("UPDATE t SET value = 1 WHERE d0 = 3 AND d1 = 3")  # default grace: 1 hour
+    c4 = objs()
+    report(c3 < c4, "with the default grace (1 hour) a commit deletes nothing", (c3, c4))
+    r = rows(db, "CREATE VIRTUAL TABLE x USING caterva('%s', gc_grace=0)" % url)
+    report(r[0] == "error" and "gc_grace" in r[1], "gc_grace=0 is refused (1 s at least, or never)",
+           r)
+    db.close()
+    fresh.close()
 
 
 KILL_WRITER = r"""
@@ -539,6 +590,7 @@ def main():
             concurrent(s, work, 2)
             faults(s, work)
             credentials(s)
+            collection(s)
             read_only(s, work)
             kills(s, work, int(os.environ.get("KILLS", "6")))
     finally:

@@ -9,7 +9,7 @@ and our fault front (servers.py, what="s3w").
   the same answers, and the same chunk bytes at every position after every statement.
 - The layout: the prefix downloaded object by object is a directory this extension opens as
   the same array; caterva_copy() both ways; CREATE on a prefix that holds an array fails.
-- Several writers: processes incrementing cells and appending rows at once; every committed
+- Several writers: two, then four processes incrementing cells and appending rows at once; every committed
   transaction's effect is present exactly once, the BUSY ones' absent; a writer that opened
   an old version moves to the newest before its first write.
 - Faults: a chunk PUT answered 503 is retried; an index PUT answered 500 (or reset) AFTER the
@@ -20,7 +20,7 @@ and our fault front (servers.py, what="s3w").
   more than 1 s ago and keeps the ones just replaced; with the default (1 hour) none.
 - Wrong credentials: a clear error with SignatureDoesNotMatch, the secret never in it.
 - Read-only: http(s):// arrays and contiguous objects in S3 refuse writes saying why.
-- kill -9 of a writer at random instants (KILLS, default 6) while a reader checks that every
+- kill -9 of a writer at random instants (KILLS, default 20; make kill-test-s3: 200) while a reader checks that every
   version it sees is one that a writer committed (all cells equal to one committed round).
 
 Needs moto in some Python of the machine (procs.find_moto_python) and nginx.
@@ -588,11 +588,12 @@ def main():
             differential(s, work, chunks)
             old_version(s)
             concurrent(s, work, 2)
+            concurrent(s, work, 4, 9)
             faults(s, work)
             credentials(s)
             collection(s)
             read_only(s, work)
-            kills(s, work, int(os.environ.get("KILLS", "6")))
+            kills(s, work, int(os.environ.get("KILLS", "20")))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     plan()

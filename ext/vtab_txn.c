@@ -315,6 +315,11 @@ static int cvRemoteBegin(CvVtab *pTab) {
                "written in S3 (s3://bucket/prefix/, a sparse frame)", pTab->zPath);
     return SQLITE_READONLY;
   }
+  if (pTab->nVar > 0) { /* no commit across several objects' indexes yet */
+    cvSetError(pTab, "caterva: '%s': a table over several variables in S3 is read-only for "
+               "now; write each variable through a table of its own", pTab->zPath);
+    return SQLITE_READONLY;
+  }
   if (!pTab->bWritable || caterva_schunk_stale(pCtx, caterva_array_schunk(pTab->pArr)) != 0)
     rc = cvReopen(pTab, CATERVA_OPEN_WRITE);
   if (rc == SQLITE_OK && (r = caterva_array_begin(pCtx, pTab->pArr)) < 0) rc = cvLibError(pTab, r);

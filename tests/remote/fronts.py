@@ -17,6 +17,7 @@ import random
 import re
 import socket
 import struct
+import sys
 import threading
 import time
 import urllib.parse
@@ -90,6 +91,12 @@ class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128
+
+    def handle_error(self, request, client_address):
+        # a client that resets its connection (a killed writer, curl after a fault) is no error
+        # of the front's; anything else is printed as socketserver does
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
 
 
 def read_body(h):

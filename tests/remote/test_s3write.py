@@ -19,7 +19,8 @@ and our fault front (servers.py, what="s3w").
 - Collection: with gc_grace=1 a later commit deletes the chunk objects that left the index
   more than 1 s ago and keeps the ones just replaced; with the default (1 hour) none.
 - Wrong credentials: a clear error with SignatureDoesNotMatch, the secret never in it.
-- Read-only: http(s):// arrays and contiguous objects in S3 refuse writes saying why.
+- Read-only: http(s):// arrays, contiguous objects in S3 and tables over several variables in
+  S3 refuse writes saying why.
 - kill -9 of a writer at random instants (KILLS, default 20; make kill-test-s3: 200) while a reader checks that every
   version it sees is one that a writer committed (all cells equal to one committed round).
 
@@ -461,6 +462,14 @@ def read_only(s, work):
     r = rows(db, "CREATE VIRTUAL TABLE n USING caterva('s3://%s/ro/n/', shape='3', sparse=0)"
              % s.bucket)
     report(r[0] == "error" and "sparse" in r[1], "sparse=0 on an s3:// prefix is refused", r)
+    for v in ("v1", "v2"):
+        table(db, v, "s3://%s/ro/%s/" % (s.bucket, v), ", shape='3,3', dtype='int32', fill=1")
+    table(db, "vv", "s3://%s/ro/v1/', 's3://%s/ro/v2/" % (s.bucket, s.bucket), ", value='a,b'")
+    r = rows(db, "UPDATE vv SET a = 5")
+    got = rows(db, "SELECT sum(value) FROM v1")
+    report(r[0] == "error" and "several variables" in r[1] and got == ("ok", [(9,)]),
+           "a table over several variables in S3 refuses writes (one table per variable does not)",
+           (r, got))
     db.close()
 
 

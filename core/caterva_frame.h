@@ -59,7 +59,8 @@ int caterva_schunk_new(caterva_ctx *ctx, const caterva_cparams *cp, int32_t chun
  * @param[in]  mode  CATERVA_OPEN_READ or CATERVA_OPEN_WRITE */
 int caterva_schunk_open(caterva_ctx *ctx, const char *path, int mode, caterva_schunk **out);
 /** The same, for a path that may be a URL (caterva_storage.h): o gives the options of remote
- * access (NULL: the defaults); remote frames open only with CATERVA_OPEN_READ. */
+ * access (NULL: the defaults); remote frames open with CATERVA_OPEN_WRITE only when they are
+ * sparse frames in S3 (caterva_storage.h). */
 int caterva_schunk_open_ex(caterva_ctx *ctx, const char *path, int mode,
                            const caterva_remote_opts *o, caterva_schunk **out);
 /** What a remote super-chunk has fetched so far (zeros for a local one). */
@@ -72,6 +73,14 @@ int caterva_schunk_open_buffer(caterva_ctx *ctx, const void *frame, size_t len,
 /** Write the super-chunk as a new frame at path (contiguous file or sparse directory).
  * path must not exist. The schunk itself is unchanged. */
 int caterva_schunk_save(caterva_ctx *ctx, caterva_schunk *sc, const char *path, int store);
+/** caterva_schunk_save to a path that may be a URL: `s3://bucket/prefix/` receives a sparse
+ * frame (store must be CATERVA_STORE_SPARSE) laid out as a local sparse directory: every
+ * chunk object created with `If-None-Match: *`, then `chunks.b2frame` the same way, which is
+ * the point where the array appears whole (CATERVA_E_EXISTS when the prefix holds one
+ * already). o gives the options of remote access (NULL: defaults and the environment).
+ * http(s):// URLs are read-only (CATERVA_E_READONLY). */
+int caterva_schunk_save_ex(caterva_ctx *ctx, caterva_schunk *sc, const char *path, int store,
+                           const caterva_remote_opts *o);
 
 /** Serialise the super-chunk as a contiguous frame into a new malloc'ed buffer (caller frees). */
 int caterva_schunk_to_buffer(caterva_ctx *ctx, caterva_schunk *sc, uint8_t **out, int64_t *len);

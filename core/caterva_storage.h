@@ -5,8 +5,12 @@
  *
  * Every function that takes a path takes a URL too: `http://host/dir/a.b2nd`,
  * `https://...`, or `s3://bucket/key`. A contiguous frame is one object; a sparse frame is a
- * "directory" prefix holding `chunks.b2frame` and one object per chunk, as on disk. Remote
- * arrays are read-only. Reads fetch byte ranges: opening a contiguous frame costs at most
+ * "directory" prefix holding `chunks.b2frame` and one object per chunk, as on disk. Sparse
+ * frames in S3 open for writing (CATERVA_OPEN_WRITE): a transaction's chunks are uploaded
+ * under new numbers at its commit, then `chunks.b2frame` is replaced with `If-Match: <the
+ * ETag it started from>`; another writer's commit in between gives CATERVA_E_BUSY, with
+ * nothing of the transaction visible (docs/guarantees.md). Contiguous frames in S3 and
+ * everything under http(s):// are read-only. Reads fetch byte ranges: opening a contiguous frame costs at most
  * two sequential requests (its header, then its index and trailer); a read of a box fetches
  * the touched chunks' headers and block offsets, then only the blocks it needs (whole chunks
  * when most of their blocks are needed or they are small), each wave concurrently.
@@ -41,6 +45,8 @@ typedef struct caterva_remote_opts {
   int timeout_ms;         /**< limit for one request, default 30000 */
   const char *ca_file;    /**< CA bundle for TLS; default CURL_CA_BUNDLE, else the system's */
   int whole_chunks;       /**< 1: fetch whole chunks, never single blocks (for comparisons) */
+  int64_t gc_grace_s;     /**< writes to S3: chunk objects no index names are deleted by a
+                               writer once older than this many seconds; 0: 3600; < 0: never */
 } caterva_remote_opts;
 
 /** Fill o with the defaults (all zero / NULL, path_style -1). */

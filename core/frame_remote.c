@@ -24,14 +24,15 @@
  *
  * The frame's version (ETag, else Last-Modified) read at open is compared with every answer:
  * an object that changed underneath gives an error for that read, and cat_remote_stale (one
- * HEAD request) tells the next statement to open it again. Remote frames are read-only.
+ * HEAD request) tells the next statement to open it again. A sparse frame in S3 opened for
+ * writing is changed by frame_s3.c: the chunks its transaction wrote are read from memory
+ * until they are uploaded (sync_slot), and every slot holds the bytes of one index entry.
  *
  * Threads: every entry point below takes the store's lock for all it does, network included,
  * so that an iterator's fetch-ahead thread (array_iter.c) may fetch the next part of a scan
  * while the caller reads chunks it pinned before (their bytes never move while pinned).
  */
-#include "frame_internal.h"
-#include "remote.h"
+#include "frame_s3.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -51,6 +52,7 @@ typedef struct cat_rchunk {
   bool whole;            /* every byte is present */
   int pins;
   uint64_t used;         /* tick of the last use */
+  int64_t entry;         /* the index entry the bytes are of (a writer changes entries) */
 } cat_rchunk;
 
 struct cat_rstore {
@@ -64,6 +66,10 @@ struct cat_rstore {
   pthread_mutex_t mu;    /* the store's lock (see the notes at the top) */
   bool pending;          /* the version check is left to the next read (check_later) */
   bool changed;          /* an answer or a HEAD showed another version */
+  cat_s3w *w;            /* a writer's chunks not uploaded yet (frame_s3.c), or NULL */
+  int64_t index_mtime;   /* sparse: when chunks.b2frame was written (seconds; -1 unknown) */
+  uint8_t **retired;     /* bytes of chunks replaced while a reader had them pinned */
+  int64_t nretired;
 };
 
 /* A piece of a wave: bytes [off, off + len) of chunk i (or of the frame when i < 0) go to
@@ -118,6 +124,64 @@ static void make_room(cat_rstore *rs, int64_t add, uint64_t keep) {
     if (lru == NULL) return;
     rchunk_drop(rs, lru);
   }
+}
+
+/* Chunk i's slot, for the index entry sc has now: grown with the index, emptied when its
+ * bytes are of another entry (bytes a reader has pinned are kept until the store closes), and
+ * filled from a writer's pending chunk. The lock held. */
+static int sync_slot(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc, int64_t i) {
+  cat_rchunk *c;
+  const uint8_t *p;
+  int32_t cb;
+  if (i < 0 || i >= sc->nchunks)
+    return cat_error(ctx, CATERVA_E_RANGE, "chunk %lld out of range", (long long)i);
+  if (i >= rs->nch) {
+    cat_rchunk *ch = realloc(rs->ch, (size_t)sc->nchunks * sizeof *ch);
+    if (ch == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+    memset(ch + rs->nch, 0, (size_t)(sc->nchunks - rs->nch) * sizeof *ch);
+    for (int64_t k = rs->nch; k < sc->nchunks; k++) ch[k].entry = -1;
+    rs->ch = ch;
+    rs->nch = sc->nchunks;
+  }
+  c = &rs->ch[i];
+  if (c->buf != NULL && c->entry != sc->entries[i]) {
+    if (c->pins > 0) {
+      int pins = c->pins;
+      uint8_t **r = realloc(rs->retired, (size_t)(rs->nretired + 1) * sizeof *r);
+      if (r == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+      rs->retired = r;
+      r[rs->nretired++] = c->buf;
+      rs->cached -= c->cbytes;
+      free(c->blk);
+      memset(c, 0, sizeof *c);
+      c->pins = pins;
+    } else {
+      rchunk_drop(rs, c);
+    }
+  }
+  c->entry = sc->entries[i];
+  if (c->buf == NULL && c->entry >= 0 && cat_s3_pending(rs->w, c->entry, &p, &cb)) {
+    c->buf = malloc((size_t)cb);
+    if (c->buf == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+    memcpy(c->buf, p, (size_t)cb);
+    c->cbytes = c->have = cb;
+    c->whole = true;
+    rs->cached += cb;
+  }
+  return CATERVA_OK;
+}
+
+void cat_rstore_lock(caterva_schunk *sc) { pthread_mutex_lock(&sc->remote->mu); }
+void cat_rstore_unlock(caterva_schunk *sc) { pthread_mutex_unlock(&sc->remote->mu); }
+cat_remote *cat_rstore_session(const caterva_schunk *sc) { return sc->remote->rm; }
+const char *cat_rstore_url(const caterva_schunk *sc) { return sc->remote->url; }
+char *cat_rstore_version(caterva_schunk *sc) { return sc->remote->version; }
+cat_s3w **cat_rstore_writes(caterva_schunk *sc) { return &sc->remote->w; }
+int64_t *cat_rstore_index_mtime(caterva_schunk *sc) { return &sc->remote->index_mtime; }
+
+void cat_rstore_committed(caterva_schunk *sc) {
+  sc->remote->changed = false;
+  sc->remote->pending = false;
 }
 
 /* Ask for pieces in as few requests as the merge rule allows: one wave. Pieces of the same
@@ -252,6 +316,7 @@ static int open_sparse(caterva_ctx *ctx, caterva_schunk *sc, cat_rstore *rs, cat
   char *iurl = (char *)probe->url;
   sc->store = CATERVA_STORE_SPARSE;
   snprintf(rs->version, sizeof rs->version, "%s", probe->version);
+  rs->index_mtime = probe->mtime;
   if (probe->size > len) { /* the rest of chunks.b2frame: a second wave */
     cat_get more;
     CAT_CHECK(leave, probe->size <= INT32_MAX, CATERVA_E_CORRUPT,
@@ -382,6 +447,48 @@ leave:
   return rc;
 }
 
+/* A remote frame opened for writing: a sparse frame in S3 whose index has an ETag. New chunk
+ * numbers start above every one its index names (a number taken by an object no index names
+ * is found at the commit: its PUT fails with 412 and takes another). */
+static int check_writable(caterva_ctx *ctx, caterva_schunk *sc, const char *path) {
+  int rc = CATERVA_OK;
+  CAT_CHECK(leave, cat_path_is_s3(path), CATERVA_E_READONLY,
+            "'%s': http(s):// arrays are read-only; arrays are written to "
+            "s3://bucket/prefix/ (a sparse frame)", path);
+  CAT_CHECK(leave, sc->store == CATERVA_STORE_SPARSE, CATERVA_E_READONLY,
+            "'%s' is a contiguous frame (one object), which is read-only in S3: convert it to a "
+            "sparse prefix, e.g. SELECT caterva_copy('%s', 's3://bucket/prefix/'), and write "
+            "there", path, path);
+  CAT_CHECK(leave, sc->remote->version[0] != '\0', CATERVA_E_UNSUPPORTED,
+            "'%s': the server gives no ETag for chunks.b2frame: no conditional commit possible",
+            path);
+  sc->next_file = 0;
+  for (int64_t i = 0; i < sc->nchunks; i++)
+    if (sc->entries[i] >= sc->next_file) sc->next_file = sc->entries[i] + 1;
+leave:
+  return rc;
+}
+
+int cat_remote_open_new(caterva_ctx *ctx, caterva_schunk *sc, const char *path,
+                        const caterva_remote_opts *o) {
+  cat_rstore *rs;
+  int rc = CATERVA_OK;
+  CAT_CHECK(leave, cat_path_is_s3(path), CATERVA_E_READONLY,
+            "'%s': http(s):// URLs are read-only; arrays are written to s3://bucket/prefix/",
+            path);
+  CAT_CHECK(leave, sc->store == CATERVA_STORE_SPARSE, CATERVA_E_INVALID,
+            "'%s': arrays in S3 are sparse frames (a prefix of chunk objects)", path);
+  rs = calloc(1, sizeof *rs);
+  CAT_CHECK(leave, rs != NULL, CATERVA_E_NOMEM, "out of memory");
+  pthread_mutex_init(&rs->mu, NULL);
+  sc->remote = rs;
+  CAT_TRY(leave, cat_remote_new(ctx, path, o, &rs->rm, &rs->url));
+  rs->budget = cat_remote_cache_budget(rs->rm);
+  rs->index_mtime = -1;
+leave:
+  return rc;
+}
+
 int cat_remote_open(caterva_ctx *ctx, caterva_schunk *sc, const char *path,
                     const caterva_remote_opts *o) {
   cat_rstore *rs = NULL;
@@ -402,8 +509,10 @@ int cat_remote_open(caterva_ctx *ctx, caterva_schunk *sc, const char *path,
   if (rs->nch > 0) {
     rs->ch = calloc((size_t)rs->nch, sizeof *rs->ch);
     CAT_CHECK(leave, rs->ch != NULL, CATERVA_E_NOMEM, "out of memory");
+    for (int64_t k = 0; k < rs->nch; k++) rs->ch[k].entry = sc->entries[k];
   }
   sc->wend = sc->frame_len;
+  if (sc->writable) CAT_TRY(leave, check_writable(ctx, sc, path));
 leave:
   free(g[0].dst);
   free(g[1].dst);
@@ -416,6 +525,9 @@ void cat_remote_close(caterva_schunk *sc) {
   if (rs == NULL) return;
   for (int64_t i = 0; i < rs->nch; i++) rchunk_drop(rs, &rs->ch[i]);
   free(rs->ch);
+  for (int64_t k = 0; k < rs->nretired; k++) free(rs->retired[k]);
+  free(rs->retired);
+  cat_s3w_free(rs->w);
   cat_remote_free(rs->rm);
   free(rs->url);
   pthread_mutex_destroy(&rs->mu);
@@ -892,8 +1004,7 @@ static int prefetch_locked(caterva_ctx *ctx, caterva_schunk *sc, const cat_want 
   CAT_CHECK(leave, urls != NULL, CATERVA_E_NOMEM, "out of memory");
   for (int k = 0; k < n; k++) {
     int64_t i = w[k].nchunk;
-    CAT_CHECK(leave, i >= 0 && i < rs->nch, CATERVA_E_RANGE, "chunk %lld out of range",
-              (long long)i);
+    CAT_TRY(leave, sync_slot(ctx, rs, sc, i));
     rs->ch[i].used = keep;
     if (sc->entries[i] < 0) continue;
     urls[k] = sc->store == CATERVA_STORE_SPARSE ? chunk_url(rs, sc->entries[i]) : rs->url;
@@ -966,9 +1077,11 @@ static bool have_blocks(const cat_rchunk *c, const int32_t *blocks, int32_t nblo
 int cat_remote_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, const int32_t *blocks,
                      int32_t nblocks, const uint8_t **p, int32_t *cbytes) {
   cat_rstore *rs = sc->remote;
-  cat_rchunk *c = &rs->ch[i];
+  cat_rchunk *c;
   int rc;
   pthread_mutex_lock(&rs->mu);
+  CAT_TRY(leave, sync_slot(ctx, rs, sc, i));
+  c = &rs->ch[i];
   if (rs->pending && have_blocks(c, blocks, nblocks)) { /* no request would check it */
     rc = verify_locked(ctx, sc);
     CAT_TRY(leave, rc);

@@ -3,9 +3,11 @@
  * written over a file the index refers to), their numbers, chunks.b2frame (replaced whole
  * through frame_plan.c), the chunk files a transaction wrote, and the syncfs that makes
  * unsynced chunk files durable before the index that names them. The crash order is in
- * frame_file.c.
+ * frame_file.c. A sparse frame in S3 (sc->remote) keeps its numbers and its transaction's
+ * list here, and sends the bytes to frame_s3.c.
  */
 #include "frame_disk_internal.h"
+#include "frame_s3.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -69,6 +71,10 @@ int cat_sparse_write_index(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entrie
   char *path = cat_path_join(sc->path, CAT_SPARSE_INDEX);
   int rc;
   memset(&pl, 0, sizeof pl);
+  if (sc->remote != NULL) {
+    free(path);
+    return cat_s3_commit(ctx, sc, entries, n, nbytes, cbytes);
+  }
   CAT_CHECK(leave, path != NULL, CATERVA_E_NOMEM, "out of memory");
   pl.entries = entries;
   pl.cbytes = cbytes;
@@ -118,7 +124,12 @@ int cat_file_read_chunk(caterva_ctx *ctx, const caterva_schunk *sc, int64_t num,
 }
 
 void cat_file_unlink_chunk(const caterva_schunk *sc, int64_t num) {
-  char *path = cat_sparse_chunk_path(sc->path, num);
+  char *path;
+  if (sc->remote != NULL) { /* a pending chunk dropped; uploaded ones stay (see frame_s3.c) */
+    cat_s3_forget((caterva_schunk *)sc, num);
+    return;
+  }
+  path = cat_sparse_chunk_path(sc->path, num);
   if (path != NULL) (void)unlink(path);
   free(path);
 }
@@ -219,7 +230,10 @@ int cat_sparse_put(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *chunk,
   int64_t num = sc->next_file;
   int rc = CATERVA_OK;
   CAT_CHECK(leave, num <= 0xffffffffLL, CATERVA_E_OVERFLOW, "sparse frame: out of file numbers");
-  CAT_TRY(leave, cat_sparse_write_chunk(ctx, sc->path, num, chunk, cbytes, !sc->nosync));
+  if (sc->remote != NULL)
+    CAT_TRY(leave, cat_s3_put(ctx, sc, chunk, cbytes, num));
+  else
+    CAT_TRY(leave, cat_sparse_write_chunk(ctx, sc->path, num, chunk, cbytes, !sc->nosync));
   if (sc->txn != NULL && (rc = note_written(ctx, sc, num)) < 0) {
     cat_file_unlink_chunk(sc, num);
     goto leave;
@@ -244,11 +258,14 @@ int cat_sparse_put_copies(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *c
                           int32_t cbytes, const int64_t *map, int64_t n, int64_t *entries) {
   int64_t first = sc->next_file, num = first, keep = sc->nwritten;
   int rc = CATERVA_OK;
-  CAT_TRY(undo, open_syncfd(ctx, sc));
+  if (sc->remote == NULL) CAT_TRY(undo, open_syncfd(ctx, sc));
   for (int64_t i = 0; i < n; i++) {
     if (map[i] >= 0) continue;
     CAT_CHECK(undo, num <= 0xffffffffLL, CATERVA_E_OVERFLOW, "sparse frame: out of file numbers");
-    CAT_TRY(undo, cat_sparse_write_chunk(ctx, sc->path, num, chunk, cbytes, false));
+    if (sc->remote != NULL)
+      CAT_TRY(undo, cat_s3_put(ctx, sc, chunk, cbytes, num));
+    else
+      CAT_TRY(undo, cat_sparse_write_chunk(ctx, sc->path, num, chunk, cbytes, false));
     num++;
     if (sc->txn != NULL) CAT_TRY(undo, note_written(ctx, sc, num - 1));
   }

@@ -86,6 +86,22 @@ int cat_remote_head(caterva_ctx *ctx, cat_remote *rm, const char *url, int64_t *
   (void)rm, (void)url, (void)size, (void)version, (void)cap;
   return cat_error(ctx, CATERVA_E_UNSUPPORTED, "built without libcurl");
 }
+int cat_remote_put(caterva_ctx *ctx, cat_remote *rm, cat_put *p, int n) {
+  (void)rm, (void)p, (void)n;
+  return cat_error(ctx, CATERVA_E_UNSUPPORTED, "built without libcurl");
+}
+int cat_remote_delete(caterva_ctx *ctx, cat_remote *rm, char *const *urls, int n) {
+  (void)rm, (void)urls, (void)n;
+  return cat_error(ctx, CATERVA_E_UNSUPPORTED, "built without libcurl");
+}
+int cat_remote_list_dir(caterva_ctx *ctx, cat_remote *rm, cat_obj **out, int64_t *n) {
+  (void)rm, (void)out, (void)n;
+  return cat_error(ctx, CATERVA_E_UNSUPPORTED, "built without libcurl");
+}
+int64_t cat_remote_gc_grace(const cat_remote *rm) {
+  (void)rm;
+  return -1;
+}
 void cat_remote_stats(const cat_remote *rm, caterva_remote_stats *st) {
   (void)rm;
   memset(st, 0, sizeof *st);
@@ -131,6 +147,9 @@ struct cat_remote {
   long timeout_ms;
   int64_t cache_bytes;
   int whole_chunks;
+  int64_t gc_grace_s;   /* see caterva_remote_opts */
+  char *list_url;       /* S3: the bucket's URL for ListObjectsV2 (no query), else NULL */
+  char *key;            /* S3: the session's object key (not encoded), else NULL */
   uint64_t rng;         /* jitter */
   double lat_s;         /* measured time to the first byte of an answer (moving average) */
   double bw;            /* measured bytes/s of one answer's body (moving average), 0 unknown */
@@ -147,6 +166,9 @@ typedef struct xfer {
   double not_before;     /* monotonic seconds: a retry waits until then */
   bool running, done;
   bool head;             /* a HEAD request (cat_remote_head) */
+  cat_put *put;          /* a PUT (cat_remote_put), else NULL */
+  bool del;              /* a DELETE (cat_remote_delete) */
+  int64_t upos;          /* bytes of put->body handed to libcurl */
   long status;           /* of the last response seen (the headers of each response reset) */
   bool have_cr, cr_star;
   int64_t cr_first, cr_last, cr_total, clen;
@@ -200,7 +222,7 @@ static char *encode_key(const char *key) {
 
 /* s3://bucket/key as the URL to request. */
 static int s3_url(caterva_ctx *ctx, const char *path, const caterva_remote_opts *o,
-                  const char *region, char **url) {
+                  const char *region, char **url, char **list_url) {
   const char *b = path + 5, *slash = strchr(b, '/');
   const char *endpoint = o->endpoint && *o->endpoint ? o->endpoint
                                                      : env_nonempty("AWS_ENDPOINT_URL");
@@ -230,11 +252,15 @@ static int s3_url(caterva_ctx *ctx, const char *path, const caterva_remote_opts 
   n = strlen(ep) + nb + strlen(key) + 8;
   *url = malloc(n);
   CAT_CHECK(leave, *url != NULL, CATERVA_E_NOMEM, "out of memory");
+  *list_url = malloc(n);
+  CAT_CHECK(leave, *list_url != NULL, CATERVA_E_NOMEM, "out of memory");
   if (path_style) {
     snprintf(*url, n, "%s/%.*s/%s", ep, (int)nb, b, key);
+    snprintf(*list_url, n, "%s/%.*s", ep, (int)nb, b);
   } else { /* virtual host: scheme://bucket.host/key */
     const char *host = strstr(ep, "://") + 3;
     snprintf(*url, n, "%.*s%.*s.%s/%s", (int)(host - ep), ep, (int)nb, b, host, key);
+    snprintf(*list_url, n, "%.*s%.*s.%s/", (int)(host - ep), ep, (int)nb, b, host);
   }
 leave:
   free(key);
@@ -273,6 +299,7 @@ int cat_remote_new(caterva_ctx *ctx, const char *path, const caterva_remote_opts
   rm->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : CAT_REMOTE_DEF_TIMEOUT_MS;
   rm->cache_bytes = o->cache_bytes > 0 ? o->cache_bytes : CAT_REMOTE_DEF_CACHE;
   rm->whole_chunks = o->whole_chunks != 0;
+  rm->gc_grace_s = o->gc_grace_s != 0 ? o->gc_grace_s : 3600;
   rm->rng = (uint64_t)(now_s() * 1e6) | 1;
   rm->ca_file = dupstr(o->ca_file && *o->ca_file ? o->ca_file : env_nonempty("CURL_CA_BUNDLE"));
   rm->multi = curl_multi_init();
@@ -284,7 +311,9 @@ int cat_remote_new(caterva_ctx *ctx, const char *path, const caterva_remote_opts
     region = o->region && *o->region ? o->region : env_nonempty("AWS_REGION");
     if (region == NULL) region = env_nonempty("AWS_DEFAULT_REGION");
     if (region == NULL) region = "us-east-1";
-    CAT_TRY(leave, s3_url(ctx, path, o, region, url));
+    CAT_TRY(leave, s3_url(ctx, path, o, region, url, &rm->list_url));
+    rm->key = strdup(strchr(path + 5, '/') + 1);
+    CAT_CHECK(leave, rm->key != NULL, CATERVA_E_NOMEM, "out of memory");
     nosign = env_nonempty("AWS_NO_SIGN_REQUEST");
     if ((nosign == NULL || strcasecmp(nosign, "yes") != 0) &&
         env_nonempty("AWS_ACCESS_KEY_ID") && env_nonempty("AWS_SECRET_ACCESS_KEY")) {
@@ -322,6 +351,8 @@ void cat_remote_free(cat_remote *rm) {
   }
   free(rm->key_id);
   free(rm->token);
+  free(rm->list_url);
+  free(rm->key);
   free(rm->sigv4);
   free(rm->ca_file);
   free(rm);
@@ -449,7 +480,13 @@ static size_t on_body(char *data, size_t size, size_t nitems, void *arg) {
   xfer *x = arg;
   cat_get *g = x->g;
   size_t n = size * nitems;
-  if (x->status == 206) {
+  if (x->put != NULL || x->del) { /* only an error's text is of interest */
+    if (x->nerr < sizeof x->err - 1) {
+      size_t k = n < sizeof x->err - 1 - x->nerr ? n : sizeof x->err - 1 - x->nerr;
+      memcpy(x->err + x->nerr, data, k);
+      x->nerr += k;
+    }
+  } else if (x->status == 206) {
     if (!x->have_cr || x->cr_first != g->off || x->body + (int64_t)n > g->len) {
       x->abort_why = !x->have_cr ? "a 206 answer without a usable Content-Range"
                      : x->cr_first != g->off ? "a 206 answer for other bytes than asked"
@@ -499,6 +536,39 @@ static void xml_tag(const char *body, const char *tag, char *out, size_t cap) {
 
 /* ---- transfers ----------------------------------------------------------------------------- */
 
+/* The body of a PUT, handed to libcurl as it asks (again from the start on a retry). */
+static size_t on_read(char *buf, size_t size, size_t nitems, void *arg) {
+  xfer *x = arg;
+  int64_t left = x->put->len - x->upos, n = (int64_t)(size * nitems);
+  if (n > left) n = left;
+  if (n > 0) memcpy(buf, x->put->body + x->upos, (size_t)n);
+  x->upos += n;
+  return (size_t)n;
+}
+
+static int on_seek(void *arg, curl_off_t off, int origin) {
+  xfer *x = arg;
+  if (origin != SEEK_SET || off < 0 || off > x->put->len) return CURL_SEEKFUNC_CANTSEEK;
+  x->upos = off;
+  return CURL_SEEKFUNC_OK;
+}
+
+/* The conditions of a PUT (signed with the rest). libcurl's "Expect: 100-continue" stays:
+ * this libcurl (7.88) signs an "Expect:" header that removes it as if it were sent. */
+static int write_headers(xfer *x) {
+  char line[160];
+  struct curl_slist *h = NULL;
+  if (x->put->if_none_match && (h = curl_slist_append(NULL, "If-None-Match: *")) == NULL)
+    return CATERVA_E_NOMEM;
+  x->hdrs = h;
+  if (x->put->if_match != NULL) {
+    snprintf(line, sizeof line, "If-Match: %.120s", x->put->if_match);
+    if ((h = curl_slist_append(x->hdrs, line)) == NULL) return CATERVA_E_NOMEM;
+    x->hdrs = h;
+  }
+  return CATERVA_OK;
+}
+
 static int setup(cat_remote *rm, xfer *x) {
   cat_get *g = x->g;
   char range[64];
@@ -528,13 +598,25 @@ static int setup(cat_remote *rm, xfer *x) {
   curl_easy_setopt(e, CURLOPT_USERAGENT, "caterva-sqlite");
   if (x->head) {
     curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+  } else if (x->put != NULL) {
+    curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+    curl_easy_setopt(e, CURLOPT_READDATA, x);
+    curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_seek);
+    curl_easy_setopt(e, CURLOPT_SEEKDATA, x);
+    curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)x->put->len);
+  } else if (x->del) {
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "DELETE");
+  } else if (g->whole) {
+    /* no Range: a listing */
   } else {
     snprintf(range, sizeof range, "%lld-%lld", (long long)g->off,
              (long long)(g->off + g->len - 1));
     curl_easy_setopt(e, CURLOPT_RANGE, range);
   }
+  if (x->put != NULL && write_headers(x) < 0) return CATERVA_E_NOMEM;
   if (rm->sigv4 != NULL) {
-    struct curl_slist *h = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    struct curl_slist *h = curl_slist_append(x->hdrs, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
     if (h != NULL && rm->token != NULL) {
       size_t n = strlen(rm->token) + 32;
       char *t = malloc(n);
@@ -546,16 +628,16 @@ static int setup(cat_remote *rm, xfer *x) {
       }
       if (h2 == NULL) {
         curl_slist_free_all(h);
-        h = NULL;
+        x->hdrs = h = NULL;
       }
     }
     if (h == NULL) return CATERVA_E_NOMEM;
     x->hdrs = h;
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(e, CURLOPT_AWS_SIGV4, rm->sigv4);
     curl_easy_setopt(e, CURLOPT_USERNAME, rm->key_id);
     curl_easy_setopt(e, CURLOPT_PASSWORD, rm->secret);
   }
+  if (x->hdrs != NULL) curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
   return CATERVA_OK;
 }
 
@@ -580,6 +662,7 @@ static int start(cat_remote *rm, xfer *x) {
   x->body = 0;
   x->nerr = 0;
   x->abort_why = NULL;
+  x->upos = 0;
   if ((rc = setup(rm, x)) < 0) return rc;
   if (curl_multi_add_handle(rm->multi, x->easy) != CURLM_OK) return CATERVA_E_NOMEM;
   x->running = true;
@@ -617,7 +700,9 @@ static bool retry_later(cat_remote *rm, xfer *x) {
   return true;
 }
 
-static const char *method_of(const xfer *x) { return x->head ? "HEAD" : "GET"; }
+static const char *method_of(const xfer *x) {
+  return x->head ? "HEAD" : x->put != NULL ? "PUT" : x->del ? "DELETE" : "GET";
+}
 
 /* What an answer that will not be retried said: method, URL, bytes, why, S3 Code/Message. */
 static void describe(const xfer *x, const char *why, char *out, size_t cap) {
@@ -628,7 +713,7 @@ static void describe(const xfer *x, const char *why, char *out, size_t cap) {
   xml_tag(body, "Code", s3code, sizeof s3code);
   xml_tag(body, "Message", s3msg, sizeof s3msg);
   /* bounded parts: the whole fits a context's message */
-  if (x->head)
+  if (x->head || x->put != NULL || x->del)
     snprintf(out, cap, "%s %.200s: %.100s%s%.60s%s%.90s", method_of(x), url, why,
              *s3code ? ": " : "", s3code, *s3msg ? ": " : "", s3msg);
   else
@@ -643,6 +728,26 @@ static int fail(caterva_ctx *ctx, const xfer *x, int code, const char *why) {
   return cat_error(ctx, code, "%s", msg);
 }
 
+static int month_of(const char *m) {
+  static const char *names[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  for (int k = 0; k < 12; k++)
+    if (strncmp(m, names[k], 3) == 0) return k;
+  return -1;
+}
+
+/* An HTTP date ("Sun, 06 Nov 1994 08:49:37 GMT") in seconds since the epoch, or -1. */
+static int64_t http_date(const char *s) {
+  struct tm tm;
+  char mon[4];
+  int d, y, h, mi, sec;
+  memset(&tm, 0, sizeof tm);
+  if (sscanf(s, "%*3s, %d %3s %d %d:%d:%d", &d, mon, &y, &h, &mi, &sec) != 6) return -1;
+  if ((tm.tm_mon = month_of(mon)) < 0 || y < 1970 || y > 9999) return -1;
+  tm.tm_mday = d, tm.tm_year = y - 1900, tm.tm_hour = h, tm.tm_min = mi, tm.tm_sec = sec;
+  return (int64_t)timegm(&tm);
+}
+
 /* Does the answer come from another version of the object than g expects? */
 static bool answer_changed(const cat_get *g, const xfer *x) {
   int64_t size = x->have_cr || x->cr_star ? x->cr_total : x->status == 200 ? x->clen : -1;
@@ -652,6 +757,61 @@ static bool answer_changed(const cat_get *g, const xfer *x) {
   return g->expect_size >= 0 && size >= 0 && size != g->expect_size;
 }
 
+/* What a refused write means, for its message. */
+static const char *write_refusal(long status) {
+  switch (status) {
+  case 403: return "HTTP 403: access denied (the credentials may not write here, or are wrong)";
+  case 404: return "HTTP 404: no such bucket";
+  case 412: return "HTTP 412: precondition failed";
+  default: return NULL;
+  }
+}
+
+/* Judge a finished PUT or DELETE: 1 done (its outcome in put->outcome), 0 retry scheduled,
+ * < 0 an error. A PUT with no_retry is not sent again after a failure whose effect is unknown
+ * (no answer, a 5xx): its outcome is CAT_PUT_UNKNOWN and the caller finds out. */
+static int finish_write(caterva_ctx *ctx, cat_remote *rm, xfer *x, CURLcode cc) {
+  cat_put *p = x->put;
+  bool again = p == NULL || !p->no_retry;
+  char why[200];
+  const char *what;
+  if (cc != CURLE_OK || (x->status >= 500 || x->status == 429 || x->status == 409)) {
+    bool transient = cc != CURLE_OK ? retryable_curl(cc) : true;
+    if (transient && again && retry_later(rm, x)) return 0;
+    if (transient && !again) {
+      p->status = x->status;
+      p->outcome = CAT_PUT_UNKNOWN;
+      return 1;
+    }
+    if (cc != CURLE_OK)
+      snprintf(why, sizeof why, "%s%s", curl_easy_strerror(cc),
+               transient ? " (retries exhausted)" : "");
+    else
+      snprintf(why, sizeof why, "HTTP %ld (retries exhausted)", x->status);
+    return fail(ctx, x, CATERVA_E_REMOTE, why);
+  }
+  if (p != NULL) {
+    p->status = x->status;
+    snprintf(p->version, sizeof p->version, "%s", x->etag);
+  }
+  if (x->status == 200 || x->status == 201 || x->status == 204 ||
+      (x->del && x->status == 404)) {
+    if (p != NULL) p->outcome = CAT_PUT_DONE;
+    return 1;
+  }
+  if (x->status == 412 && p != NULL) {
+    p->outcome = CAT_PUT_PRECONDITION;
+    return 1;
+  }
+  what = write_refusal(x->status);
+  if (what == NULL) {
+    snprintf(why, sizeof why, "HTTP %ld", x->status);
+    what = why;
+  }
+  return fail(ctx, x, x->status == 403 ? CATERVA_E_REMOTE
+                      : x->status == 404 ? CATERVA_E_NOTFOUND : CATERVA_E_REMOTE, what);
+}
+
 /* Judge a finished transfer: 1 done, 0 retry scheduled, < 0 an error. */
 static int finish(caterva_ctx *ctx, cat_remote *rm, xfer *x, CURLcode cc) {
   cat_get *g = x->g;
@@ -659,6 +819,7 @@ static int finish(caterva_ctx *ctx, cat_remote *rm, xfer *x, CURLcode cc) {
   int64_t expect;
   rm->st.bytes += x->body;
   if (x->interrupted) return cat_error(ctx, CATERVA_E_INTERRUPT, "interrupted");
+  if (x->put != NULL || x->del) return finish_write(ctx, rm, x, cc);
   if (x->abort_why != NULL) return fail(ctx, x, CATERVA_E_REMOTE, x->abort_why);
   if (cc != CURLE_OK) {
     if (retryable_curl(cc) && retry_later(rm, x)) return 0;
@@ -667,6 +828,7 @@ static int finish(caterva_ctx *ctx, cat_remote *rm, xfer *x, CURLcode cc) {
     return fail(ctx, x, CATERVA_E_REMOTE, why);
   }
   snprintf(g->version, sizeof g->version, "%s", x->etag[0] ? x->etag : x->lastmod);
+  g->mtime = http_date(x->lastmod);
   g->status = x->status;
   if (answer_changed(g, x)) { /* judged by the caller: the object was replaced */
     g->changed = true;
@@ -764,6 +926,7 @@ int cat_remote_get(caterva_ctx *ctx, cat_remote *rm, cat_get *g, int n) {
     g[i].size = -1;
     g[i].status = 0;
     g[i].version[0] = '\0';
+    g[i].mtime = -1;
     g[i].errmsg[0] = '\0';
     g[i].changed = false;
   }
@@ -788,6 +951,202 @@ int cat_remote_head(caterva_ctx *ctx, cat_remote *rm, const char *url, int64_t *
   if (rc >= 0) {
     *size = g.size;
     snprintf(version, cap, "%s", g.version);
+  }
+  return rc;
+}
+
+int cat_remote_put(caterva_ctx *ctx, cat_remote *rm, cat_put *p, int n) {
+  xfer *x;
+  cat_get *g;
+  int rc;
+  if (n <= 0) return CATERVA_OK;
+  x = calloc((size_t)n, sizeof *x);
+  g = calloc((size_t)n, sizeof *g);
+  if (x == NULL || g == NULL) {
+    free(x);
+    free(g);
+    return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  }
+  for (int i = 0; i < n; i++) {
+    g[i].url = p[i].url;
+    x[i].g = &g[i];
+    x[i].put = &p[i];
+    x[i].ctx = ctx;
+    p[i].status = 0;
+    p[i].outcome = CAT_PUT_UNKNOWN;
+    p[i].version[0] = '\0';
+  }
+  rc = run(ctx, rm, x, n);
+  free(x);
+  free(g);
+  return rc;
+}
+
+int cat_remote_delete(caterva_ctx *ctx, cat_remote *rm, char *const *urls, int n) {
+  xfer *x;
+  cat_get *g;
+  int rc;
+  if (n <= 0) return CATERVA_OK;
+  x = calloc((size_t)n, sizeof *x);
+  g = calloc((size_t)n, sizeof *g);
+  if (x == NULL || g == NULL) {
+    free(x);
+    free(g);
+    return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  }
+  for (int i = 0; i < n; i++) {
+    g[i].url = urls[i];
+    x[i].g = &g[i];
+    x[i].del = true;
+    x[i].ctx = ctx;
+  }
+  rc = run(ctx, rm, x, n);
+  free(x);
+  free(g);
+  return rc;
+}
+
+int64_t cat_remote_gc_grace(const cat_remote *rm) { return rm->gc_grace_s; }
+
+/* Percent-encode a query value: only unreserved characters stay. */
+static char *encode_value(const char *v) {
+  size_t n = strlen(v);
+  char *s = malloc(3 * n + 1), *p = s;
+  if (s == NULL) return NULL;
+  for (const unsigned char *k = (const unsigned char *)v; *k; k++) {
+    if ((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') || (*k >= '0' && *k <= '9') ||
+        *k == '-' || *k == '.' || *k == '_' || *k == '~') {
+      *p++ = (char)*k;
+    } else {
+      snprintf(p, 4, "%%%02X", *k);
+      p += 3;
+    }
+  }
+  *p = '\0';
+  return s;
+}
+
+/* The text between <tag> and </tag> from *pos in body (bounded by end), XML entities decoded,
+ * into out; *pos moves past it. 0 when there is none. */
+static int xml_next(const char **pos, const char *end, const char *tag, char *out, size_t cap) {
+  char open[40], close[40];
+  const char *a, *b;
+  size_t k = 0;
+  snprintf(open, sizeof open, "<%s>", tag);
+  snprintf(close, sizeof close, "</%s>", tag);
+  if ((a = strstr(*pos, open)) == NULL || a >= end) return 0;
+  a += strlen(open);
+  if ((b = strstr(a, close)) == NULL || b > end) return 0;
+  *pos = b + strlen(close);
+  for (const char *p = a; p < b && k + 1 < cap; p++) {
+    static const struct { const char *e; char c; } ents[] = {
+        {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+    char c = *p;
+    for (size_t q = 0; q < sizeof ents / sizeof *ents; q++)
+      if (strncmp(p, ents[q].e, strlen(ents[q].e)) == 0) {
+        c = ents[q].c;
+        p += strlen(ents[q].e) - 1;
+        break;
+      }
+    out[k++] = c;
+  }
+  out[k] = '\0';
+  return b - a < (ptrdiff_t)cap ? 1 : -1; /* -1: cut (too long for out) */
+}
+
+/* "2026-11-28T19:15:26.000Z" in seconds since the epoch, or -1. */
+static int64_t iso_date(const char *s) {
+  struct tm tm;
+  int y, mo, d, h, mi, sec;
+  memset(&tm, 0, sizeof tm);
+  if (sscanf(s, "%d-%d-%dT%d:%d:%d", &y, &mo, &d, &h, &mi, &sec) != 6 || y < 1970 || mo < 1 ||
+      mo > 12)
+    return -1;
+  tm.tm_year = y - 1900, tm.tm_mon = mo - 1, tm.tm_mday = d;
+  tm.tm_hour = h, tm.tm_min = mi, tm.tm_sec = sec;
+  return (int64_t)timegm(&tm);
+}
+
+/* The objects of one page of a listing (body of len bytes) under prefix, appended to *out. */
+static int take_page(caterva_ctx *ctx, const char *body, size_t len, const char *prefix,
+                     cat_obj **out, int64_t *n, int64_t *cap) {
+  const char *pos = body, *end = body + len, *c;
+  size_t np = strlen(prefix);
+  char key[1100], when[64];
+  while ((c = strstr(pos, "<Contents>")) != NULL && c < end) {
+    const char *ce = strstr(c, "</Contents>");
+    if (ce == NULL || ce > end) break;
+    pos = c;
+    if (xml_next(&pos, ce, "Key", key, sizeof key) == 1 && strncmp(key, prefix, np) == 0 &&
+        strchr(key + np, '/') == NULL && strlen(key + np) < sizeof (*out)->name) {
+      const char *q = c;
+      if (*n == *cap) {
+        int64_t nc = *cap ? 2 * *cap : 256;
+        cat_obj *o = realloc(*out, (size_t)nc * sizeof *o);
+        if (o == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+        *out = o;
+        *cap = nc;
+      }
+      snprintf((*out)[*n].name, sizeof (*out)->name, "%s", key + np);
+      (*out)[*n].mtime = xml_next(&q, ce, "LastModified", when, sizeof when) == 1
+                             ? iso_date(when) : -1;
+      (*n)++;
+    }
+    pos = ce + strlen("</Contents>");
+  }
+  return CATERVA_OK;
+}
+
+int cat_remote_list_dir(caterva_ctx *ctx, cat_remote *rm, cat_obj **out, int64_t *n) {
+  char *prefix = NULL, *enc = NULL, *url = NULL, token[1100] = "";
+  int64_t cap = 0;
+  cat_get g;
+  int rc = CATERVA_OK;
+  *out = NULL;
+  *n = 0;
+  memset(&g, 0, sizeof g);
+  CAT_CHECK(leave, rm->list_url != NULL && rm->key != NULL, CATERVA_E_UNSUPPORTED,
+            "listing needs an s3:// URL");
+  prefix = cat_remote_sibling(rm->key, "");
+  g.dst = malloc(CAT_REMOTE_SMALL_OBJECT);
+  CAT_CHECK(leave, prefix != NULL && g.dst != NULL, CATERVA_E_NOMEM, "out of memory");
+  enc = encode_value(prefix);
+  CAT_CHECK(leave, enc != NULL, CATERVA_E_NOMEM, "out of memory");
+  for (int page = 0; page < 100000; page++) {
+    char *tok = token[0] ? encode_value(token) : NULL;
+    const char *pos;
+    size_t n1 = strlen(rm->list_url) + strlen(enc) + (tok ? strlen(tok) : 0) + 64;
+    free(url);
+    url = malloc(n1);
+    if (url != NULL) /* the query in canonical (sorted) order */
+      snprintf(url, n1, "%s?%s%s%slist-type=2&prefix=%s", rm->list_url,
+               tok ? "continuation-token=" : "", tok ? tok : "", tok ? "&" : "", enc);
+    free(tok);
+    CAT_CHECK(leave, url != NULL, CATERVA_E_NOMEM, "out of memory");
+    g.url = url;
+    g.off = 0;
+    g.len = CAT_REMOTE_SMALL_OBJECT;
+    g.short_ok = true;
+    g.whole = true;
+    CAT_TRY(leave, cat_remote_get(ctx, rm, &g, 1));
+    CAT_CHECK(leave, g.status == 200, CATERVA_E_REMOTE, "listing: HTTP %ld", g.status);
+    g.dst[g.got < g.len ? g.got : g.len - 1] = '\0';
+    CAT_TRY(leave, take_page(ctx, (const char *)g.dst, (size_t)g.got, prefix, out, n, &cap));
+    pos = (const char *)g.dst;
+    if (strstr(pos, "<IsTruncated>true</IsTruncated>") == NULL) break;
+    CAT_CHECK(leave, xml_next(&pos, pos + g.got, "NextContinuationToken", token,
+                              sizeof token) == 1, CATERVA_E_REMOTE,
+              "listing: a truncated page without a continuation token");
+  }
+leave:
+  free(g.dst);
+  free(url);
+  free(enc);
+  free(prefix);
+  if (rc < 0) {
+    free(*out);
+    *out = NULL;
+    *n = 0;
   }
   return rc;
 }

@@ -22,11 +22,13 @@ typedef struct cat_get {
   uint8_t *dst;        /* len bytes */
   bool short_ok;       /* the object may end inside the range (a probe of unknown size) */
   bool missing_ok;     /* a 404 or 403 answer is an empty result (status says which) */
+  bool whole;          /* no Range header: the whole object (at most 4 MiB; a listing) */
   long status;         /* out: the HTTP status of the answer taken */
   char errmsg[CAT_ERRMSG_SIZE];    /* out: with missing_ok, what the refused answer said */
   int64_t got;         /* out: bytes written to dst */
   int64_t size;        /* out: the object's size (Content-Range, or a whole small body) */
   char version[96];    /* out: the ETag, else Last-Modified, else "" */
+  int64_t mtime;       /* out: Last-Modified, seconds since the epoch (-1: none) */
   /* When set: the version (ETag or Last-Modified) and size the object should have. An answer
    * of another version (or, without one, of another size) is taken as it is, whatever its
    * length or status, with `changed` set: the object was replaced, the range may not exist */
@@ -34,6 +36,21 @@ typedef struct cat_get {
   int64_t expect_size;   /* with expect_version; < 0: unknown */
   bool changed;          /* out */
 } cat_get;
+
+/* One PUT of a wave (cat_remote_put): the whole object at url. */
+enum { CAT_PUT_DONE, CAT_PUT_PRECONDITION, CAT_PUT_UNKNOWN };
+typedef struct cat_put {
+  const char *url;       /* borrowed */
+  const uint8_t *body;   /* borrowed, len bytes */
+  int64_t len;
+  bool if_none_match;    /* If-None-Match: *  (create only: never over an existing object) */
+  const char *if_match;  /* If-Match: <ETag> (replace only that version), or NULL */
+  bool no_retry;         /* never sent twice: a failure with no answer or a 5xx gives
+                          * CAT_PUT_UNKNOWN, and the caller finds out whether it landed */
+  long status;           /* out: HTTP status of the answer taken (0: none) */
+  int outcome;           /* out: CAT_PUT_DONE (2xx), CAT_PUT_PRECONDITION (412), CAT_PUT_UNKNOWN */
+  char version[96];      /* out: the new object's ETag */
+} cat_put;
 
 /* A session for the object at path (http://, https://, s3://). *url receives the URL to
  * request for path (malloc'ed). */
@@ -47,6 +64,24 @@ int cat_remote_get(caterva_ctx *ctx, cat_remote *rm, cat_get *g, int n);
 /* The object's size and version with one HEAD request. */
 int cat_remote_head(caterva_ctx *ctx, cat_remote *rm, const char *url, int64_t *size,
                     char *version, size_t cap);
+/* One wave of PUTs, all of p[0..n) concurrently (signed like GETs; the payload is not
+ * hashed). Transient failures are retried with backoff unless no_retry; 412 is an outcome,
+ * not an error; 403, 404 and other refusals are errors naming the method, the URL, the status
+ * and its meaning, and S3's Code and Message (never a credential). */
+int cat_remote_put(caterva_ctx *ctx, cat_remote *rm, cat_put *p, int n);
+/* One wave of DELETEs of urls[0..n) (a 404 is success: the object is gone). */
+int cat_remote_delete(caterva_ctx *ctx, cat_remote *rm, char *const *urls, int n);
+/* An object of a listing: its name under the listed prefix, its Last-Modified. */
+typedef struct cat_obj {
+  char name[64];
+  int64_t mtime;
+} cat_obj;
+/* S3: the objects directly under the session's key taken as a directory (`key/`), by
+ * ListObjectsV2 (every page); names longer than 63 bytes or holding '/' are left out.
+ * *out malloc'ed. */
+int cat_remote_list_dir(caterva_ctx *ctx, cat_remote *rm, cat_obj **out, int64_t *n);
+/* The gc_grace_s option (seconds; < 0: never collect). */
+int64_t cat_remote_gc_grace(const cat_remote *rm);
 void cat_remote_stats(const cat_remote *rm, caterva_remote_stats *st);
 /* Count n bytes as needed by a read (caterva_remote_stats.needed). */
 void cat_remote_count_needed(cat_remote *rm, int64_t n);

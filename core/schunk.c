@@ -128,8 +128,7 @@ int caterva_schunk_open_ex(caterva_ctx *ctx, const char *path, int mode,
   sc = cat_sc_alloc(CATERVA_STORE_CONTIGUOUS);
   CAT_CHECK(fail, sc != NULL, CATERVA_E_NOMEM, "out of memory");
   if (caterva_path_is_remote(path)) {
-    CAT_CHECK(fail, mode == CATERVA_OPEN_READ, CATERVA_E_READONLY,
-              "'%s': remote arrays are read-only", path);
+    sc->writable = mode == CATERVA_OPEN_WRITE; /* sparse frames in S3 only (frame_remote.c) */
     sc->path = strdup(path);
     CAT_CHECK(fail, sc->path != NULL, CATERVA_E_NOMEM, "out of memory");
     CAT_TRY(fail, cat_remote_open(ctx, sc, path, o));
@@ -174,6 +173,7 @@ int caterva_schunk_save(caterva_ctx *ctx, caterva_schunk *sc, const char *path, 
     return cat_error(ctx, CATERVA_E_INVALID, "schunk_save: NULL argument");
   if (store != CATERVA_STORE_CONTIGUOUS && store != CATERVA_STORE_SPARSE)
     return cat_error(ctx, CATERVA_E_INVALID, "schunk_save: store must be a file store");
+  if (caterva_path_is_remote(path)) return caterva_schunk_save_ex(ctx, sc, path, store, NULL);
   return cat_file_save(ctx, sc, path, store);
 }
 

@@ -163,6 +163,7 @@ void cvRedGroupFree(CvRedGroup *pGroup);
 int cvRegisterIo(sqlite3 *db, CvConn *pConn);
 /* fn_io_export.c: caterva_export(src, dst [, start, stop]), registered by cvRegisterIo. */
 void cvExportFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+void cvCopyFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv); /* fn_copy.c */
 /* fn_io_png.c: caterva_png(src [, start, stop [, options]]), registered by cvRegisterIo. */
 void cvPngFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 

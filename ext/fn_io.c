@@ -106,6 +106,10 @@ int cvRegisterIo(sqlite3 *db, CvConn *pConn) {
     rc = sqlite3_create_function_v2(db, "caterva_export", nArg, SQLITE_UTF8 | SQLITE_DIRECTONLY,
                                     cvConnRef(pConn), cvExportFunc, 0, 0, cvConnUnref);
   }
+  for (int nArg = 2; nArg <= 3 && rc == SQLITE_OK; nArg++) {
+    rc = sqlite3_create_function_v2(db, "caterva_copy", nArg, SQLITE_UTF8 | SQLITE_DIRECTONLY,
+                                    cvConnRef(pConn), cvCopyFunc, 0, 0, cvConnUnref);
+  }
   for (int nArg = 1; nArg <= 4 && rc == SQLITE_OK; nArg++) {
     rc = sqlite3_create_function_v2(db, "caterva_png", nArg, SQLITE_UTF8 | SQLITE_DIRECTONLY,
                                     cvConnRef(pConn), cvPngFunc, 0, 0, cvConnUnref);

@@ -43,6 +43,7 @@ void cvOptionsFree(CvOptions *p) {
   sqlite3_free(p->zHttpTimeoutMs);
   sqlite3_free(p->zRemoteFetch);
   sqlite3_free(p->zRange);
+  sqlite3_free(p->zGcGrace);
   if (p->azValName) {
     for (int i = 0; i < p->nMore + 1; i++) sqlite3_free(p->azValName[i]);
     sqlite3_free(p->azValName);
@@ -142,6 +143,7 @@ static int cvParseArg(CvOptions *p, const char *zArg, CvExtraOption xExtra, void
   else if (sqlite3_stricmp(zKey, "http_timeout_ms") == 0) pzSlot = &p->zHttpTimeoutMs;
   else if (sqlite3_stricmp(zKey, "remote_fetch") == 0) pzSlot = &p->zRemoteFetch;
   else if (sqlite3_stricmp(zKey, "range") == 0) pzSlot = &p->zRange;
+  else if (sqlite3_stricmp(zKey, "gc_grace") == 0) pzSlot = &p->zGcGrace;
   else if (sqlite3_stricmp(zKey, "cache_mb") == 0) {
     p->bCacheMb = 1;
     if (!cvParseCount(zVal, &p->nCacheMb) || p->nCacheMb > 1048576) {
@@ -158,7 +160,7 @@ static int cvParseArg(CvOptions *p, const char *zArg, CvExtraOption xExtra, void
                              "cache_mb, synchronous, lock_reads, max_dead, range; to create: shape, chunks, blocks, codec, "
                              "clevel, filters, fill, sparse, coords; remote: endpoint, region, "
                              "path_style, http_connections, remote_cache_mb, http_retries, "
-                             "http_timeout_ms, remote_fetch)", zKey);
+                             "http_timeout_ms, remote_fetch, gc_grace)", zKey);
     rc = SQLITE_ERROR;
     goto parse_arg_out;
   }
@@ -236,7 +238,7 @@ void cvRangeInit(const CvVtab *pTab, int k, CvRange *p) {
 
 int cvHasRemoteOptions(const CvOptions *p) {
   return p->zEndpoint || p->zRegion || p->zPathStyle || p->zHttpConns || p->zRemoteCacheMb ||
-         p->zHttpRetries || p->zHttpTimeoutMs || p->zRemoteFetch;
+         p->zHttpRetries || p->zHttpTimeoutMs || p->zRemoteFetch || p->zGcGrace;
 }
 
 /* An integer option within [lo, hi] into *pOut (unchanged when not given). */
@@ -261,7 +263,7 @@ int cvMaxDeadOption(const CvOptions *p, int *pOut, char **pzErr) {
 }
 
 int cvRemoteOptions(const CvOptions *p, caterva_remote_opts *pOut, char **pzErr) {
-  int64_t nConns = 0, nCache = 0, nRetries = -1, nTimeout = 0, bPath = -1;
+  int64_t nConns = 0, nCache = 0, nRetries = -1, nTimeout = 0, bPath = -1, nGrace = 3600;
   int rc = SQLITE_OK;
   caterva_remote_opts_init(pOut);
   if (p->zPathStyle) {
@@ -276,6 +278,9 @@ int cvRemoteOptions(const CvOptions *p, caterva_remote_opts *pOut, char **pzErr)
   if (rc == SQLITE_OK) rc = cvIntOption("remote_cache_mb", p->zRemoteCacheMb, 1, 1048576, &nCache, pzErr);
   if (rc == SQLITE_OK) rc = cvIntOption("http_retries", p->zHttpRetries, 0, 20, &nRetries, pzErr);
   if (rc == SQLITE_OK) rc = cvIntOption("http_timeout_ms", p->zHttpTimeoutMs, 100, 3600000, &nTimeout, pzErr);
+  if (p->zGcGrace && sqlite3_stricmp(p->zGcGrace, "never") == 0) nGrace = -1;
+  else if (rc == SQLITE_OK)
+    rc = cvIntOption("gc_grace", p->zGcGrace, 1, (int64_t)100 * 365 * 86400, &nGrace, pzErr);
   if (rc != SQLITE_OK) return rc;
   if (p->zEndpoint && sqlite3_strnicmp(p->zEndpoint, "http://", 7) != 0 &&
       sqlite3_strnicmp(p->zEndpoint, "https://", 8) != 0) {
@@ -290,6 +295,7 @@ int cvRemoteOptions(const CvOptions *p, caterva_remote_opts *pOut, char **pzErr)
   pOut->cache_bytes = nCache * 1024 * 1024;
   pOut->retries = nRetries < 0 ? 0 : nRetries == 0 ? -1 : (int)nRetries;
   pOut->timeout_ms = (int)nTimeout;
+  pOut->gc_grace_s = nGrace;
   if (p->zRemoteFetch) {
     if (sqlite3_stricmp(p->zRemoteFetch, "chunks") == 0) pOut->whole_chunks = 1;
     else if (sqlite3_stricmp(p->zRemoteFetch, "blocks") != 0) {

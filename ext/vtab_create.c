@@ -19,6 +19,11 @@
  * The array is written under a temporary name beside path and renamed into place only when
  * complete, without replacing anything: a crash leaves no half-made array at path, and two
  * connections creating the same path cannot both succeed.
+ *
+ * On s3://bucket/prefix/ the array is always a sparse frame (sparse=0 is refused): it is made
+ * in a temporary local directory, then uploaded (caterva_schunk_save_ex): chunk objects first,
+ * chunks.b2frame last with If-None-Match: *, so it appears whole or not at all, and a prefix
+ * that holds an array already is never overwritten. http(s):// URLs are read-only.
  */
 #include "config.h"
 
@@ -283,6 +288,67 @@ static int cvCreateCoords(caterva_ctx *pCtx, caterva_array *pArr, const CvOption
   return rc;
 }
 
+/* The array of a CREATE on an s3:// prefix: made in a local temporary directory, uploaded. */
+static int cvCreateRemote(CvConn *pConn, const CvOptions *p, caterva_array_params *par,
+                          const uint8_t *aFill, char **pzErr) {
+  caterva_ctx *pCtx = pConn->pCtx;
+  caterva_remote_opts opts;
+  caterva_array *pArr = 0;
+  const char *zTmpDir = getenv("TMPDIR");
+  char *zDir = 0, *zArr = 0;
+  int rc, r;
+  if (strncmp(p->zPath, "s3://", 5) != 0) {
+    *pzErr = sqlite3_mprintf("caterva: '%s': http(s):// URLs are read-only; arrays are "
+                             "created in S3 as s3://bucket/prefix/ (a sparse frame)", p->zPath);
+    return SQLITE_READONLY;
+  }
+  if (p->zSparse && strcmp(p->zSparse, "0") == 0) {
+    *pzErr = sqlite3_mprintf("caterva: '%s': arrays in S3 are sparse frames (a prefix of chunk "
+                             "objects): sparse=0 cannot be", p->zPath);
+    return SQLITE_ERROR;
+  }
+  rc = cvRemoteOptions(p, &opts, pzErr);
+  if (rc != SQLITE_OK) return rc;
+  zDir = sqlite3_mprintf("%s/caterva-create-XXXXXX", zTmpDir && *zTmpDir ? zTmpDir : "/tmp");
+  if (zDir == 0) return SQLITE_NOMEM;
+  if (mkdtemp(zDir) == 0) {
+    *pzErr = sqlite3_mprintf("caterva: cannot make a temporary directory '%s': %s", zDir,
+                             strerror(errno));
+    sqlite3_free(zDir);
+    return SQLITE_ERROR;
+  }
+  zArr = sqlite3_mprintf("%s/array", zDir);
+  if (zArr == 0) {
+    rc = SQLITE_NOMEM;
+    goto remote_out;
+  }
+  par->store = CATERVA_STORE_SPARSE;
+  par->path = zArr;
+  r = caterva_array_create(pCtx, par, CATERVA_FILL_VALUE, aFill, &pArr);
+  if (r >= 0) r = caterva_array_set_fill(pCtx, pArr, aFill, 1);
+  if (r < 0) rc = cvCreateLib(pCtx, r, pzErr);
+  if (rc == SQLITE_OK && p->zCoords) rc = cvCreateCoords(pCtx, pArr, p, par->ndim, pzErr);
+  if (rc == SQLITE_OK && p->zDims)
+    rc = cvStoreDims(pCtx, pArr, p->zDims, caterva_array_ndim(pArr), pzErr);
+  if (rc == SQLITE_OK) {
+    r = caterva_schunk_save_ex(pCtx, caterva_array_schunk(pArr), p->zPath,
+                               CATERVA_STORE_SPARSE, &opts);
+    if (r == CATERVA_E_EXISTS) {
+      *pzErr = sqlite3_mprintf("caterva: '%s' holds an array already (or was created by "
+                               "someone else meanwhile)", p->zPath);
+      rc = SQLITE_ERROR;
+    } else if (r < 0) {
+      rc = cvCreateLib(pCtx, r, pzErr);
+    }
+  }
+remote_out:
+  caterva_array_free(pArr);
+  cvCreateRemoveTemp(zDir);
+  sqlite3_free(zArr);
+  sqlite3_free(zDir);
+  return rc;
+}
+
 int cvCreateArray(CvConn *pConn, const CvOptions *p, char **pzErr) {
   caterva_ctx *pCtx = pConn->pCtx;
   caterva_array_params par;
@@ -315,6 +381,7 @@ int cvCreateArray(CvConn *pConn, const CvOptions *p, char **pzErr) {
   }
   rc = cvFillItem(p, &item, aFill, pzErr);
   if (rc != SQLITE_OK) return rc;
+  if (caterva_path_is_remote(p->zPath)) return cvCreateRemote(pConn, p, &par, aFill, pzErr);
   zTmp = cvCreateTempName(p->zPath);
   if (zTmp == 0) return SQLITE_NOMEM;
   par.store = bSparse ? CATERVA_STORE_SPARSE : CATERVA_STORE_CONTIGUOUS;

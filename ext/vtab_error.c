@@ -24,5 +24,7 @@ int cvLibError(CvVtab *pTab, int rc) {
   pTab->iLibRc = rc;
   if (rc == CATERVA_E_NOMEM) return SQLITE_NOMEM;
   cvSetError(pTab, "caterva: %s%s%s", caterva_strerror(rc), zMsg[0] ? ": " : "", zMsg);
+  /* a commit to S3 that another writer's commit beat (frame_s3.c): run it again */
+  if (rc == CATERVA_E_BUSY && pTab->bRemote) return SQLITE_BUSY;
   return SQLITE_ERROR;
 }

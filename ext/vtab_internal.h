@@ -274,6 +274,7 @@ struct CvOptions {
   char *zHttpTimeoutMs;
   char *zRemoteFetch;  /* remote_fetch= blocks (default) | chunks */
   char *zRange;      /* range= dim:start:stop (cvRangeSetup), or NULL */
+  char *zGcGrace;      /* gc_grace= seconds (default 3600) | never: S3 writes' collection */
   char **azValName;  /* Value column names of a converted ctable (1 + nMore; vtab_bcolz.c
                      ** cvBzExpandConverted), or NULL: used when value= is not given */
 };

@@ -87,14 +87,13 @@ static int cvCreateOrCheck(CvConn *pConn, const CvOptions *pOpt, int bCreate, ch
   struct stat st;
   int bExists;
   if (caterva_path_is_remote(pOpt->zPath)) {
-    if (!cvHasCreateOptions(pOpt)) return SQLITE_OK;
-    *pzErr = sqlite3_mprintf("caterva: '%s' is a remote array: remote arrays are read-only "
-                             "(creation options need a local path)", pOpt->zPath);
-    return SQLITE_READONLY;
+    /* s3://: the upload fails, saying so, when the prefix holds an array already */
+    if (!cvHasCreateOptions(pOpt) || !bCreate) return SQLITE_OK;
+    return cvCreateArray(pConn, pOpt, pzErr);
   }
   if (cvHasRemoteOptions(pOpt)) {
     *pzErr = sqlite3_mprintf("caterva: endpoint=, region=, path_style=, http_connections=, "
-                             "remote_cache_mb=, http_retries=, http_timeout_ms= and remote_fetch= "
+                             "remote_cache_mb=, http_retries=, http_timeout_ms=, remote_fetch= and gc_grace= "
                              "apply to remote arrays (http://, https://, s3://), not to '%s'",
                              pOpt->zPath);
     return SQLITE_ERROR;

@@ -304,15 +304,34 @@ static int cvRecoverOwn(CvVtab *pTab) {
   return rc;
 }
 
-/* xBegin of a table over one array (a remote one refuses). */
+/* xBegin of a table over an array in S3: no lock (optimistic: the commit's conditional PUT
+** decides, frame_s3.c); a handle that is read-only or older than the index moves to the
+** newest version before the first write. http(s):// arrays refuse. */
+static int cvRemoteBegin(CvVtab *pTab) {
+  caterva_ctx *pCtx = pTab->pConn->pCtx;
+  int rc = SQLITE_OK, r;
+  if (sqlite3_strnicmp(pTab->zPath, "s3://", 5) != 0) {
+    cvSetError(pTab, "caterva: '%s' is served over http(s), which is read-only: arrays are "
+               "written in S3 (s3://bucket/prefix/, a sparse frame)", pTab->zPath);
+    return SQLITE_READONLY;
+  }
+  if (pTab->nVar > 0) { /* no commit across several objects' indexes yet */
+    cvSetError(pTab, "caterva: '%s': a table over several variables in S3 is read-only for "
+               "now; write each variable through a table of its own", pTab->zPath);
+    return SQLITE_READONLY;
+  }
+  if (!pTab->bWritable || caterva_schunk_stale(pCtx, caterva_array_schunk(pTab->pArr)) != 0)
+    rc = cvReopen(pTab, CATERVA_OPEN_WRITE);
+  if (rc == SQLITE_OK && (r = caterva_array_begin(pCtx, pTab->pArr)) < 0) rc = cvLibError(pTab, r);
+  if (rc == SQLITE_OK) pTab->bInTxn = 1;
+  return rc;
+}
+
+/* xBegin of a table over one array. */
 int cvOneBegin(CvVtab *pTab) {
   int rc;
   if (pTab->bInTxn) return SQLITE_OK;
-  if (pTab->bRemote) {
-    cvSetError(pTab, "caterva: '%s' is a remote array: remote arrays are read-only",
-               pTab->zPath);
-    return SQLITE_READONLY;
-  }
+  if (pTab->bRemote) return cvRemoteBegin(pTab);
   if (pTab->bReadLocked) { /* lock_reads: our own shared lock would block us */
     caterva_lock_release(pTab->pLock);
     pTab->bReadLocked = 0;

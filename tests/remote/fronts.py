@@ -17,6 +17,7 @@ import random
 import re
 import socket
 import struct
+import sys
 import threading
 import time
 import urllib.parse
@@ -90,6 +91,12 @@ class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128
+
+    def handle_error(self, request, client_address):
+        # a client that resets its connection (a killed writer, curl after a fault) is no error
+        # of the front's; anything else is printed as socketserver does
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
 
 
 def read_body(h):
@@ -457,7 +464,7 @@ class SigV4Front(_Front):
 # ---------------------------------------------------------------------------------------------- faults
 
 FAULT_NAMES = {"reset", "truncate", "short", "ignore_range", "garbage", "delay", "stall", "slowdown",
-               "pass"}
+               "applied_500", "applied_reset", "pass"}
 DEFAULT_ERROR_CODES = {400: "BadRequest", 403: "AccessDenied", 404: "NoSuchKey", 429: "TooManyRequests",
                        500: "InternalError", 502: "BadGateway", 503: "ServiceUnavailable",
                        504: "GatewayTimeout"}
@@ -644,6 +651,12 @@ class FaultFront(_Front):
         self._finish_origin(h, resp)
         resp_headers = resp.getheaders()
         self.sleep(delay)
+        if fault == "applied_500":  # the origin applied the request; the client hears a 500
+            return 500, self.send_error_xml(h, 500, "InternalError", "injected 500 after the "
+                                            f"origin answered {resp.status}")
+        if fault == "applied_reset":  # the origin applied the request; the client hears nothing
+            self._reset(h)
+            return None, 0
         if fault == "garbage":
             data = random.Random(self.seed * 1000003 + len(data)).randbytes(
                 k if k is not None else len(data))

@@ -13,6 +13,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -362,3 +363,64 @@ class S3rver:
                 "log": self.log, "bucket": self.bucket, "pid": self.proc.pid if self.proc else None,
                 "pgid": self.proc.pid if self.proc else None}
 
+
+
+def find_moto_python():
+    """A Python that has the moto package: $CATERVA_MOTO_PYTHON, this one, python3 on PATH, or a
+    pyenv version (the machines have moto in pyenv's Python; Debian's python3, which runs the
+    tests because its sqlite3 loads extensions, has not). None when there is none."""
+    import glob
+    seen = []
+    for cand in [os.environ.get("CATERVA_MOTO_PYTHON"), sys.executable, shutil.which("python3")] + \
+            sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/*/bin/python3")), reverse=True):
+        if not cand or cand in seen:
+            continue
+        seen.append(cand)
+        try:
+            r = subprocess.run([cand, "-c", "import moto.moto_server.werkzeug_app"],
+                               capture_output=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if r.returncode == 0:
+            return cand
+    return None
+
+
+class MotoS3:
+    """moto's S3 API (moto_s3.py: one thread, so conditional PUTs are atomic; it enforces
+    If-None-Match and If-Match on PUT), with a bucket made at start."""
+
+    def __init__(self, tmp, bucket=DEFAULT_BUCKET, lifetime=DEFAULT_LIFETIME):
+        self.tmp = os.path.join(tmp, "moto")
+        self.log = os.path.join(self.tmp, "moto.log")
+        self.bucket = bucket
+        self.lifetime = lifetime
+        self.proc = None
+        self.port = None
+
+    def start(self, timeout=60.0):
+        os.makedirs(self.tmp, exist_ok=True)
+        python = find_moto_python()
+        if python is None:
+            raise RuntimeError("no Python with the moto package (set CATERVA_MOTO_PYTHON)")
+        argv = [python, os.path.join(HERE, "moto_s3.py"), "--bucket", self.bucket]
+        self.proc = _spawn(argv, self.log, self.lifetime)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = re.search(r"listening on [^\s:]+:(\d+)", _tail(self.log, 100000))
+            if m:
+                self.port = int(m.group(1))
+                return self
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"moto's S3 exited (is the moto package installed?):\n"
+                                   f"{_tail(self.log)}")
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"moto's S3 did not start:\n{_tail(self.log)}")
+
+    def stop(self):
+        _stop_group(self.proc)
+
+    def state(self):
+        return {"url": f"http://127.0.0.1:{self.port}", "port": self.port, "log": self.log,
+                "bucket": self.bucket, "pid": self.proc.pid if self.proc else None}

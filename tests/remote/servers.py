@@ -106,7 +106,7 @@ from sigv4 import (  # noqa: F401
     canonical_headers, canonical_query, canonical_request, canonical_uri, s3_request, self_check,
     sign, signature, signed_headers_for, signing_key, string_to_sign, uri_encode)
 from procs import (  # noqa: F401
-    DEFAULT_BUCKET, DEFAULT_LIFETIME, HERE, NGINX_CONF, NGINX_TEMP_PATHS, ROOT, Nginx, S3rver,
+    DEFAULT_BUCKET, DEFAULT_LIFETIME, HERE, NGINX_CONF, NGINX_TEMP_PATHS, ROOT, MotoS3, Nginx, S3rver,
     _group_alive, _tail, find_s3rver, free_port, make_ca, parse_access_log)
 from fronts import (  # noqa: F401
     CONTROL, DEFAULT_ERROR_CODES, FAULT_NAMES, HOP_BY_HOP, MAX_BODY, FaultFront, SigV4Front,
@@ -128,8 +128,9 @@ class Servers:
                      if w.strip()}
         if "all" in self.what:
             self.what = {"nginx", "s3", "fronts"}
-        if not self.what <= {"nginx", "s3", "fronts"}:
-            raise ValueError(f"unknown servers: {sorted(self.what - {'nginx', 's3', 'fronts'})}")
+        known = {"nginx", "s3", "s3w", "fronts"}
+        if not self.what <= known:
+            raise ValueError(f"unknown servers: {sorted(self.what - known)}")
         self.base = os.path.abspath(dir)
         self.root_arg = root
         self.lifetime = lifetime
@@ -140,6 +141,7 @@ class Servers:
         self.delay_ms, self.rate, self.seed, self.script = delay_ms, rate, seed, script
         self.tmp = None
         self.nginx = self.s3rver = self.sigv4 = self.sigv4_anon = self.fault = self.s3_fault = None
+        self.moto = self.s3w_sigv4 = self.s3w_fault = None
         self._stopped = False
         self._watchdog = None
 
@@ -159,6 +161,16 @@ class Servers:
                 self.nginx = Nginx(self.tmp, os.path.abspath(root), self.https, self.lifetime).start()
             if "s3" in self.what:
                 self.s3rver = S3rver(self.tmp, self.bucket, self.lifetime).start()
+            if "s3w" in self.what:  # writes: an S3 API that enforces PutObject's preconditions
+                self.moto = MotoS3(self.tmp, self.bucket, self.lifetime).start()
+                fronts = os.path.join(self.tmp, "fronts")
+                os.makedirs(fronts, exist_ok=True)
+                self.s3w_sigv4 = SigV4Front("127.0.0.1", self.moto.port,
+                                            os.path.join(fronts, "s3w-sigv4.log"), self.credentials,
+                                            self.region).start()
+                self.s3w_fault = FaultFront("127.0.0.1", self.s3w_sigv4.port,
+                                            os.path.join(fronts, "s3w-fault.log"), None, self.seed,
+                                            self.delay_ms, self.rate).start()
             if "fronts" in self.what:
                 fronts = os.path.join(self.tmp, "fronts")
                 os.makedirs(fronts, exist_ok=True)
@@ -187,10 +199,11 @@ class Servers:
         self._stopped = True
         if self._watchdog is not None:
             self._watchdog.cancel()
-        for front in (self.s3_fault, self.fault, self.sigv4_anon, self.sigv4):
+        for front in (self.s3_fault, self.fault, self.sigv4_anon, self.sigv4, self.s3w_fault,
+                      self.s3w_sigv4):
             if front is not None:
                 front.stop()
-        for srv in (self.s3rver, self.nginx):
+        for srv in (self.s3rver, self.nginx, self.moto):
             if srv is not None:
                 srv.stop()
         if self.cleanup and self.tmp:
@@ -218,6 +231,9 @@ class Servers:
     s3_anon_endpoint = property(lambda s: s.sigv4_anon.url if s.sigv4_anon else None)
     s3_fault_endpoint = property(lambda s: s.s3_fault.url if s.s3_fault else None)
     s3_direct = property(lambda s: s.s3rver.state()["url"] if s.s3rver else None)
+    s3w_endpoint = property(lambda s: s.s3w_sigv4.url if s.s3w_sigv4 else None)
+    s3w_fault_endpoint = property(lambda s: s.s3w_fault.url if s.s3w_fault else None)
+    s3w_direct = property(lambda s: s.moto.state()["url"] if s.moto else None)
 
     @property
     def state(self):
@@ -242,7 +258,7 @@ class Servers:
         return st
 
     def set_faults(self, script, seed=None, front="http"):
-        (self.s3_fault if front == "s3" else self.fault).set_script(script, seed)
+        {"s3": self.s3_fault, "s3w": self.s3w_fault}.get(front, self.fault).set_script(script, seed)
 
     def set_shape(self, delay_ms=None, rate=None, front="both"):
         for f in ((self.fault, self.s3_fault) if front == "both" else

@@ -1,0 +1,613 @@
+#!/usr/bin/env python3
+"""Writes to arrays in S3 (TAP), against an S3 API that enforces PutObject's preconditions:
+moto's S3 served with one thread (tests/remote/moto_s3.py), behind our SigV4-checking front
+and our fault front (servers.py, what="s3w").
+
+- The server itself: If-None-Match: * and If-Match: <ETag> on PUT are refused with 412.
+- Differential: random UPDATEs, INSERTs (growth included), DELETEs, transactions with
+  savepoints, ROLLBACK TO and ROLLBACK, on a sparse array in S3 and on a local sparse one:
+  the same answers, and the same chunk bytes at every position after every statement.
+- The layout: the prefix downloaded object by object is a directory this extension opens as
+  the same array; caterva_copy() both ways; CREATE on a prefix that holds an array fails.
+- Several writers: two, then four processes incrementing cells and appending rows at once; every committed
+  transaction's effect is present exactly once, the BUSY ones' absent; a writer that opened
+  an old version moves to the newest before its first write.
+- Faults: a chunk PUT answered 503 is retried; an index PUT answered 500 (or reset) AFTER the
+  server applied it is found to have landed and reported as a success, committed once; one
+  refused without being applied is sent again; one that never lands is an error and nothing
+  of the transaction is visible; 403 on a PUT says access denied.
+- Collection: with gc_grace=1 a later commit deletes the chunk objects that left the index
+  more than 1 s ago and keeps the ones just replaced; with the default (1 hour) none.
+- Wrong credentials: a clear error with SignatureDoesNotMatch, the secret never in it.
+- Read-only: http(s):// arrays, contiguous objects in S3 and tables over several variables in
+  S3 refuse writes saying why.
+- kill -9 of a writer at random instants (KILLS, default 20; make kill-test-s3: 200) while a reader checks that every
+  version it sees is one that a writer committed (all cells equal to one committed round).
+
+Needs moto in some Python of the machine (procs.find_moto_python) and nginx.
+Environment: top_builddir, CATERVA_PRELOAD, KILLS.
+"""
+import ctypes
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import xml.etree.ElementTree as ET
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+from sqltap import connect_ext, plan, reexec_with_preload, report  # noqa: E402
+
+BUILD = os.environ.get("top_builddir", ".")
+EXT = os.path.abspath(os.path.join(BUILD, ".libs", "caterva"))
+LIB = os.path.abspath(os.path.join(BUILD, "core", ".libs", "libcaterva.so"))
+
+
+def connect():
+    db = connect_ext(EXT, isolation_level=None)
+    db.execute("PRAGMA trusted_schema=1")
+    return db
+
+
+def rows(db, sql, args=()):
+    try:
+        return ("ok", db.execute(sql, args).fetchall())
+    except sqlite3.Error as e:
+        return ("error", str(e))
+
+
+# ---------------------------------------------------------------------------------------------
+# Chunk bytes by position, through the library itself (local paths and s3:// alike).
+
+class Chunks:
+    def __init__(self):
+        self.lib = ctypes.CDLL(LIB)
+        L = self.lib
+        L.caterva_ctx_new.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]
+        L.caterva_ctx_free.argtypes = [ctypes.c_void_p]
+        L.caterva_ctx_errmsg.argtypes = [ctypes.c_void_p]
+        L.caterva_ctx_errmsg.restype = ctypes.c_char_p
+        L.caterva_schunk_open_ex.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int,
+                                             ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
+        L.caterva_schunk_nchunks.argtypes = [ctypes.c_void_p]
+        L.caterva_schunk_nchunks.restype = ctypes.c_int64
+        L.caterva_schunk_get_chunk.argtypes = [
+            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+            ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)), ctypes.POINTER(ctypes.c_int32)]
+        L.caterva_schunk_free.argtypes = [ctypes.c_void_p]
+
+    def of(self, path):
+        """[bytes of chunk i] of the array at path, or an error string."""
+        L = self.lib
+        ctx, sc = ctypes.c_void_p(), ctypes.c_void_p()
+        L.caterva_ctx_new(1, ctypes.byref(ctx))
+        try:
+            rc = L.caterva_schunk_open_ex(ctx, path.encode(), 0, None, ctypes.byref(sc))
+            if rc < 0:
+                return "open: " + L.caterva_ctx_errmsg(ctx).decode()
+            out = []
+            for i in range(L.caterva_schunk_nchunks(sc)):
+                p, n = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_int32()
+                if L.caterva_schunk_get_chunk(ctx, sc, i, ctypes.byref(p), ctypes.byref(n)) < 0:
+                    return "chunk %d: %s" % (i, L.caterva_ctx_errmsg(ctx).decode())
+                out.append(ctypes.string_at(p, n.value))
+            return out
+        finally:
+            if sc:
+                L.caterva_schunk_free(sc)
+            L.caterva_ctx_free(ctx)
+
+
+# ---------------------------------------------------------------------------------------------
+# S3 helpers (signed with the test credentials, straight to the SigV4 front).
+
+def s3(s, method, key, body=None, extra=None, query=""):
+    from sigv4 import s3_request
+    return s3_request(s.s3w_endpoint, method, f"/{s.bucket}/{key}{query}", s.credentials[0],
+                      s.region, body, extra)
+
+
+def s3_list(s, prefix):
+    from sigv4 import s3_request
+    st, _, body = s3_request(s.s3w_endpoint, "GET",
+                             f"/{s.bucket}?list-type=2&prefix={urllib.parse.quote(prefix)}",
+                             s.credentials[0], s.region)
+    assert st == 200, body
+    ns = {"s3": "http://s3.amazonaws.com/doc/2006-03-01/"}
+    root = ET.fromstring(body)
+    return [e.findtext("s3:Key", namespaces=ns) for e in root.findall("s3:Contents", ns)]
+
+
+def download(s, prefix, dst):
+    os.makedirs(dst)
+    for key in s3_list(s, prefix):
+        st, _, body = s3(s, "GET", key)
+        assert st == 200
+        with open(os.path.join(dst, key[len(prefix):]), "wb") as f:
+            f.write(body)
+
+
+def table(db, name, url, extra=""):
+    db.execute("CREATE VIRTUAL TABLE %s USING caterva('%s'%s)" % (name, url, extra))
+
+
+def content(db, name):
+    return rows(db, "SELECT d0, d1, value FROM %s ORDER BY d0, d1" % name)
+
+
+# ---------------------------------------------------------------------------------------------
+
+def server_preconditions(s):
+    st1 = s3(s, "PUT", "pre/x", b"one", {"If-None-Match": "*"})
+    st2 = s3(s, "PUT", "pre/x", b"two", {"If-None-Match": "*"})
+    st3 = s3(s, "PUT", "pre/x", b"two", {"If-Match": '"0123456789abcdef0123456789abcdef"'})
+    etag = dict((k.lower(), v) for k, v in st1[1]).get("etag")
+    st4 = s3(s, "PUT", "pre/x", b"three", {"If-Match": etag})
+    report((st1[0], st2[0], st3[0], st4[0]) == (200, 412, 412, 200),
+           "the test server enforces If-None-Match: * and If-Match on PUT (200, 412, 412, 200)",
+           (st1[0], st2[0], st3[0], st4[0]))
+
+
+def differential(s, work, chunks):
+    """The same random statements on a sparse array in S3 and on a local one."""
+    rng = random.Random(36)
+    local = os.path.join(work, "diff_local")
+    url = "s3://%s/diff/" % s.bucket
+    opts = ", shape='9,10', dtype='float32', chunks='4,4', blocks='2,2', codec=lz4"
+    dl, ds = connect(), connect()
+    table(dl, "t", local, opts + ", sparse=1")
+    table(ds, "t", url, opts)
+    nrows = [9]
+    ok_answers = ok_bytes = True
+    detail = ""
+    steps = 0
+
+    def stmt():
+        k = rng.random()
+        if k < 0.45:
+            a, c = rng.randrange(nrows[0]), rng.randrange(10)
+            return ("UPDATE t SET value = %d WHERE d0 BETWEEN %d AND %d AND d1 BETWEEN %d AND %d"
+                    % (rng.randrange(-50, 50), a, a + rng.randrange(4), c, c + rng.randrange(5)))
+        if k < 0.7:
+            r = rng.randrange(nrows[0] + 3)
+            nrows[0] = max(nrows[0], r + 1)
+            return "INSERT INTO t(d0, d1, value) VALUES (%d, %d, %g)" % (
+                r, rng.randrange(10), rng.randrange(1000) / 8)
+        if k < 0.85:
+            return "DELETE FROM t WHERE d0 = %d" % rng.randrange(nrows[0])
+        return "UPDATE t SET value = value * 2 + d1 WHERE d1 = %d" % rng.randrange(10)
+
+    for step in range(36):
+        txn = rng.random() < 0.4
+        script = []
+        if txn:
+            script.append("BEGIN")
+            for _ in range(rng.randrange(1, 4)):
+                script.append(stmt())
+            if rng.random() < 0.5:
+                saved = nrows[0]
+                script += ["SAVEPOINT sp", stmt(), stmt(), "ROLLBACK TO sp", "RELEASE sp"]
+                nrows[0] = max(saved, nrows[0])
+            script.append("COMMIT" if rng.random() < 0.75 else "ROLLBACK")
+        else:
+            script.append(stmt())
+        for sql in script:
+            a, b = rows(dl, sql), rows(ds, sql)
+            if a != b and ok_answers:
+                ok_answers, detail = False, "%s: local %r, s3 %r" % (sql, a, b)
+        steps += 1
+        ca, cb = content(dl, "t"), content(ds, "t")
+        if ca != cb and ok_answers:
+            ok_answers, detail = False, "after %r: %r vs %r" % (script, ca[1][:6], cb[1][:6])
+        ba, bb = chunks.of(local), chunks.of(url)
+        if ba != bb and ok_bytes:
+            ok_bytes = False
+            detail += " chunk bytes differ after %r: %s" % (
+                script, ba if isinstance(ba, str) else bb if isinstance(bb, str) else
+                [i for i in range(min(len(ba), len(bb))) if ba[i] != bb[i]][:8])
+    report(ok_answers, "differential: %d random statements and transactions give the same answers "
+           "on S3 as on a local sparse array" % steps, detail)
+    report(ok_bytes, "differential: the same chunk bytes at every position after every one",
+           detail)
+    grown = content(ds, "t")
+    report(grown[0] == "ok" and max(r[0] for r in grown[1]) + 1 >= 9,
+           "differential: INSERTs grew the array (%s rows)" % nrows[0])
+    # the layout: a download of the prefix opens as the same array
+    got = os.path.join(work, "diff_download")
+    download(s, "diff/", got)
+    dd = connect()
+    table(dd, "d", got)
+    report(content(dd, "d") == content(dl, "t") and chunks.of(got) == chunks.of(local),
+           "the prefix downloaded object by object is a sparse directory with the same cells "
+           "and chunk bytes")
+    dd.close()
+    # caterva_copy both ways
+    back = os.path.join(work, "diff_back.b2nd")
+    r1 = rows(ds, "SELECT caterva_copy(?, ?)", (url, back))
+    r2 = rows(ds, "SELECT caterva_copy(?, ?)", (back, "s3://%s/copy/" % s.bucket))
+    dc = connect()
+    table(dc, "c", "s3://%s/copy/" % s.bucket)
+    report(r1[0] == "ok" and r2[0] == "ok" and content(dc, "c") == content(dl, "t"),
+           "caterva_copy: S3 prefix -> local contiguous file -> a new S3 prefix, same cells",
+           (r1, r2))
+    r3 = rows(ds, "SELECT caterva_copy(?, ?)", (back, "s3://%s/copy/" % s.bucket))
+    report(r3[0] == "error" and "already" in r3[1],
+           "caterva_copy to a prefix that holds an array fails saying so", r3)
+    r4 = rows(dc, "CREATE VIRTUAL TABLE e USING caterva('s3://%s/copy/', shape='3', "
+              "dtype='int32')" % s.bucket)
+    report(r4[0] == "error" and "already" in r4[1],
+           "CREATE with creation options on a prefix that holds an array fails saying so", r4)
+    for d in (dl, ds, dc):
+        d.close()
+
+
+WORKER = r"""
+import json, random, sqlite3, sys
+sys.path.insert(0, %(lib)r)
+from sqltap import connect_ext
+url, wid, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+db = connect_ext(%(ext)r, isolation_level=None)
+db.execute("PRAGMA trusted_schema=1")
+db.execute("CREATE VIRTUAL TABLE t USING caterva('%%s')" %% url)
+rng = random.Random(wid)
+out = []
+for k in range(n):
+    if k %% 3 == 2:
+        row = 4 + 2 * k + wid
+        op = ("append", row, 1000 * wid + k)
+        sql = "INSERT INTO t(d0, d1, value) VALUES (%%d, %%d, %%d)" %% (row, wid, 1000 * wid + k)
+    else:
+        cell = (rng.randrange(4), rng.randrange(6))
+        op = ("inc", cell[0], cell[1])
+        sql = "UPDATE t SET value = value + 1 WHERE d0 = %%d AND d1 = %%d" %% cell
+    try:
+        db.execute("BEGIN")
+        db.execute(sql)
+        db.execute("COMMIT")
+        out.append(op + ("ok",))
+    except sqlite3.Error as e:
+        busy = "another writer committed first" in str(e)
+        try:
+            db.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        out.append(op + ("busy" if busy else "error: " + str(e),))
+print(json.dumps(out))
+"""
+
+
+def concurrent(s, work, nproc=2, n=18):
+    url = "s3://%s/conc%d/" % (s.bucket, nproc)
+    db = connect()
+    table(db, "t", url, ", shape='4,6', dtype='float64', chunks='2,3', fill=0")
+    script = os.path.join(work, "worker.py")
+    with open(script, "w") as f:
+        f.write(WORKER % {"lib": os.path.join(HERE, "..", "lib"), "ext": EXT})
+    procs = [subprocess.Popen([sys.executable, script, url, str(w), str(n)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for w in range(nproc)]
+    results = []
+    errs = ""
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        try:
+            results += json.loads(out)
+        except ValueError:
+            errs += err[-2000:]
+    db.execute("DROP TABLE t")
+    table(db, "t", url)
+    cells = {(a, b): v for a, b, v in db.execute("SELECT d0, d1, value FROM t").fetchall()}
+    expect = {}
+    bad = [r for r in results if r[-1] not in ("ok", "busy")]
+    for r in results:
+        if r[0] == "inc" and r[-1] == "ok":
+            expect[(r[1], r[2])] = expect.get((r[1], r[2]), 0) + 1
+    inc_ok = all(cells.get((a, b), 0) == expect.get((a, b), 0) for a in range(4) for b in range(6))
+    app_ok = True
+    for r in results:
+        if r[0] != "append":
+            continue
+        row, val = r[1], r[2]
+        wid = val // 1000
+        got = cells.get((row, wid))
+        if r[-1] == "ok" and got != val:
+            app_ok = False
+        if r[-1] == "busy" and got not in (None, 0):
+            app_ok = False
+    nok = sum(1 for r in results if r[-1] == "ok")
+    nbusy = sum(1 for r in results if r[-1] == "busy")
+    report(not bad and not errs and len(results) == nproc * n,
+           "%d writers: every transaction committed or got BUSY (no other error)" % nproc,
+           (bad[:3], errs))
+    report(inc_ok, "%d writers: each cell holds exactly its committed increments "
+           "(%d committed, %d BUSY)" % (nproc, nok, nbusy), (cells, expect))
+    report(app_ok, "%d writers: committed appends present, BUSY ones absent" % nproc)
+    report(nok > 0 and nbusy > 0, "%d writers: some commits won and some lost (%d / %d)"
+           % (nproc, nok, nbusy))
+    db.close()
+
+
+def old_version(s):
+    url = "s3://%s/old/" % s.bucket
+    a, b = connect(), connect()
+    table(a, "t", url, ", shape='3,3', dtype='int32', fill=0")
+    table(b, "t", url)
+    b.execute("SELECT sum(value) FROM t").fetchall()           # b holds version 1
+    a.execute("UPDATE t SET value = 5 WHERE d0 = 0")            # version 2
+    r = rows(b, "UPDATE t SET value = value + 1 WHERE d0 = 0")  # b moves to version 2 first
+    got = a.execute("SELECT sum(value) FROM t WHERE d0 = 0").fetchall()
+    report(r[0] == "ok" and got == [(18,)],
+           "a writer that opened an old version moves to the newest before its first write",
+           (r, got))
+    a.close()
+    b.close()
+
+
+def settled_log(log):
+    """The front's log once its last lines are written (a front logs a request after its
+    answer has gone out, so the client may be faster)."""
+    last = None
+    for _ in range(40):
+        cur = servers.read_json_log(log)
+        if last is not None and len(cur) == len(last):
+            return cur
+        last = cur
+        time.sleep(0.1)
+    return last
+
+
+def faults(s, work):
+    url = "s3://%s/faults/" % s.bucket
+    fe = ", endpoint='%s'" % s.s3w_fault_endpoint
+    db = connect()
+    table(db, "t", url, fe + ", shape='4,4', dtype='int32', chunks='2,2', fill=0")
+    check = connect()
+    table(check, "t", url)
+    log = s.s3w_fault.log_path
+
+    def fired(before):
+        return [e for e in settled_log(log)[before:] if e.get("fault")]
+
+    def total():
+        return check.execute("SELECT sum(value) FROM t").fetchall()[0][0]
+
+    # a chunk PUT answered 503: retried
+    n0 = len(servers.read_json_log(log))
+    s.set_faults([{"method": "PUT", "path": r"\.chunk$", "fault": 503, "times": 1}], front="s3w")
+    r = rows(db, "UPDATE t SET value = 1 WHERE d0 = 0")
+    report(r[0] == "ok" and total() == 4 and len(fired(n0)) == 1,
+           "a chunk PUT answered 503 is retried and the commit succeeds", (r, total()))
+    # the index PUT applied by the server, then a 500 / a reset: found landed, committed once
+    for kind in ("applied_500", "applied_reset"):
+        n0 = len(servers.read_json_log(log))
+        s.set_faults([{"method": "PUT", "path": r"chunks\.b2frame$", "fault": kind, "times": 1}],
+                     front="s3w")
+        r = rows(db, "UPDATE t SET value = value + 10 WHERE d0 = 1")
+        after = settled_log(log)[n0:]
+        puts = [e for e in after if e["method"] == "PUT" and e["target"].endswith("chunks.b2frame")]
+        gets = [e for e in after if e["method"] == "GET" and e["target"].endswith("chunks.b2frame")]
+        report(r[0] == "ok" and len(puts) == 1 and len(gets) >= 1,
+               "index PUT applied then %s: the writer reads the index back, finds its commit "
+               "landed and reports success without sending it again" % kind, (r, puts, gets))
+    report(total() == 4 + 80, "... and each of those commits counts once (sum %s)" % total())
+    # the index PUT refused before being applied: sent again, once known not to have landed
+    s.set_faults([{"method": "PUT", "path": r"chunks\.b2frame$", "fault": 500, "times": 1}],
+                 front="s3w")
+    r = rows(db, "UPDATE t SET value = 100 WHERE d0 = 3 AND d1 = 3")
+    report(r[0] == "ok" and total() == 84 + 100,
+           "an index PUT answered 500 without being applied is sent again after reading the "
+           "index back, and commits once", (r, total()))
+    # never lands: an error, nothing visible
+    s.set_faults([{"method": "PUT", "path": r"chunks\.b2frame$", "fault": 503}], front="s3w")
+    r = rows(db, "UPDATE t SET value = 7 WHERE d0 = 2")
+    report(r[0] == "error" and "did not land" in r[1] and total() == 184,
+           "an index PUT that never lands is an error saying so, and nothing of the transaction "
+           "is visible", (r, total()))
+    # 403 on a PUT
+    s.set_faults([{"method": "PUT", "fault": 403}], front="s3w")
+    r = rows(db, "UPDATE t SET value = 7 WHERE d0 = 2")
+    report(r[0] == "error" and "403" in r[1] and "access denied" in r[1] and total() == 184,
+           "a PUT answered 403 is an error saying access denied; nothing visible", r)
+    s.set_faults([], front="s3w")
+    r = rows(db, "UPDATE t SET value = 7 WHERE d0 = 2")
+    report(r[0] == "ok" and total() == 184 + 28, "after the faults the table writes again", r)
+    db.close()
+    check.close()
+
+
+def credentials(s):
+    url = "s3://%s/creds/" % s.bucket
+    db = connect()
+    table(db, "t", url, ", shape='2,2', dtype='int32', fill=0")
+    good = os.environ["AWS_SECRET_ACCESS_KEY"]
+    os.environ["AWS_SECRET_ACCESS_KEY"] = "WRONG" + good
+    r = rows(db, "UPDATE t SET value = 1")
+    os.environ["AWS_SECRET_ACCESS_KEY"] = good
+    report(r[0] == "error" and "SignatureDoesNotMatch" in r[1] and good not in r[1] and
+           "WRONG" not in r[1], "a wrong secret: SignatureDoesNotMatch, the secret never shown",
+           r)
+    r = rows(db, "UPDATE t SET value = 1")
+    report(r[0] == "ok" and db.execute("SELECT sum(value) FROM t").fetchall() == [(4,)],
+           "with the right secret again the write succeeds", r)
+    db.close()
+
+
+def read_only(s, work):
+    src = os.path.join(work, "ro.b2nd")
+    db = connect()
+    table(db, "t", src, ", shape='4,4', dtype='int32', fill=1")
+    db.execute("DROP TABLE t")
+    with open(src, "rb") as f:
+        st = s3(s, "PUT", "ro/contig.b2nd", f.read())[0]
+    os.makedirs(os.path.join(s.root, "w"), exist_ok=True)
+    shutil.copyfile(src, os.path.join(s.root, "w", "ro.b2nd"))
+    table(db, "c", "s3://%s/ro/contig.b2nd" % s.bucket)
+    r = rows(db, "UPDATE c SET value = 2")
+    report(st == 200 and r[0] == "error" and "contiguous" in r[1] and "caterva_copy" in r[1],
+           "a contiguous object in S3 refuses writes, saying how to make it a sparse prefix", r)
+    table(db, "h", s.nginx_http + "/w/ro.b2nd")
+    r = rows(db, "UPDATE h SET value = 2")
+    report(r[0] == "error" and "http(s)" in r[1] and "read-only" in r[1],
+           "an http:// array refuses writes, saying http(s) is read-only", r)
+    r = rows(db, "CREATE VIRTUAL TABLE n USING caterva('%s/w/new/', shape='3')" % s.nginx_http)
+    report(r[0] == "error" and "read-only" in r[1], "CREATE on an http:// URL is refused", r)
+    r = rows(db, "CREATE VIRTUAL TABLE n USING caterva('s3://%s/ro/n/', shape='3', sparse=0)"
+             % s.bucket)
+    report(r[0] == "error" and "sparse" in r[1], "sparse=0 on an s3:// prefix is refused", r)
+    for v in ("v1", "v2"):
+        table(db, v, "s3://%s/ro/%s/" % (s.bucket, v), ", shape='3,3', dtype='int32', fill=1")
+    table(db, "vv", "s3://%s/ro/v1/', 's3://%s/ro/v2/" % (s.bucket, s.bucket), ", value='a,b'")
+    r = rows(db, "UPDATE vv SET a = 5")
+    got = rows(db, "SELECT sum(value) FROM v1")
+    report(r[0] == "error" and "several variables" in r[1] and got == ("ok", [(9,)]),
+           "a table over several variables in S3 refuses writes (one table per variable does not)",
+           (r, got))
+    db.close()
+
+
+def collection(s):
+    """Unreferenced chunk objects go once they left the index more than gc_grace ago."""
+    url = "s3://%s/gc/" % s.bucket
+    db = connect()
+    table(db, "t", url, ", shape='4,4', dtype='int32', chunks='2,2', fill=0, gc_grace=1")
+
+    def objs():
+        return {k for k in s3_list(s, "gc/") if k.endswith(".chunk")}
+
+    db.execute("UPDATE t SET value = d0 * 4 + d1")
+    c1 = objs()
+    db.execute("UPDATE t SET value = d0 * 4 + d1 + 100")
+    c12 = objs()
+    report(len(c1) == 4 and c1 < c12 and len(c12) == 8,
+           "chunks replaced by a commit stay (they left the index just now)", (c1, c12))
+    time.sleep(2.5)
+    db.execute("UPDATE t SET value = -5 WHERE d0 = 0 AND d1 = 0")
+    c3 = objs()
+    report(not (c1 & c3) and len(c3) == 5 and (c12 - c1) < c3,
+           "with gc_grace=1, a later commit deletes the chunks that left the index more than 1 s "
+           "ago, and keeps the one it just replaced", (sorted(c1), sorted(c3)))
+    fresh = connect()
+    table(fresh, "t", url)
+    got = fresh.execute("SELECT sum(value) FROM t").fetchall()
+    report(got == [(sum(range(16)) + 1600 - 5 - 100,)], "the array reads as committed", got)
+    time.sleep(1.5)
+    fresh.execute("UPDATE t SET value = 1 WHERE d0 = 3 AND d1 = 3")  # default grace: 1 hour
+    c4 = objs()
+    report(c3 < c4, "with the default grace (1 hour) a commit deletes nothing", (c3, c4))
+    r = rows(db, "CREATE VIRTUAL TABLE x USING caterva('%s', gc_grace=0)" % url)
+    report(r[0] == "error" and "gc_grace" in r[1], "gc_grace=0 is refused (1 s at least, or never)",
+           r)
+    db.close()
+    fresh.close()
+
+
+KILL_WRITER = r"""
+import sqlite3, sys
+sys.path.insert(0, %(lib)r)
+from sqltap import connect_ext
+url, log = sys.argv[1], sys.argv[2]
+db = connect_ext(%(ext)r, isolation_level=None)
+db.execute("PRAGMA trusted_schema=1")
+db.execute("CREATE VIRTUAL TABLE t USING caterva('%%s')" %% url)
+k = int(sys.argv[3])
+while True:
+    with open(log, "a") as f:
+        f.write("try %%d\n" %% k)
+    try:
+        db.execute("UPDATE t SET value = %%d" %% k)
+        with open(log, "a") as f:
+            f.write("done %%d\n" %% k)
+    except sqlite3.Error as e:
+        with open(log, "a") as f:
+            f.write("fail %%d %%s\n" %% (k, str(e).replace("\n", " ")))
+    k += 1
+"""
+
+
+def kills(s, work, nkill):
+    url = "s3://%s/kill/" % s.bucket
+    db = connect()
+    table(db, "t", url, ", shape='6,8', dtype='int32', chunks='3,4', fill=0")
+    script = os.path.join(work, "kill_writer.py")
+    with open(script, "w") as f:
+        f.write(KILL_WRITER % {"lib": os.path.join(HERE, "..", "lib"), "ext": EXT})
+    log = os.path.join(work, "kill.log")
+    rng = random.Random(9)
+    seen, mixed, k0 = set(), [], 1
+    for i in range(nkill):
+        p = subprocess.Popen([sys.executable, script, url, log, str(k0)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 0.3 + rng.random() * 1.2
+        while time.monotonic() < deadline:
+            r = rows(db, "SELECT min(value), max(value), count(*) FROM t")
+            if r[0] == "ok":
+                lo, hi, n = r[1][0]
+                seen.add(lo)
+                if lo != hi or n != 48:
+                    mixed.append(r[1][0])
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        k0 += 10000
+    tried = set()
+    with open(log) as f:
+        for line in f:
+            w = line.split()
+            if w[0] == "try":
+                tried.add(int(w[1]))
+    final = rows(db, "SELECT min(value), max(value) FROM t")
+    report(not mixed, "kill -9 of a writer %d times: the reader never saw a mix of versions "
+           "(%d versions seen)" % (nkill, len(seen)), mixed[:5])
+    report(seen <= tried | {0} and final[0] == "ok" and final[1][0][0] == final[1][0][1]
+           and final[1][0][0] in tried | {0},
+           "every version seen is one a writer committed (or the first)", (sorted(seen)[:10],))
+    r = rows(db, "UPDATE t SET value = -1")
+    report(r[0] == "ok" and rows(db, "SELECT min(value), max(value) FROM t")[1] == [(-1, -1)],
+           "after the kills the array takes writes as usual", r)
+    db.close()
+
+
+def main():
+    reexec_with_preload()
+    probe = connect_ext(EXT)
+    if probe is None:
+        return 0
+    probe.close()
+    global servers
+    import servers
+    work = tempfile.mkdtemp(prefix="test_s3write.")
+    try:
+        with servers.Servers(work, what="nginx,s3w", lifetime=1800) as s:
+            cred = s.credentials[0]
+            os.environ.update(AWS_ACCESS_KEY_ID=cred["access_key"],
+                              AWS_SECRET_ACCESS_KEY=cred["secret_key"], AWS_REGION=s.region,
+                              AWS_ENDPOINT_URL=s.s3w_endpoint, CURL_CA_BUNDLE=s.ca_file,
+                              NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+            for k in ("AWS_SESSION_TOKEN", "AWS_NO_SIGN_REQUEST", "AWS_DEFAULT_REGION"):
+                os.environ.pop(k, None)
+            chunks = Chunks()
+            server_preconditions(s)
+            differential(s, work, chunks)
+            old_version(s)
+            concurrent(s, work, 2)
+            concurrent(s, work, 4, 9)
+            faults(s, work)
+            credentials(s)
+            collection(s)
+            read_only(s, work)
+            kills(s, work, int(os.environ.get("KILLS", "20")))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    plan()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

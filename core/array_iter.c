@@ -729,6 +729,8 @@ static int load_batch(caterva_block_iter *it) {
   CAT_TRY(leave, caterva_chunk_decompress_blocks(ctx, it->chunk, (size_t)it->cbytes,
                                                  it->sel + it->pos, nb, it->data, need));
 loaded:
+  CAT_TRY(leave, cat_bs_check_blocks(ctx, it->a, it->nchunk, it->chunk, it->cbytes,
+                                     it->sel + it->pos, nb, it->data));
   it->batch_lo = it->pos;
   it->batch_hi = it->pos + nb;
   if (it->ra == NULL && want_readahead(it)) it->ra = ra_new(it->batch_max);

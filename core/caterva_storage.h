@@ -41,6 +41,8 @@ typedef struct caterva_remote_opts {
   int timeout_ms;         /**< limit for one request, default 30000 */
   const char *ca_file;    /**< CA bundle for TLS; default CURL_CA_BUNDLE, else the system's */
   int whole_chunks;       /**< 1: fetch whole chunks, never single blocks (for comparisons) */
+  int block_checks;       /**< CATERVA_CHECKS_* for the opened array, local ones too
+                               (caterva_array_open_ex; default: on) */
 } caterva_remote_opts;
 
 /** Fill o with the defaults (all zero / NULL, path_style -1). */

@@ -268,6 +268,7 @@ struct CvOptions {
   char *zHttpRetries;
   char *zHttpTimeoutMs;
   char *zRemoteFetch;  /* remote_fetch= blocks (default) | chunks */
+  char *zBlockChecks;  /* block_checks= on (default) | off */
   char **azValName;  /* Value column names of a converted ctable (1 + nMore; vtab_bcolz.c
                      ** cvBzExpandConverted), or NULL: used when value= is not given */
 };

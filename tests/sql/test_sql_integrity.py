@@ -7,7 +7,8 @@ caterva_reduce. The undamaged file passes on every path; the damaged one with bl
 gives other answers than the undamaged one (the silently wrong rows the check stops); boxes
 that miss the damaged block still answer; statistics written for other chunk bytes (a
 foreign writer that kept our trailer) are not mistaken for damage when the chunk's blocks
-start elsewhere. Contiguous and sparse frames.
+start elsewhere. Contiguous and sparse frames. And a file that is no Blosc2 frame at all says
+"not a Blosc2 frame", naming the path.
 
 Environment: top_builddir, CATERVA_PRELOAD.
 """
@@ -153,6 +154,34 @@ def check_foreign_same_layout(tmp):
            res)
 
 
+def check_not_a_frame(tmp):
+    """A file that is no Blosc2 frame at all says so, naming the path (it said "frame header:
+    byte 0 is 0x2d, expected 0x9e"); a frame whose magic is right but whose header is damaged
+    still gets the header's detail."""
+    db = connect()
+    text = os.path.join(tmp, "notes.b2nd")
+    with open(text, "w") as f:
+        f.write("--- these are notes, not an array\n" * 10)
+    got = run(db, "CREATE VIRTUAL TABLE x USING caterva('%s')" % text)
+    report(got[0] == "error" and "not a Blosc2 frame: '%s'" % text in got[1] and
+           "byte 0" not in got[1], "a text file: \"not a Blosc2 frame\" naming the path", got)
+    got = run(db, "SELECT caterva_info('%s')" % text)
+    report(got[0] == "error" and "not a Blosc2 frame" in got[1],
+           "caterva_info of a text file: \"not a Blosc2 frame\"", got)
+    good = os.path.join(tmp, "good_contiguous.b2nd")
+    bad = os.path.join(tmp, "badheader.b2nd")
+    with open(good, "rb") as f:
+        frame = bytearray(f.read())
+    frame[10] ^= 0xFF  # the marker of header_len, after the magic
+    with open(bad, "wb") as f:
+        f.write(frame)
+    got = run(db, "CREATE VIRTUAL TABLE y USING caterva('%s')" % bad)
+    report(got[0] == "error" and "frame header: byte 10" in got[1] and
+           "not a Blosc2 frame" not in got[1],
+           "a frame with the right magic and a damaged header: the header's detail", got)
+    db.close()
+
+
 def main():
     reexec_with_preload()
     probe = connect_ext(EXT)
@@ -164,6 +193,7 @@ def main():
         check_kind(tmp, False)
         check_kind(tmp, True)
         check_option(tmp)
+        check_not_a_frame(tmp)
         check_foreign_same_layout(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -282,65 +282,82 @@ static void acc_init(caterva_block_stats *s, int stype) {
   }
 }
 
-static void acc_f(caterva_block_stats *s, double v) {
-  if (v != v) {
-    s->nnan++;
-    return;
-  }
-  s->nvalid++;
-  if (v < s->min.f) s->min.f = v;
-  if (v > s->max.f) s->max.f = v;
-  s->sum.f += v;
-}
-
-static void acc_i(caterva_block_stats *s, int64_t v) {
-  s->nvalid++;
-  if (v < s->min.i) s->min.i = v;
-  if (v > s->max.i) s->max.i = v;
-  if (__builtin_add_overflow(s->sum.i, v, &s->sum.i)) s->sum_overflow = 1;
-}
-
-static void acc_u(caterva_block_stats *s, uint64_t v) {
-  s->nvalid++;
-  if (v < s->min.u) s->min.u = v;
-  if (v > s->max.u) s->max.u = v;
-  if (__builtin_add_overflow(s->sum.u, v, &s->sum.u)) s->sum_overflow = 1;
-}
-
-/* Fold n consecutive items at p into s. */
-static void acc_run(const cat_bstats *bs, caterva_block_stats *s, const uint8_t *p, int64_t n) {
-  int64_t j;
-  switch (bs->stype * 16 + bs->itemsize) {
-#define RUN(T, ACC, CONV)                                                                  \
-  for (j = 0; j < n; j++) {                                                                \
-    T v_;                                                                                  \
-    memcpy(&v_, p + (size_t)j * sizeof v_, sizeof v_);                                     \
-    ACC(s, CONV(v_));                                                                      \
+/* Fold n consecutive items at p into s, one after the other: a NaN counts as missing, any other
+ * item as present, into min, max and sum (floats summed as doubles in item order; an integer
+ * sum that overflows is flagged). The running statistics stay in locals (registers): the block
+ * check recomputes every decoded block's statistics, so this loop is on every read's path. */
+#define RUN_F(T, CONV)                                                                     \
+  {                                                                                        \
+    double mn = s->min.f, mx = s->max.f, sm = s->sum.f;                                    \
+    int64_t nv = s->nvalid, nn = s->nnan;                                                  \
+    for (j = 0; j < n; j++) {                                                              \
+      T x_;                                                                                \
+      double v;                                                                            \
+      memcpy(&x_, p + (size_t)j * sizeof x_, sizeof x_);                                   \
+      v = CONV(x_);                                                                        \
+      if (v != v) {                                                                        \
+        nn++;                                                                              \
+        continue;                                                                          \
+      }                                                                                    \
+      nv++;                                                                                \
+      if (v < mn) mn = v;                                                                  \
+      if (v > mx) mx = v;                                                                  \
+      sm += v;                                                                             \
+    }                                                                                      \
+    s->min.f = mn;                                                                         \
+    s->max.f = mx;                                                                         \
+    s->sum.f = sm;                                                                         \
+    s->nvalid = nv;                                                                        \
+    s->nnan = nn;                                                                          \
+  }                                                                                        \
+  break;
+#define RUN_I(T, U, F, CONV)                                                               \
+  {                                                                                        \
+    U mn = s->min.F, mx = s->max.F, sm = s->sum.F;                                         \
+    int ov = 0;                                                                            \
+    for (j = 0; j < n; j++) {                                                              \
+      T x_;                                                                                \
+      U v;                                                                                 \
+      memcpy(&x_, p + (size_t)j * sizeof x_, sizeof x_);                                   \
+      v = CONV(x_);                                                                        \
+      if (v < mn) mn = v;                                                                  \
+      if (v > mx) mx = v;                                                                  \
+      ov |= __builtin_add_overflow(sm, v, &sm);                                            \
+    }                                                                                      \
+    s->min.F = mn;                                                                         \
+    s->max.F = mx;                                                                         \
+    s->sum.F = sm;                                                                         \
+    s->nvalid += n;                                                                        \
+    if (ov) s->sum_overflow = 1;                                                           \
   }                                                                                        \
   break;
 #define ID(x) (x)
 #define BOOLV(x) ((int64_t)((x) != 0))
-  case CATERVA_STATS_FLOAT * 16 + 2: RUN(uint16_t, acc_f, cat_half_to_double)
-  case CATERVA_STATS_FLOAT * 16 + 4: RUN(float, acc_f, (double))
-  case CATERVA_STATS_FLOAT * 16 + 8: RUN(double, acc_f, ID)
+static void acc_run(const cat_bstats *bs, caterva_block_stats *s, const uint8_t *p, int64_t n) {
+  int64_t j;
+  switch (bs->stype * 16 + bs->itemsize) {
+  case CATERVA_STATS_FLOAT * 16 + 2: RUN_F(uint16_t, cat_half_to_double)
+  case CATERVA_STATS_FLOAT * 16 + 4: RUN_F(float, (double))
+  case CATERVA_STATS_FLOAT * 16 + 8: RUN_F(double, ID)
   case CATERVA_STATS_INT * 16 + 1:
     if (bs->dkind == CATERVA_KIND_BOOL) {
-      RUN(uint8_t, acc_i, BOOLV)
+      RUN_I(uint8_t, int64_t, i, BOOLV)
     }
-    RUN(int8_t, acc_i, (int64_t))
-  case CATERVA_STATS_INT * 16 + 2: RUN(int16_t, acc_i, (int64_t))
-  case CATERVA_STATS_INT * 16 + 4: RUN(int32_t, acc_i, (int64_t))
-  case CATERVA_STATS_INT * 16 + 8: RUN(int64_t, acc_i, ID)
-  case CATERVA_STATS_UINT * 16 + 1: RUN(uint8_t, acc_u, (uint64_t))
-  case CATERVA_STATS_UINT * 16 + 2: RUN(uint16_t, acc_u, (uint64_t))
-  case CATERVA_STATS_UINT * 16 + 4: RUN(uint32_t, acc_u, (uint64_t))
-  case CATERVA_STATS_UINT * 16 + 8: RUN(uint64_t, acc_u, ID)
-#undef RUN
-#undef ID
-#undef BOOLV
+    RUN_I(int8_t, int64_t, i, (int64_t))
+  case CATERVA_STATS_INT * 16 + 2: RUN_I(int16_t, int64_t, i, (int64_t))
+  case CATERVA_STATS_INT * 16 + 4: RUN_I(int32_t, int64_t, i, (int64_t))
+  case CATERVA_STATS_INT * 16 + 8: RUN_I(int64_t, int64_t, i, ID)
+  case CATERVA_STATS_UINT * 16 + 1: RUN_I(uint8_t, uint64_t, u, (uint64_t))
+  case CATERVA_STATS_UINT * 16 + 2: RUN_I(uint16_t, uint64_t, u, (uint64_t))
+  case CATERVA_STATS_UINT * 16 + 4: RUN_I(uint32_t, uint64_t, u, (uint64_t))
+  case CATERVA_STATS_UINT * 16 + 8: RUN_I(uint64_t, uint64_t, u, ID)
   default: break;
   }
 }
+#undef RUN_F
+#undef RUN_I
+#undef ID
+#undef BOOLV
 
 /* The items of block nb of chunk cc that lie inside the shape: ext[k] items along each
  * axis (0 along some axis: none). */
@@ -363,12 +380,12 @@ static int64_t block_extent(const cat_geom *g, const int64_t *cc, int32_t nb, in
 /* Statistics of one block image (blockitems items in C order over the blockshape). */
 static void block_compute(const cat_bstats *bs, const cat_geom *g, const int64_t *cc, int32_t nb,
                           const uint8_t *blk, caterva_block_stats *s) {
-  int64_t ext[CATERVA_MAX_DIM], idx[CATERVA_MAX_DIM] = {0}, stride[CATERVA_MAX_DIM];
+  int64_t ext[CATERVA_MAX_DIM], idx[CATERVA_MAX_DIM] = {0}, stride[CATERVA_MAX_DIM], total;
   int nd = g->ndim, k;
   acc_init(s, bs->stype);
-  if (block_extent(g, cc, nb, ext) == 0) return;
-  if (nd == 0) {
-    acc_run(bs, s, blk, 1);
+  if ((total = block_extent(g, cc, nb, ext)) == 0) return;
+  if (nd == 0 || total == g->blockitems) { /* the whole block: its items in C order */
+    acc_run(bs, s, blk, total);
     return;
   }
   for (k = nd - 1, stride[nd - 1] = 1; k > 0; k--)

@@ -250,6 +250,7 @@ int caterva_array_open_ex(caterva_ctx *ctx, const char *path, int mode,
   *out = NULL;
   CAT_TRY(leave, caterva_schunk_open_ex(ctx, path, mode, o, &sc));
   rc = caterva_array_from_schunk(ctx, sc, out);
+  if (rc >= 0 && o != NULL) caterva_array_set_block_checks(*out, o->block_checks);
 leave:
   return rc;
 }

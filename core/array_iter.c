@@ -60,8 +60,16 @@ enum { RA_IDLE, RA_QUEUED, RA_DONE };
 #define ITER_FETCHAHEAD_PORTION ((int64_t)16 << 20)
 #define ITER_REMOTE_MAX_CHUNKS 4096
 
+/* A chunk's filtered selection made while its portion was planned (remote arrays). */
+typedef struct cat_planned_sel {
+  int64_t nchunk;
+  int32_t *sel;                      /* n block numbers (malloc'ed, or NULL when n is 0) */
+  int32_t n;
+} cat_planned_sel;
+
 static void ra_free(cat_readahead *ra);
 static void fa_stop(caterva_block_iter *it);
+static void planned_clear(caterva_block_iter *it);
 static int ready_chunk(caterva_block_iter *it, int64_t nchunk);
 
 static void unpin(caterva_block_iter *it) {
@@ -73,6 +81,8 @@ void caterva_block_iter_free(caterva_block_iter *it) {
   if (it == NULL) return;
   unpin(it);
   fa_stop(it);
+  planned_clear(it);
+  free(it->planned);
   cat_fa_free(it->fa);
   ra_free(it->ra);
   free(it->sel);
@@ -88,6 +98,7 @@ int caterva_block_iter_reset(caterva_block_iter *it, const int64_t *start,
   cat_iter_ra_discard(it);
   unpin(it);
   fa_stop(it);
+  planned_clear(it);
   it->nvisit = it->nplanned = 0;
   it->have_chunk = 0;
   it->nsel = it->pos = 0;
@@ -301,6 +312,90 @@ leave:
 
 static int next_chunk(const caterva_block_iter *it, int64_t *cc);
 
+/* ---- selections made ahead -------------------------------------------------------------- */
+
+static void planned_clear(caterva_block_iter *it) {
+  for (int32_t i = it->planned_head; i < it->nplanned_sel; i++) free(it->planned[i].sel);
+  it->planned_head = it->nplanned_sel = 0;
+}
+
+/* The selection kept for chunk nchunk, or NULL. The entries' chunk numbers increase (a box's
+** chunks in C order), so a binary search finds it. */
+static cat_planned_sel *planned_find(caterva_block_iter *it, int64_t nchunk) {
+  int32_t lo = it->planned_head, hi = it->nplanned_sel;
+  while (lo < hi) {
+    int32_t mid = lo + (hi - lo) / 2;
+    if (it->planned[mid].nchunk < nchunk) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < it->nplanned_sel && it->planned[lo].nchunk == nchunk ? &it->planned[lo] : NULL;
+}
+
+/* Keep a copy of chunk nchunk's filtered selection sel[0, n) for when it is entered. */
+static int planned_add(caterva_block_iter *it, int64_t nchunk, const int32_t *sel, int32_t n) {
+  caterva_ctx *ctx = it->ctx;
+  int rc = CATERVA_OK;
+  cat_planned_sel *e;
+  if (it->nplanned_sel > 0 && it->nplanned_sel == it->planned_cap && it->planned_head > 0) {
+    memmove(it->planned, it->planned + it->planned_head,
+            (size_t)(it->nplanned_sel - it->planned_head) * sizeof *it->planned);
+    it->nplanned_sel -= it->planned_head;
+    it->planned_head = 0;
+  }
+  if (it->nplanned_sel == it->planned_cap) {
+    int32_t cap = it->planned_cap ? 2 * it->planned_cap : 64;
+    cat_planned_sel *p = realloc(it->planned, (size_t)cap * sizeof *p);
+    CAT_CHECK(leave, p != NULL, CATERVA_E_NOMEM, "out of memory");
+    it->planned = p;
+    it->planned_cap = cap;
+  }
+  e = &it->planned[it->nplanned_sel];
+  e->nchunk = nchunk;
+  e->n = n;
+  e->sel = NULL;
+  if (n > 0) {
+    e->sel = malloc((size_t)n * sizeof *sel);
+    CAT_CHECK(leave, e->sel != NULL, CATERVA_E_NOMEM, "out of memory");
+    memcpy(e->sel, sel, (size_t)n * sizeof *sel);
+  }
+  it->nplanned_sel++;
+leave:
+  return rc;
+}
+
+/* The filtered selection of the chunk at cc into *psel (capacity *pcap), *pn: the one kept
+** when its portion was planned, else chunk_sel's. With keep set, kept for entering (the filter
+** sees each block once). */
+static int chunk_sel_once(caterva_block_iter *it, const int64_t *cc, int32_t **psel,
+                          int32_t *pcap, int32_t *pn, int keep) {
+  caterva_ctx *ctx = it->ctx;
+  int rc = CATERVA_OK;
+  int64_t nchunk = cat_geom_chunk_number(it->g, cc);
+  cat_planned_sel *e = it->keep != NULL ? planned_find(it, nchunk) : NULL;
+  if (e == NULL) {
+    CAT_TRY(leave, chunk_sel(it, cc, psel, pcap, pn));
+    if (keep && it->keep != NULL) rc = planned_add(it, nchunk, *psel, *pn);
+    goto leave;
+  }
+  if (e->n > *pcap) {
+    int32_t *p = realloc(*psel, (size_t)e->n * sizeof *p);
+    CAT_CHECK(leave, p != NULL, CATERVA_E_NOMEM, "out of memory");
+    *psel = p;
+    *pcap = e->n;
+  }
+  if (e->n > 0) memcpy(*psel, e->sel, (size_t)e->n * sizeof *e->sel);
+  *pn = e->n;
+leave:
+  return rc;
+}
+
+/* Entering chunk nchunk: forget the selections kept for it and the chunks before it. */
+static void planned_pass(caterva_block_iter *it, int64_t nchunk) {
+  while (it->planned_head < it->nplanned_sel && it->planned[it->planned_head].nchunk <= nchunk)
+    free(it->planned[it->planned_head++].sel);
+  if (it->planned_head == it->nplanned_sel) it->planned_head = it->nplanned_sel = 0;
+}
+
 /* A remote array: what a portion of the box needs -- from chunk `from` on (its selection is
 ** it->sel when use_cur), up to `portion` bytes of selected blocks -- as a list of wants
 ** (*w, *n: malloc'ed, free with cat_wants_free). *nchunks receives the chunks of the box it
@@ -328,7 +423,7 @@ static int remote_wants(caterva_block_iter *it, int64_t *from, int use_cur, int6
       }
     } else {
       cap = 0;
-      CAT_TRY(leave, chunk_sel(it, from, &sel, &cap, &nsel));
+      CAT_TRY(leave, chunk_sel_once(it, from, &sel, &cap, &nsel, 1));
     }
     (*nchunks)++;
     if (nsel > 0) {
@@ -505,7 +600,8 @@ int cat_iter_enter_chunk(caterva_block_iter *it) {
     ra->peek_valid = 0;
   } else {
     if (ra != NULL) ra->peek_valid = 0;
-    CAT_TRY(leave, chunk_sel(it, it->cc, &it->sel, &it->selcap, &it->nsel));
+    CAT_TRY(leave, chunk_sel_once(it, it->cc, &it->sel, &it->selcap, &it->nsel, 0));
+    planned_pass(it, it->nchunk);
   }
   it->pos = 0;
   if (cat_sc_is_remote(it->sc) && it->nvisit++ >= it->nplanned &&
@@ -729,6 +825,8 @@ static int load_batch(caterva_block_iter *it) {
   CAT_TRY(leave, caterva_chunk_decompress_blocks(ctx, it->chunk, (size_t)it->cbytes,
                                                  it->sel + it->pos, nb, it->data, need));
 loaded:
+  CAT_TRY(leave, cat_bs_check_blocks(ctx, it->a, it->nchunk, it->chunk, it->cbytes,
+                                     it->sel + it->pos, nb, it->data));
   it->batch_lo = it->pos;
   it->batch_hi = it->pos + nb;
   if (it->ra == NULL && want_readahead(it)) it->ra = ra_new(it->batch_max);

@@ -160,6 +160,8 @@ struct caterva_array {
   int64_t wbudget;                    /* its size in bytes (0: default) */
   cat_coord_slot *coords;             /* coords_ndim coordinates once read, or NULL */
   int coords_ndim;
+  int check_blocks;                   /* CATERVA_CHECKS_*: decoded blocks checked against
+                                         their statistics (blockstats.c) */
 };
 
 /* array_coords.c: forget the coordinates read (they are read again when asked for). */
@@ -333,6 +335,31 @@ int cat_bs_store(caterva_ctx *ctx, caterva_array *a);
 /* The block starts recorded for chunk nchunk (a->g.nblocks of them) into out: 1, or 0 when
  * none are recorded. Unverified: a remote reader checks them against the chunk's header. */
 int cat_bs_block_starts(const caterva_array *a, int64_t nchunk, uint32_t *out);
+/* Are decoded blocks of a checked against their statistics (its CATERVA_CHECKS_* mode)? */
+int cat_array_checks_blocks(const caterva_array *a);
+/* The record that decoded blocks of chunk nchunk (cbytes bytes at chunk, of which at least the
+ * header and block-start table are present) are checked against, or NULL when there is none
+ * to check with: checks off, no statistics, or recorded starts that are not the chunk's.
+ * Reads only; valid while the array is not modified (iterators require that anyway). */
+const cat_bs_rec *cat_bs_check_rec(const caterva_array *a, int64_t nchunk, const uint8_t *chunk,
+                                   int32_t cbytes);
+/* What differs between block nblock's decoded items (blocksize bytes at data) and r: 0, or
+ * the CAT_BS_BAD_* naming the first statistic that does. Touches no context: workers call it. */
+#define CAT_BS_BAD_COUNT 1
+#define CAT_BS_BAD_NAN 2
+#define CAT_BS_BAD_MIN 3
+#define CAT_BS_BAD_MAX 4
+#define CAT_BS_BAD_SUM 5
+int cat_bs_check_block(const caterva_array *a, const cat_bs_rec *r, int64_t nchunk,
+                       int32_t nblock, const uint8_t *data);
+/* The corrupt-block error (CATERVA_E_CORRUPT) naming the array, the chunk and the block. */
+int cat_bs_corrupt(caterva_ctx *ctx, const caterva_array *a, int64_t nchunk, int32_t nblock,
+                   int what);
+/* Check blocks[0, n) of chunk nchunk, decoded one after the other at data: CATERVA_OK or the
+ * corrupt-block error. */
+int cat_bs_check_blocks(caterva_ctx *ctx, const caterva_array *a, int64_t nchunk,
+                        const uint8_t *chunk, int32_t cbytes, const int32_t *blocks, int32_t n,
+                        const uint8_t *data);
 /* Transactions: begin, savepoint marks, release, rollback to a mark or to the start, end
  * (commit). */
 int cat_bs_begin(caterva_ctx *ctx, caterva_array *a);

@@ -21,9 +21,18 @@ typedef struct cat_dest {
 /* Boxes of at least this many bytes are written with non-temporal stores. */
 #define READ_STREAM_BYTES (64 * 1024 * 1024)
 
+/* The block check of one request of a batch (blockstats.c): the record its blocks are checked
+** against (NULL: none), and the first block found bad, set by whichever worker finds one. */
+typedef struct cat_check_slot {
+  const cat_bs_rec *rec;
+  int64_t nchunk;
+  int64_t bad;                      /* nblock * 8 + CAT_BS_BAD_*, or -1 */
+} cat_check_slot;
+
 /* One chunk of a batch: its valid items, for placing its blocks. */
 typedef struct cat_dest_chunk {
   const cat_dest *d;
+  cat_check_slot *chk;
   int64_t clo[CATERVA_MAX_DIM], chi[CATERVA_MAX_DIM];
 } cat_dest_chunk;
 
@@ -35,10 +44,43 @@ typedef struct cat_read_batch {
   cat_chunk_req req[READ_BATCH_CHUNKS];
   cat_dest_chunk dc[READ_BATCH_CHUNKS];
   int64_t off[READ_BATCH_CHUNKS];   /* req[i]'s blocks start at blocks + off[i] */
+  cat_check_slot chk[READ_BATCH_CHUNKS]; /* req[i]'s block check */
   int32_t nreq;
   int32_t *blocks;
   int64_t nblocks, cap;
 } cat_read_batch;
+
+/* Set up the block check of the batch's request i, for the iterator's current chunk. */
+static cat_check_slot *check_slot(caterva_block_iter *it, cat_read_batch *b, int32_t i) {
+  cat_check_slot *c = &b->chk[i];
+  c->rec = cat_bs_check_rec(it->a, it->nchunk, it->chunk, it->cbytes);
+  c->nchunk = it->nchunk;
+  c->bad = -1;
+  return c;
+}
+
+/* Check a decoded block (on any worker): 0, or CATERVA_E_CORRUPT with the block noted in c
+** (the first one noted stays; the caller words the error). */
+static int check_decoded(const caterva_block_iter *it, cat_check_slot *c, int32_t nblock,
+                         const uint8_t *data) {
+  int64_t none = -1;
+  int what;
+  if (c->rec == NULL || (what = cat_bs_check_block(it->a, c->rec, c->nchunk, nblock, data)) == 0)
+    return 0;
+  __atomic_compare_exchange_n(&c->bad, &none, (int64_t)nblock * 8 + what, false,
+                              __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  return CATERVA_E_CORRUPT;
+}
+
+/* After a failed decode of the batch: the corrupt-block error when a check failed, else rc. */
+static int checked_error(caterva_block_iter *it, const cat_read_batch *b, int rc) {
+  for (int32_t i = 0; i < b->nreq; i++) {
+    int64_t bad = __atomic_load_n(&b->chk[i].bad, __ATOMIC_RELAXED);
+    if (bad >= 0)
+      return cat_bs_corrupt(it->ctx, it->a, b->chk[i].nchunk, (int32_t)(bad / 8), (int)(bad % 8));
+  }
+  return rc;
+}
 
 /* cat_block_fn: copy a decoded block's part of the box into place (on any worker). */
 static int scatter_block(void *arg, int32_t nblock, const uint8_t *data, int w) {
@@ -47,6 +89,7 @@ static int scatter_block(void *arg, int32_t nblock, const uint8_t *data, int w) 
   int32_t bc[CATERVA_MAX_DIM];
   int64_t origin[CATERVA_MAX_DIM], lo[CATERVA_MAX_DIM], hi[CATERVA_MAX_DIM];
   (void)w;
+  if (check_decoded(d->it, dc->chk, nblock, data) < 0) return CATERVA_E_CORRUPT;
   cat_iter_block_box(d->it, dc->clo, dc->chi, nblock, bc, origin, lo, hi);
   cat_copy_box(d->it->g, (uint8_t *)data, origin, lo, hi, d->buf, d->bstart, d->bshape, d->mode);
   return CATERVA_OK;
@@ -71,6 +114,7 @@ static int flush_batch_with(caterva_block_iter *it, cat_read_batch *b, cat_block
   if (b->nreq == 0) return CATERVA_OK;
   for (int32_t i = 0; i < b->nreq; i++) b->req[i].blocks = b->blocks + b->off[i];
   r = cat_chunks_decode_each(it->ctx, b->req, b->nreq, fn);
+  if (r < 0) r = checked_error(it, b, (int)r);
   b->nreq = 0;
   b->nblocks = 0;
   return r < 0 ? (int)r : CATERVA_OK;
@@ -101,6 +145,7 @@ static int add_to_batch(caterva_block_iter *it, cat_read_batch *b, const cat_des
   b->req[i].n = it->nsel;
   b->req[i].arg = &b->dc[i];
   b->dc[i].d = d;
+  b->dc[i].chk = check_slot(it, b, i);
   memcpy(b->dc[i].clo, it->clo, sizeof it->clo);
   memcpy(b->dc[i].chi, it->chi, sizeof it->chi);
   b->nreq++;
@@ -163,6 +208,7 @@ typedef struct cat_visit_chunk {
   int64_t seq0;                      /* sequence number of blocks[0] */
   const int32_t *blocks;             /* its block numbers, increasing (in the batch's list) */
   int32_t n;
+  cat_check_slot *chk;               /* its block check */
   int64_t clo[CATERVA_MAX_DIM], chi[CATERVA_MAX_DIM];
 } cat_visit_chunk;
 
@@ -178,6 +224,7 @@ static int visit_block(void *arg, int32_t nblock, const uint8_t *data, int w) {
     if (vc->blocks[mid] < nblock) lo = mid + 1;
     else hi = mid;
   }
+  if (check_decoded(v->it, vc->chk, nblock, data) < 0) return CATERVA_E_CORRUPT;
   cat_iter_block_box(v->it, vc->clo, vc->chi, nblock, bc, blk.origin, blk.start, blk.stop);
   blk.blockshape = v->it->g->blockshape;
   blk.data = data;
@@ -245,6 +292,7 @@ static int flush_owned(cat_visit *v, cat_read_batch *b) {
   int64_t r = owner_groups(v, b, &gr);
   for (int32_t i = 0; i < b->nreq; i++) b->req[i].blocks = b->blocks + b->off[i];
   if (r >= 0) r = cat_chunks_decode_groups(v->it->ctx, b->req, b->nreq, visit_block, &gr);
+  if (r < 0) r = checked_error(v->it, b, (int)r);
   b->nreq = 0;
   b->nblocks = 0;
   free((void *)gr.order);
@@ -291,6 +339,7 @@ static int visit_add(cat_visit *v, cat_read_batch *b, int32_t from, int32_t n) {
   vcs[i].seq0 = v->seq;
   vcs[i].blocks = NULL; /* set at the flush: the list may still move */
   vcs[i].n = n;
+  vcs[i].chk = check_slot(it, b, i);
   memcpy(vcs[i].clo, it->clo, sizeof it->clo);
   memcpy(vcs[i].chi, it->chi, sizeof it->chi);
   v->seq += n;

@@ -61,6 +61,12 @@ struct caterva_block_iter {
   const uint8_t **ready_chunk;       /* ... their bytes */
   int32_t *ready_cbytes;
   int nready;
+  /* the selections a filter made while portions were planned, for the chunks not entered yet
+   * (increasing chunk numbers): entering one takes its selection instead of asking the filter
+   * again, so that the filter sees every block once (a reduction's filter queues the blocks
+   * its statistics answer) */
+  struct cat_planned_sel *planned;
+  int32_t nplanned_sel, planned_head, planned_cap;
 };
 
 /* Move to the box's first chunk, or the next one: 0 past the last. */

@@ -72,6 +72,8 @@
 typedef struct bs_rec {
   int refs;
   bool verified;          /* fp was checked against (or computed from) the chunk's bytes */
+  bool stale;             /* fp was checked and differs: never used to answer or to skip a
+                           * block, only to check decoded blocks whose starts agree */
   uint64_t fp;            /* fingerprint of the chunk */
   caterva_block_stats b[]; /* blocks per chunk */
 } bs_rec;
@@ -280,65 +282,82 @@ static void acc_init(caterva_block_stats *s, int stype) {
   }
 }
 
-static void acc_f(caterva_block_stats *s, double v) {
-  if (v != v) {
-    s->nnan++;
-    return;
-  }
-  s->nvalid++;
-  if (v < s->min.f) s->min.f = v;
-  if (v > s->max.f) s->max.f = v;
-  s->sum.f += v;
-}
-
-static void acc_i(caterva_block_stats *s, int64_t v) {
-  s->nvalid++;
-  if (v < s->min.i) s->min.i = v;
-  if (v > s->max.i) s->max.i = v;
-  if (__builtin_add_overflow(s->sum.i, v, &s->sum.i)) s->sum_overflow = 1;
-}
-
-static void acc_u(caterva_block_stats *s, uint64_t v) {
-  s->nvalid++;
-  if (v < s->min.u) s->min.u = v;
-  if (v > s->max.u) s->max.u = v;
-  if (__builtin_add_overflow(s->sum.u, v, &s->sum.u)) s->sum_overflow = 1;
-}
-
-/* Fold n consecutive items at p into s. */
-static void acc_run(const cat_bstats *bs, caterva_block_stats *s, const uint8_t *p, int64_t n) {
-  int64_t j;
-  switch (bs->stype * 16 + bs->itemsize) {
-#define RUN(T, ACC, CONV)                                                                  \
-  for (j = 0; j < n; j++) {                                                                \
-    T v_;                                                                                  \
-    memcpy(&v_, p + (size_t)j * sizeof v_, sizeof v_);                                     \
-    ACC(s, CONV(v_));                                                                      \
+/* Fold n consecutive items at p into s, one after the other: a NaN counts as missing, any other
+ * item as present, into min, max and sum (floats summed as doubles in item order; an integer
+ * sum that overflows is flagged). The running statistics stay in locals (registers): the block
+ * check recomputes every decoded block's statistics, so this loop is on every read's path. */
+#define RUN_F(T, CONV)                                                                     \
+  {                                                                                        \
+    double mn = s->min.f, mx = s->max.f, sm = s->sum.f;                                    \
+    int64_t nv = s->nvalid, nn = s->nnan;                                                  \
+    for (j = 0; j < n; j++) {                                                              \
+      T x_;                                                                                \
+      double v;                                                                            \
+      memcpy(&x_, p + (size_t)j * sizeof x_, sizeof x_);                                   \
+      v = CONV(x_);                                                                        \
+      if (v != v) {                                                                        \
+        nn++;                                                                              \
+        continue;                                                                          \
+      }                                                                                    \
+      nv++;                                                                                \
+      if (v < mn) mn = v;                                                                  \
+      if (v > mx) mx = v;                                                                  \
+      sm += v;                                                                             \
+    }                                                                                      \
+    s->min.f = mn;                                                                         \
+    s->max.f = mx;                                                                         \
+    s->sum.f = sm;                                                                         \
+    s->nvalid = nv;                                                                        \
+    s->nnan = nn;                                                                          \
+  }                                                                                        \
+  break;
+#define RUN_I(T, U, F, CONV)                                                               \
+  {                                                                                        \
+    U mn = s->min.F, mx = s->max.F, sm = s->sum.F;                                         \
+    int ov = 0;                                                                            \
+    for (j = 0; j < n; j++) {                                                              \
+      T x_;                                                                                \
+      U v;                                                                                 \
+      memcpy(&x_, p + (size_t)j * sizeof x_, sizeof x_);                                   \
+      v = CONV(x_);                                                                        \
+      if (v < mn) mn = v;                                                                  \
+      if (v > mx) mx = v;                                                                  \
+      ov |= __builtin_add_overflow(sm, v, &sm);                                            \
+    }                                                                                      \
+    s->min.F = mn;                                                                         \
+    s->max.F = mx;                                                                         \
+    s->sum.F = sm;                                                                         \
+    s->nvalid += n;                                                                        \
+    if (ov) s->sum_overflow = 1;                                                           \
   }                                                                                        \
   break;
 #define ID(x) (x)
 #define BOOLV(x) ((int64_t)((x) != 0))
-  case CATERVA_STATS_FLOAT * 16 + 2: RUN(uint16_t, acc_f, cat_half_to_double)
-  case CATERVA_STATS_FLOAT * 16 + 4: RUN(float, acc_f, (double))
-  case CATERVA_STATS_FLOAT * 16 + 8: RUN(double, acc_f, ID)
+static void acc_run(const cat_bstats *bs, caterva_block_stats *s, const uint8_t *p, int64_t n) {
+  int64_t j;
+  switch (bs->stype * 16 + bs->itemsize) {
+  case CATERVA_STATS_FLOAT * 16 + 2: RUN_F(uint16_t, cat_half_to_double)
+  case CATERVA_STATS_FLOAT * 16 + 4: RUN_F(float, (double))
+  case CATERVA_STATS_FLOAT * 16 + 8: RUN_F(double, ID)
   case CATERVA_STATS_INT * 16 + 1:
     if (bs->dkind == CATERVA_KIND_BOOL) {
-      RUN(uint8_t, acc_i, BOOLV)
+      RUN_I(uint8_t, int64_t, i, BOOLV)
     }
-    RUN(int8_t, acc_i, (int64_t))
-  case CATERVA_STATS_INT * 16 + 2: RUN(int16_t, acc_i, (int64_t))
-  case CATERVA_STATS_INT * 16 + 4: RUN(int32_t, acc_i, (int64_t))
-  case CATERVA_STATS_INT * 16 + 8: RUN(int64_t, acc_i, ID)
-  case CATERVA_STATS_UINT * 16 + 1: RUN(uint8_t, acc_u, (uint64_t))
-  case CATERVA_STATS_UINT * 16 + 2: RUN(uint16_t, acc_u, (uint64_t))
-  case CATERVA_STATS_UINT * 16 + 4: RUN(uint32_t, acc_u, (uint64_t))
-  case CATERVA_STATS_UINT * 16 + 8: RUN(uint64_t, acc_u, ID)
-#undef RUN
-#undef ID
-#undef BOOLV
+    RUN_I(int8_t, int64_t, i, (int64_t))
+  case CATERVA_STATS_INT * 16 + 2: RUN_I(int16_t, int64_t, i, (int64_t))
+  case CATERVA_STATS_INT * 16 + 4: RUN_I(int32_t, int64_t, i, (int64_t))
+  case CATERVA_STATS_INT * 16 + 8: RUN_I(int64_t, int64_t, i, ID)
+  case CATERVA_STATS_UINT * 16 + 1: RUN_I(uint8_t, uint64_t, u, (uint64_t))
+  case CATERVA_STATS_UINT * 16 + 2: RUN_I(uint16_t, uint64_t, u, (uint64_t))
+  case CATERVA_STATS_UINT * 16 + 4: RUN_I(uint32_t, uint64_t, u, (uint64_t))
+  case CATERVA_STATS_UINT * 16 + 8: RUN_I(uint64_t, uint64_t, u, ID)
   default: break;
   }
 }
+#undef RUN_F
+#undef RUN_I
+#undef ID
+#undef BOOLV
 
 /* The items of block nb of chunk cc that lie inside the shape: ext[k] items along each
  * axis (0 along some axis: none). */
@@ -361,12 +380,12 @@ static int64_t block_extent(const cat_geom *g, const int64_t *cc, int32_t nb, in
 /* Statistics of one block image (blockitems items in C order over the blockshape). */
 static void block_compute(const cat_bstats *bs, const cat_geom *g, const int64_t *cc, int32_t nb,
                           const uint8_t *blk, caterva_block_stats *s) {
-  int64_t ext[CATERVA_MAX_DIM], idx[CATERVA_MAX_DIM] = {0}, stride[CATERVA_MAX_DIM];
+  int64_t ext[CATERVA_MAX_DIM], idx[CATERVA_MAX_DIM] = {0}, stride[CATERVA_MAX_DIM], total;
   int nd = g->ndim, k;
   acc_init(s, bs->stype);
-  if (block_extent(g, cc, nb, ext) == 0) return;
-  if (nd == 0) {
-    acc_run(bs, s, blk, 1);
+  if ((total = block_extent(g, cc, nb, ext)) == 0) return;
+  if (nd == 0 || total == g->blockitems) { /* the whole block: its items in C order */
+    acc_run(bs, s, blk, total);
     return;
   }
   for (k = nd - 1, stride[nd - 1] = 1; k > 0; k--)
@@ -1022,12 +1041,12 @@ int caterva_array_block_stats(caterva_ctx *ctx, caterva_array *a, int64_t nchunk
       nblock >= bs->nblocks || bs->n != a->g.nchunks)
     goto leave;
   r = bs->rec[nchunk];
-  if (r == NULL) goto leave;
+  if (r == NULL || r->stale) goto leave;
   if (!r->verified) {
     CAT_TRY(leave, rc = verify(ctx, a, nchunk, r));
     if (rc == 0) {
-      rec_unref(r);
-      bs->rec[nchunk] = NULL;
+      /* kept for the block check (cat_bs_check_rec): other bytes, or these bytes damaged */
+      r->stale = true;
       goto leave;
     }
     r->verified = true;
@@ -1036,6 +1055,107 @@ int caterva_array_block_stats(caterva_ctx *ctx, caterva_array *a, int64_t nchunk
   rc = 1;
 leave:
   return rc;
+}
+
+/* ---- checking decoded blocks ------------------------------------------------------------ */
+
+/*
+ * A block decoded from chunk bytes is checked against its record when the record was written
+ * for those bytes as far as the chunk's layout tells: every block start recorded for the chunk
+ * equals the chunk's own block-start table. The record's fingerprint is not asked: a byte
+ * flipped inside a block changes it as much as another writer's new chunk does, and checking
+ * it would read the whole chunk. The check computes the block's statistics from the decoded
+ * items exactly as the writer did (block_compute: the same items, order and types, so the sum
+ * agrees bit for bit) and compares all of them: present and NaN counts, min, max, sum, the
+ * overflow flag.
+ *
+ * What it cannot see: chunks without recorded starts (special chunks, memcpyed chunks, files
+ * written before the starts were recorded, chunks of another blocksize), arrays without
+ * statistics, and a change that leaves every statistic of the block as it was. A writer that
+ * rewrote a chunk into blocks of exactly the same compressed sizes and kept our trailer looks
+ * like damage to it (block_checks=off reads such a file).
+ */
+
+int cat_array_checks_blocks(const caterva_array *a) {
+  if (a->check_blocks != CATERVA_CHECKS_DEFAULT) return a->check_blocks == CATERVA_CHECKS_ON;
+  return 1;
+}
+
+void caterva_array_set_block_checks(caterva_array *a, int mode) {
+  if (a != NULL && (mode == CATERVA_CHECKS_DEFAULT || mode == CATERVA_CHECKS_ON ||
+                    mode == CATERVA_CHECKS_OFF))
+    a->check_blocks = mode;
+}
+
+int caterva_array_block_checks(const caterva_array *a) {
+  return a != NULL && a->bs != NULL && !a->bs->broken && cat_array_checks_blocks(a);
+}
+
+const cat_bs_rec *cat_bs_check_rec(const caterva_array *a, int64_t nchunk, const uint8_t *chunk,
+                                   int32_t cbytes) {
+  const cat_bstats *bs = a->bs;
+  cat_chunk_span sp;
+  int32_t need;
+  const uint32_t *st;
+  bs_rec *r;
+  if (bs == NULL || bs->broken || !cat_array_checks_blocks(a) || nchunk < 0 ||
+      nchunk >= bs->n || bs->n != a->g.nchunks || bs->nblocks != a->g.nblocks ||
+      (r = bs->rec[nchunk]) == NULL || chunk == NULL ||
+      cat_chunk_span_init(chunk, cbytes, cbytes, &sp, &need) < 0 || sp.table == 0 || sp.plain ||
+      sp.whole_only || sp.nblocks != bs->nblocks || sp.nbytes != a->g.chunksize ||
+      sp.blocksize != a->g.blocksize)
+    return NULL;
+  st = rec_starts(r, bs->nblocks);
+  for (int32_t j = 0; j < bs->nblocks; j++)
+    if (st[j] == 0 || st[j] != cat_le32(chunk + sp.table + 4 * (size_t)j)) return NULL;
+  return r;
+}
+
+/* Which statistic of s differs from the recorded w (CAT_BS_BAD_*), or 0. */
+static int stats_differ(const caterva_block_stats *s, const caterva_block_stats *w) {
+  if (s->nvalid != w->nvalid) return CAT_BS_BAD_COUNT;
+  if (s->nnan != w->nnan) return CAT_BS_BAD_NAN;
+  if (s->nvalid == 0) return 0; /* min, max and sum are the starting values on both sides */
+  if (s->min.u != w->min.u) return CAT_BS_BAD_MIN;
+  if (s->max.u != w->max.u) return CAT_BS_BAD_MAX;
+  if (s->sum_overflow != w->sum_overflow || s->sum.u != w->sum.u) return CAT_BS_BAD_SUM;
+  return 0;
+}
+
+int cat_bs_check_block(const caterva_array *a, const cat_bs_rec *r, int64_t nchunk,
+                       int32_t nblock, const uint8_t *data) {
+  int64_t cc[CATERVA_MAX_DIM];
+  caterva_block_stats s;
+  if (r == NULL || nblock < 0 || nblock >= a->bs->nblocks) return 0;
+  cat_geom_chunk_coords(&a->g, nchunk, cc);
+  block_compute(a->bs, &a->g, cc, nblock, data, &s);
+  return stats_differ(&s, &r->b[nblock]);
+}
+
+int cat_bs_corrupt(caterva_ctx *ctx, const caterva_array *a, int64_t nchunk, int32_t nblock,
+                   int what) {
+  static const char *const names[] = {"", "count of present items", "count of NaN items",
+                                      "minimum", "maximum", "sum"};
+  const char *path = a->sc != NULL && a->sc->path != NULL ? a->sc->path : "(in memory)";
+  const char *q = strchr(path, '?'); /* a presigned URL's signature stays out of messages */
+  if (what < 1 || what > CAT_BS_BAD_SUM) what = CAT_BS_BAD_SUM;
+  return cat_error(ctx, CATERVA_E_CORRUPT,
+                   "corrupt block: %.*s%s, chunk %lld, block %d: its decoded values disagree "
+                   "with the block's recorded statistics (%s)",
+                   q != NULL ? (int)(q - path) : (int)strlen(path), path, q != NULL ? "?..." : "",
+                   (long long)nchunk, (int)nblock, names[what]);
+}
+
+int cat_bs_check_blocks(caterva_ctx *ctx, const caterva_array *a, int64_t nchunk,
+                        const uint8_t *chunk, int32_t cbytes, const int32_t *blocks, int32_t n,
+                        const uint8_t *data) {
+  const cat_bs_rec *r = cat_bs_check_rec(a, nchunk, chunk, cbytes);
+  for (int32_t i = 0; r != NULL && i < n; i++) {
+    int what = cat_bs_check_block(a, r, nchunk, blocks[i],
+                                  data + (size_t)i * (size_t)a->g.blocksize);
+    if (what != 0) return cat_bs_corrupt(ctx, a, nchunk, blocks[i], what);
+  }
+  return CATERVA_OK;
 }
 
 /* ---- building ------------------------------------------------------------------------ */

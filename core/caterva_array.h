@@ -398,6 +398,20 @@ int caterva_array_build_stats(caterva_ctx *ctx, caterva_array *a,
                               void *arg);
 
 
+/** Block checks: a block decoded from chunk bytes (scans, slices, boxes, reductions that
+ * decode; local and remote) is checked against its recorded statistics when they were
+ * recorded for these chunk bytes (their block starts agree with the chunk's); a block whose
+ * items disagree fails the read with CATERVA_E_CORRUPT, "corrupt block: <path>, chunk N,
+ * block M". Blosc2 chunks carry no checksum: this is what catches a flipped byte in a block's
+ * compressed bytes. Chunks without recorded statistics are not checked (see guarantees.md). */
+#define CATERVA_CHECKS_DEFAULT 0  /**< the library's default: on */
+#define CATERVA_CHECKS_ON 1
+#define CATERVA_CHECKS_OFF 2
+/** Set the check mode of a (CATERVA_CHECKS_*; other values are ignored). */
+void caterva_array_set_block_checks(caterva_array *a, int mode);
+/** 1 when blocks decoded from a are checked (the mode is on and a has statistics), else 0. */
+int caterva_array_block_checks(const caterva_array *a);
+
 /** A bound of a comparison, as SQL gives it: an integer or a double (not NaN). */
 typedef struct caterva_bound {
   int is_int;

@@ -47,6 +47,8 @@ typedef struct caterva_remote_opts {
   int whole_chunks;       /**< 1: fetch whole chunks, never single blocks (for comparisons) */
   int64_t gc_grace_s;     /**< writes to S3: chunk objects no index names are deleted by a
                                writer once older than this many seconds; 0: 3600; < 0: never */
+  int block_checks;       /**< CATERVA_CHECKS_* for the opened array, local ones too
+                               (caterva_array_open_ex; default: on) */
 } caterva_remote_opts;
 
 /** Fill o with the defaults (all zero / NULL, path_style -1). */

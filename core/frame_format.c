@@ -61,6 +61,23 @@ static const struct { uint8_t off, marker; } cat_fh_markers[] = {
     {47, 0xd2}, {52, 0xd2}, {57, 0xd2}, {62, 0xd1}, {65, 0xd1}, {69, 0xd8},
 };
 
+/* Does the frame's magic -- 9E A8 "b2frame\0", its first 10 bytes -- begin the have bytes at h
+** (as far as they go)? */
+static bool has_magic(const uint8_t *h, size_t have) {
+  static const uint8_t magic[10] = {0x9e, 0xa8, 'b', '2', 'f', 'r', 'a', 'm', 'e', 0};
+  return have > 0 && memcmp(h, magic, have < sizeof magic ? have : sizeof magic) == 0;
+}
+
+/* The error for bytes that are no Blosc2 frame at all, naming the file or URL (without a
+** presigned URL's query string). */
+static int not_a_frame(caterva_ctx *ctx, const caterva_schunk *sc) {
+  const char *p = sc->path, *q = p != NULL ? strchr(p, '?') : NULL;
+  if (p == NULL) return cat_error(ctx, CATERVA_E_CORRUPT, "not a Blosc2 frame");
+  return cat_error(ctx, CATERVA_E_CORRUPT,
+                   "not a Blosc2 frame: '%.*s%s' does not begin with a frame's magic bytes",
+                   q != NULL ? (int)(q - p) : (int)strlen(p), p, q != NULL ? "?..." : "");
+}
+
 static int check_fixed_markers(caterva_ctx *ctx, const uint8_t *h) {
   for (size_t k = 0; k < sizeof cat_fh_markers / sizeof cat_fh_markers[0]; k++)
     if (h[cat_fh_markers[k].off] != cat_fh_markers[k].marker)
@@ -181,6 +198,7 @@ static int parse_metalayers(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t 
 int cat_frame_parse_header_part(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
                                 size_t have, size_t total, int frame_type) {
   int rc;
+  if (!has_magic(frame, have)) return not_a_frame(ctx, sc);
   if (have < CAT_FH_SIZE)
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame too short (%zu bytes)", have);
   rc = check_fixed_markers(ctx, frame);

@@ -44,6 +44,7 @@ void cvOptionsFree(CvOptions *p) {
   sqlite3_free(p->zRemoteFetch);
   sqlite3_free(p->zRange);
   sqlite3_free(p->zGcGrace);
+  sqlite3_free(p->zBlockChecks);
   if (p->azValName) {
     for (int i = 0; i < p->nMore + 1; i++) sqlite3_free(p->azValName[i]);
     sqlite3_free(p->azValName);
@@ -144,6 +145,7 @@ static int cvParseArg(CvOptions *p, const char *zArg, CvExtraOption xExtra, void
   else if (sqlite3_stricmp(zKey, "remote_fetch") == 0) pzSlot = &p->zRemoteFetch;
   else if (sqlite3_stricmp(zKey, "range") == 0) pzSlot = &p->zRange;
   else if (sqlite3_stricmp(zKey, "gc_grace") == 0) pzSlot = &p->zGcGrace;
+  else if (sqlite3_stricmp(zKey, "block_checks") == 0) pzSlot = &p->zBlockChecks;
   else if (sqlite3_stricmp(zKey, "cache_mb") == 0) {
     p->bCacheMb = 1;
     if (!cvParseCount(zVal, &p->nCacheMb) || p->nCacheMb > 1048576) {
@@ -157,7 +159,7 @@ static int cvParseArg(CvOptions *p, const char *zArg, CvExtraOption xExtra, void
     goto parse_arg_out;
   } else {
     *pzErr = sqlite3_mprintf("caterva: unknown option \"%s\" (known: path, dims, value, dtype, "
-                             "cache_mb, synchronous, lock_reads, max_dead, range; to create: shape, chunks, blocks, codec, "
+                             "cache_mb, synchronous, lock_reads, max_dead, range, block_checks; to create: shape, chunks, blocks, codec, "
                              "clevel, filters, fill, sparse, coords; remote: endpoint, region, "
                              "path_style, http_connections, remote_cache_mb, http_retries, "
                              "http_timeout_ms, remote_fetch, gc_grace)", zKey);
@@ -296,6 +298,17 @@ int cvRemoteOptions(const CvOptions *p, caterva_remote_opts *pOut, char **pzErr)
   pOut->retries = nRetries < 0 ? 0 : nRetries == 0 ? -1 : (int)nRetries;
   pOut->timeout_ms = (int)nTimeout;
   pOut->gc_grace_s = nGrace;
+  if (p->zBlockChecks) {
+    if (sqlite3_stricmp(p->zBlockChecks, "on") == 0 || strcmp(p->zBlockChecks, "1") == 0)
+      pOut->block_checks = CATERVA_CHECKS_ON;
+    else if (sqlite3_stricmp(p->zBlockChecks, "off") == 0 || strcmp(p->zBlockChecks, "0") == 0)
+      pOut->block_checks = CATERVA_CHECKS_OFF;
+    else {
+      *pzErr = sqlite3_mprintf("caterva: block_checks must be on or off, not \"%s\"",
+                               p->zBlockChecks);
+      return SQLITE_ERROR;
+    }
+  }
   if (p->zRemoteFetch) {
     if (sqlite3_stricmp(p->zRemoteFetch, "chunks") == 0) pOut->whole_chunks = 1;
     else if (sqlite3_stricmp(p->zRemoteFetch, "blocks") != 0) {

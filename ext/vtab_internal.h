@@ -275,6 +275,7 @@ struct CvOptions {
   char *zRemoteFetch;  /* remote_fetch= blocks (default) | chunks */
   char *zRange;      /* range= dim:start:stop (cvRangeSetup), or NULL */
   char *zGcGrace;      /* gc_grace= seconds (default 3600) | never: S3 writes' collection */
+  char *zBlockChecks;  /* block_checks= on (default) | off */
   char **azValName;  /* Value column names of a converted ctable (1 + nMore; vtab_bcolz.c
                      ** cvBzExpandConverted), or NULL: used when value= is not given */
 };

@@ -26,6 +26,8 @@ fault-injecting front before nginx.
   probed as `<url>/chunks.b2frame` only after `<url>` is not a frame (none with a trailing '/').
 - Read-only (http(s)://): writes and creation options give an error naming the URL (writes
   to S3: test_s3write.py).
+- Block checks: a byte flipped in a block of an array this extension wrote is the
+  corrupt-block error naming the URL, chunk and block, over http and s3 (issue 39).
 
 Needs nginx, openssl and s3rver (tests/remote/deps.sh installs them); skipped with a reason
 otherwise. Environment: top_builddir, CATERVA_GOLDEN, CATERVA_PRELOAD.
@@ -417,6 +419,65 @@ def hinted_blocks(s, src):
     db.close()
 
 
+def flipped_blocks(s, src):
+    """A byte flipped in the middle of a block's compressed bytes (tests/tools/flipblock) of an
+    array this extension wrote, served as it is: every query that decodes the block fails with
+    the corrupt-block error naming the URL, the chunk and the block (never rows), over http and
+    s3, fetching blocks or whole chunks, contiguous and sparse; the undamaged copy gives the
+    local answers. The block checks are on for remote arrays by default."""
+    db = connect()
+    tools = os.path.join(os.path.abspath(BUILD), "tests", "tools")
+    qs = [("a box", "SELECT count(*), sum(value) FROM {t} WHERE d0 BETWEEN 20 AND 29 AND d1 "
+           "BETWEEN 50 AND 74"),
+          ("a full scan", "SELECT count(*), sum(value), max(value) FROM {t}"),
+          ("a value predicate", "SELECT count(*) FROM {t} WHERE value > 1.5"),
+          ("caterva_slice", "SELECT hex(caterva_slice({p}, '[20,50]', '[30,75]'))"),
+          ("caterva_reduce", "SELECT value FROM caterva_reduce({p}, 'sum', '')")]
+    names = []
+    for sparse in (0, 1):
+        good = "flipgood%d.b2nd" % sparse
+        bad = "flipbad%d.b2nd" % sparse
+        db.execute("CREATE VIRTUAL TABLE g USING caterva('%s', shape='60,100', dtype='float64', "
+                   "chunks='30,50', blocks='10,25', codec=lz4%s)"
+                   % (os.path.join(src, good), ", sparse=1" if sparse else ""))
+        db.execute(SERIES.replace("63", "99") + "INSERT INTO g(d0, d1, value) SELECT a.value, "
+                   "b.value, ((a.value * 7919 + b.value * 104729) % 10007) * 0.000317 FROM n a, "
+                   "n b WHERE a.value < 60")
+        db.execute("DROP TABLE g")
+        copy = shutil.copytree if sparse else shutil.copyfile
+        copy(os.path.join(src, good), os.path.join(src, bad))
+        subprocess.run([os.path.join(tools, "flipblock"), os.path.join(src, bad), "1", "4"],
+                       check=True, capture_output=True)
+        names += [good, bad]
+    publish(s, src, names)
+    base = s.nginx_http.rstrip("/")
+    for sparse in (0, 1):
+        local = os.path.join(src, "flipgood%d.b2nd" % sparse)
+        open_table(db, "lg", local)
+        want = [rows(db, q.format(t="lg", p="'%s'" % local)) for _, q in qs]
+        for how, url_of, extra in (("http", lambda n: base + "/" + n, ""),
+                                   ("http, whole chunks", lambda n: base + "/" + n,
+                                    ", remote_fetch=chunks"),
+                                   ("s3", lambda n: "s3://%s/%s" % (s.bucket, n), "")):
+            kind = "%s %s" % ("sparse" if sparse else "contiguous", how)
+            good = url_of("flipgood%d.b2nd" % sparse)
+            bad = url_of("flipbad%d.b2nd" % sparse)
+            open_table(db, "rg", good, extra)
+            got = [rows(db, q.format(t="rg", p="'%s'" % good)) for _, q in qs]
+            report(got == want and all(g[0] == "ok" for g in got),
+                   "%s: the undamaged copy gives the local answers with the block checks on"
+                   % kind, "%r %r" % (got, want))
+            open_table(db, "rb", bad, extra)
+            got = [rows(db, q.format(t="rb", p="'%s'" % bad)) for _, q in qs]
+            wrong = [n for (n, _), g in zip(qs, got) if not (
+                g[0] == "error" and "corrupt block" in g[1] and bad in g[1] and
+                "chunk 1," in g[1] and "block 4:" in g[1])]
+            report(not wrong, "%s: a flipped byte in block 4 of chunk 1 is the corrupt-block error "
+                   "naming the URL, chunk and block (box, full scan, value predicate, slice, "
+                   "reduce)" % kind, "%r %r" % (wrong, got))
+    db.close()
+
+
 def remote_stats(db, table):
     return json.loads(db.execute("SELECT caterva_info('%s')" % table).fetchone()[0])["remote"]
 
@@ -615,6 +676,7 @@ def main():
             s3_auth(s, src)
             versions_and_probes(s, src)
             hinted_blocks(s, src)
+            flipped_blocks(s, src)
             fetch_ahead(s, src)
             tls_and_consistency(s, src)
     finally:

@@ -967,10 +967,14 @@ int cat_bs_load(caterva_ctx *ctx, caterva_array *a) {
   cat_bs_free(a->bs);
   a->bs = NULL;
   if (stype == CATERVA_STATS_NONE) goto leave;
-  if (caterva_schunk_vlmeta_get(ctx, a->sc, BS_ATTR, &v, &len) < 0) {
+  rc = caterva_schunk_vlmeta_get(ctx, a->sc, BS_ATTR, &v, &len);
+  if (rc == CATERVA_E_NOMEM) goto leave; /* a writer without them would leave them stale */
+  if (rc < 0) {
     if (ctx != NULL) ctx->errmsg[0] = '\0';
+    rc = CATERVA_OK;
     goto leave;
   }
+  rc = CATERVA_OK;
   bs = bs_new(a, stype, kind);
   CAT_CHECK(leave, bs != NULL, CATERVA_E_NOMEM, "out of memory");
   bs->n = a->g.nchunks;

@@ -23,6 +23,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sqltap import array_size  # noqa: E402
+
 BUILD = os.path.abspath(os.environ.get("top_builddir", "."))
 EXT = os.path.join(BUILD, ".libs", "caterva")
 ROUNDS = int(os.environ.get("ROUNDS", "40"))
@@ -35,13 +38,6 @@ def connect():
     db.enable_load_extension(True)
     db.load_extension(EXT)
     return db
-
-
-def nbytes(path):
-    if not os.path.isdir(path):
-        return os.path.getsize(path)
-    return sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path)
-               if f != ".b2lock")
 
 
 def remove(path):
@@ -72,13 +68,13 @@ def daily(folder, label, shape, part, days, nlat, nlon, extra):
                    "sin((%d + lat) / 20.0) + lon * 0.01, 2) FROM cells" % (d, d))
         db.execute("COMMIT")
     dt = time.perf_counter() - t0
-    size = nbytes(path)
+    size = array_size(path)
     db.execute("CREATE VIRTUAL TABLE c USING caterva('%s', shape='%d,%d,%d', dtype='float32', "
                "dims='day,lat,lon'%s%s)" % (once, days, nlat, nlon, part,
                                             ", sparse=1" if "sparse" in extra else ""))
     db.execute("INSERT INTO c SELECT * FROM g")
     db.close()
-    return dt, size, nbytes(once)
+    return dt, size, array_size(once)
 
 
 def one_cell(folder, demo, extra):
@@ -98,7 +94,7 @@ def one_cell(folder, demo, extra):
         shutil.copy(demo, path)
     db.close()
     cols = ("time", "lat", "lon") if sparse else ("time_index", "lat_index", "lon_index")
-    before = nbytes(path)
+    before = array_size(path)
     db = connect()
     db.execute("CREATE VIRTUAL TABLE t USING caterva('%s'%s)"
                % (path, extra.replace(", sparse=1", "")))
@@ -112,7 +108,7 @@ def one_cell(folder, demo, extra):
         ts.append(time.perf_counter() - t0)
     db.close()
     ts.sort()
-    return ts[len(ts) // 2] * 1e3, sum(ts) / len(ts) * 1e3, nbytes(path), before
+    return ts[len(ts) // 2] * 1e3, sum(ts) / len(ts) * 1e3, array_size(path), before
 
 
 def main():

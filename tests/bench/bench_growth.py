@@ -22,6 +22,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sqltap import array_size  # noqa: E402
+
 BUILD = os.path.abspath(os.environ.get("top_builddir", "."))
 EXT = os.path.join(BUILD, ".libs", "caterva")
 GRIDS = [tuple(int(x) for x in g.split("x"))
@@ -46,13 +49,6 @@ def connect(nlat, nlon):
                % (max(nlat, nlon) - 1, nlat))
     db.execute("DELETE FROM cells WHERE lon >= %d" % nlon)
     return db
-
-
-def nbytes(path):
-    if not os.path.isdir(path):
-        return os.path.getsize(path)
-    return sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path)
-               if f != ".b2lock")
 
 
 def info(db, path):
@@ -83,7 +79,7 @@ def grow(db, folder, dtype, nlat, nlon):
                    % (d, VALUE % {"L": nlat, "M": nlon, "d": str(d)}))
         db.execute("COMMIT")
         if d + 1 in NS:
-            sizes[d + 1] = nbytes(path)
+            sizes[d + 1] = array_size(path)
     dt = time.perf_counter() - t0
     return sizes, dt, info(db, path), queries(db, "g", nlat, nlon)
 

@@ -2,7 +2,7 @@
  * bench_write.c -- writing through the caterva virtual table against a plain SQLite table.
  *
  *   bench_write [-e EXT] [-t DIR] [-n NTIME] [-r RUNS] [-c COMMITS] [-K COMMITS] [-i ROUNDS]
- *               [-T ROUNDS] [-g N] [-G N] [-D PCT] [-k] [-l] [-C]
+ *               [-T ROUNDS] [-g N] [-G N] [-D PCT] [-k] [-l] [-C] [-S]
  *
  *   -e  the built extension (default: ../../.libs/caterva.so from this program, tests/bench/)
  *   -t  scratch directory (default $TMPDIR, else /tmp); a directory bench_write.XXXXXX is made
@@ -12,8 +12,8 @@
  *   -c  commits timed in each commit measurement (default 21; the median is reported)
  *   -K  commits of one whole chunk timed in section 3 (default 5)
  *   -i  rounds of the interleaved one-cell commits of section 3 (default 101)
- *   -T  rounds of the transposed load, caterva and bench_sink in turn (default 3; the medians
- *       are compared)
+ *   -T  rounds of the transposed load, caterva and bench_sink in turn, and of the cube's loads
+ *       (default 3; the medians are compared)
  *   -g  new chunks of the fill growths of section 6 (default 1000000)
  *   -G  new chunks of the sparse growth with a value fill (default 100000: a million files
  *       take minutes to create and to remove on ext4; the floor is measured with as many)
@@ -21,6 +21,7 @@
  *   -k  keep the scratch files
  *   -l  the load only (section 1 and the sizes; for profiling)
  *   -C  the commits only (section 3, after loading t and p untimed)
+ *   -S  the cube only (sections 5a and 5)
  *
  * All figures come from this run on this machine:
  *
@@ -59,6 +60,10 @@
  *      synchronous level (the disk's sync latency drifts by 2x over minutes: blocks of
  *      commits timed one after another are not comparable, commits taken in turn are).
  *   4. File sizes.
+ *   5a. The loads of a 200x200x200 float64 array with the automatic partition (52x100x100,
+ *      13x25x25), zstd (the default) and lz4, rows in C order and transposed (a fastest),
+ *      against bench_sink's load of the same rows in the same order: -T rounds, the three
+ *      loads of each order in turn; medians compared (goal >= 0.8x).
  *   5. UPDATE s SET value = -1 WHERE a = K (K = 17, 18, ...) on a 200x200x200 float64 array
  *      (chunks 52x100x100, blocks 13x25x25) against the same UPDATE of a plain WITHOUT ROWID
  *      table holding the same cells: one slab of 40,000 cells, a quarter of the blocks of
@@ -583,7 +588,7 @@ int main(int argc, char **argv) {
   const char *env = getenv("TMPDIR");
   char *err = NULL, *slash;
   Bench b;
-  int opt, keep = 0, load_only = 0, commits_only = 0;
+  int opt, keep = 0, load_only = 0, commits_only = 0, cube_only = 0;
   long long size_c_load, size_p_load;
 
   memset(&b, 0, sizeof(b));
@@ -602,7 +607,7 @@ int main(int argc, char **argv) {
   else snprintf(self, sizeof(self), ".");
   snprintf(ext, sizeof(ext), "%s/../../.libs/caterva.so", self);
   snprintf(tmpdir, sizeof(tmpdir), "%s", env && *env ? env : "/tmp");
-  while ((opt = getopt(argc, argv, "e:t:n:r:c:K:i:T:g:G:D:klC")) != -1) {
+  while ((opt = getopt(argc, argv, "e:t:n:r:c:K:i:T:g:G:D:klCS")) != -1) {
     switch (opt) {
       case 'e': snprintf(ext, sizeof(ext), "%s", optarg); break;
       case 't': snprintf(tmpdir, sizeof(tmpdir), "%s", optarg); break;
@@ -618,10 +623,11 @@ int main(int argc, char **argv) {
       case 'k': keep = 1; break;
       case 'l': load_only = 1; break;
       case 'C': commits_only = 1; break;
+      case 'S': cube_only = 1; break;
       default:
         fprintf(stderr, "usage: bench_write [-e ext.so] [-t dir] [-n ntime] [-r runs] "
                         "[-c commits] [-K commits] [-i rounds] [-T rounds] [-g chunks] [-G chunks] [-k] [-l] "
-                        "[-C]\n");
+                        "[-C] [-S]\n");
         return 2;
     }
   }
@@ -663,6 +669,11 @@ int main(int argc, char **argv) {
              la[2], sysconf(_SC_NPROCESSORS_ONLN));
   }
 
+  if (cube_only) {
+    bench_cube_load(&b);
+    bench_slab(&b);
+    goto done;
+  }
   if (commits_only) {
     load_minimal(&b);
     bench_commit(&b);
@@ -674,6 +685,7 @@ int main(int argc, char **argv) {
   if (!load_only) {
     bench_update(&b);
     bench_commit(&b);
+    bench_cube_load(&b);
     bench_slab(&b);
     bench_fill_growth(&b);
   }

@@ -48,6 +48,15 @@ def reexec_with_preload():
         os.execve(sys.executable, [sys.executable] + sys.argv, env)
 
 
+def array_size(path):
+    """Bytes of an array on disk: the file, or every file of a sparse directory, without the
+    .b2lock sidecar."""
+    if not os.path.isdir(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path)
+               if f != ".b2lock")
+
+
 def array_bytes(path):
     """{name: bytes} of an array: a file ({"": bytes}) or every file of a sparse directory,
     without the .b2lock sidecar."""

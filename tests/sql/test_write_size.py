@@ -23,7 +23,7 @@ import json
 import os
 import random
 
-from sqltap import connect_ext, report, run_in_tmp
+from sqltap import array_size, connect_ext, report, run_in_tmp
 
 BUILD = os.environ.get("top_builddir", ".")
 EXT = os.path.abspath(os.path.join(BUILD, ".libs", "caterva"))
@@ -45,13 +45,6 @@ def connect():
                "INSERT INTO cells SELECT a.v, b.v FROM n a, n b WHERE a.v < %d"
                % (NLON - 1, NLAT))
     return db
-
-
-def nbytes(path):
-    if not os.path.isdir(path):
-        return os.path.getsize(path)
-    return sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path)
-               if f != ".b2lock")
 
 
 def create(db, name, path, shape, options):
@@ -121,12 +114,12 @@ def check(tmp, label, shape, options, write):
                "WHERE value IS NOT NULL")
     diff = db.execute("SELECT count(*) FROM w JOIN c USING(day, lat, lon) "
                       "WHERE w.value IS NOT c.value").fetchone()[0]
-    open_ratio = nbytes(path) / nbytes(copy)
+    open_ratio = array_size(path) / array_size(copy)
     db.close()
-    closed_ratio = nbytes(path) / nbytes(copy)
+    closed_ratio = array_size(path) / array_size(copy)
     report(diff == 0 and open_ratio <= LIMIT and closed_ratio <= LIMIT,
            "%s: %d bytes written, %d copied once: %.3fx open, %.3fx closed (limit %.2fx)"
-           % (label, nbytes(path), nbytes(copy), open_ratio, closed_ratio, LIMIT),
+           % (label, array_size(path), array_size(copy), open_ratio, closed_ratio, LIMIT),
            "cells differing from the copy: %d" % diff)
 
 
@@ -147,7 +140,7 @@ def option_checks(tmp):
     daily(db, "w", DAYS)
     create(db, "c", copy, "%d,%d,%d" % (DAYS, NLAT, NLON), part)
     db.execute("INSERT INTO c SELECT * FROM w")
-    ratio = nbytes(path) / nbytes(copy)
+    ratio = array_size(path) / array_size(copy)
     report(LIMIT < ratio <= 2.0 + 0.01, "max_dead=100: daily appends leave the file at %.3fx "
            "the one-statement copy (dead bytes up to the live ones are kept)" % ratio)
     db.close()
@@ -165,7 +158,7 @@ def growth_partition(tmp, dtype, days=150):
     db.execute("CREATE VIRTUAL TABLE f USING caterva('%s', shape='%d,%d,%d', dtype='%s', "
                "dims='day,lat,lon')" % (once, days, NLAT, NLON, dtype))
     db.execute("INSERT INTO f SELECT * FROM g")
-    ratio = nbytes(grown) / nbytes(once)
+    ratio = array_size(grown) / array_size(once)
     report(ratio <= 1.15, "%d daily appends of %dx%d %s into an array grown from extent 0: "
            "%.3fx the final shape's bytes written once (goal 1.15x)"
            % (days, NLAT, NLON, dtype, ratio))

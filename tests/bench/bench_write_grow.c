@@ -111,20 +111,24 @@ static Stat slab_runs(Bench *b, sqlite3 *db, const char *table, double *cpu_out)
 }
 
 void bench_slab(Bench *b) {
-  static const struct { const char *name, *codec, *label; } arr[] = {
-      {"s", "zstd", "caterva, zstd 5 + shuffle (the default)"},
-      {"s4", "lz4", "caterva, lz4 5 + shuffle"}};
+  static const struct { const char *name, *codec, *opt, *label; } arr[] = {
+      {"s", "zstd", "", "caterva, zstd 5 + shuffle (the default)"},
+      {"s4", "lz4", "", "caterva, lz4 5 + shuffle"},
+      {"s50", "zstd", ", max_dead=50", "caterva, zstd 5 + shuffle, max_dead=50 (no compaction "
+                                       "at these commits)"}};
+  enum { NARR = sizeof(arr) / sizeof(arr[0]) };
   const char *expr = CUBE_EXPR;
   char sql[3000];
-  double n, sum[2], sp, dummy, cpu;
-  Stat st[2], p, fl;
-  Timing tl[2], tp;
+  double n, sum[NARR], sp, dummy, cpu;
+  Stat st[NARR], p, fl;
+  Timing tl[NARR], tp;
+  long long sizes[NARR];
   size_t i;
-  for (i = 0; i < 2; i++) {
+  for (i = 0; i < NARR; i++) {
     snprintf(sql, sizeof(sql),
              "CREATE VIRTUAL TABLE %s USING caterva('%s/%s.b2nd', shape='200,200,200', "
              "dtype='float64', chunks='52,100,100', blocks='13,25,25', codec='%s', clevel=5, "
-             "dims='a,b,c')", arr[i].name, b->dir, arr[i].name, arr[i].codec);
+             "dims='a,b,c'%s)", arr[i].name, b->dir, arr[i].name, arr[i].codec, arr[i].opt);
     bench_exec(b->dbc, sql);
     snprintf(sql, sizeof(sql), "INSERT INTO %s(a, b, c, value) SELECT time, lat, lon, %s "
              "FROM bench_grid(200, 200, 200)", arr[i].name, expr);
@@ -140,17 +144,23 @@ void bench_slab(Bench *b) {
    * would otherwise wait for them (tens of ms, to whichever table syncs first) */
   sync();
   usleep(500 * 1000); /* and the disk left to settle (see flush_dirty) */
-  for (i = 0; i < 2; i++) st[i] = slab_runs(b, b->dbc, arr[i].name, &cpu);
+  for (i = 0; i < NARR; i++) st[i] = slab_runs(b, b->dbc, arr[i].name, &cpu);
   p = slab_runs(b, b->dbp, "ps", &cpu);
   fl = bw_usink_runs(b->dbc, "CREATE VIRTUAL TABLE temp.us USING bench_usink(a, b, c, 200, 200, "
                   "200)", "UPDATE us SET value = -1 WHERE a = %d", 17, b->runs, 40000);
-  for (i = 0; i < 2; i++) {
+  for (i = 0; i < NARR; i++) {
     snprintf(sql, sizeof(sql), "SELECT count(*), sum(value) FROM %s", arr[i].name);
     bw_query2(b->dbc, sql, &n, &sum[i]);
     bw_check(n == 8e6, "slab: %s holds %.0f cells", arr[i].name, n);
   }
   bw_query2(b->dbp, "SELECT sum(value) FROM ps", &sp, &dummy);
-  bw_check(sum[0] == sp && sum[1] == sp, "slab: sums %.17g, %.17g; plain %.17g", sum[0], sum[1], sp);
+  for (i = 0; i < NARR; i++) {
+    struct stat fst;
+    snprintf(sql, sizeof(sql), "%s/%s.b2nd", b->dir, arr[i].name);
+    sizes[i] = stat(sql, &fst) == 0 ? (long long)fst.st_size : -1;
+  }
+  for (i = 0; i < NARR; i++)
+    bw_check(sum[i] == sp, "slab: %s sum %.17g; plain %.17g", arr[i].name, sum[i], sp);
   printf("\n### 5. UPDATE s SET value = -1 WHERE a = K: one slab of the 200x200x200 float64 "
          "array (%d runs, K = 17, 18, ...; own autocommit transaction; ms)\n\n", b->runs);
   printf("caterva: chunks 52x100x100, blocks 13x25x25, synchronous=full (the default); the slab "
@@ -160,7 +170,7 @@ void bench_slab(Bench *b) {
          tl[1].wall / 1e3, tp.wall / 1e3);
   printf("| table | cells | median | min | max | CPU median | plain / caterva |\n");
   printf("|---|---|---:|---:|---:|---:|---:|\n");
-  for (i = 0; i < 2; i++)
+  for (i = 0; i < NARR; i++)
     printf("| %s | 40000 | %.1f | %.1f | %.1f | %.1f | %.2fx (CPU %.2fx) |\n", arr[i].label,
            st[i].med, st[i].min, st[i].max, st[i].cpu, p.med / st[i].med, p.cpu / st[i].cpu);
   printf("| plain | 40000 | %.1f | %.1f | %.1f | %.1f | |\n", p.med, p.min, p.max, p.cpu);
@@ -169,9 +179,11 @@ void bench_slab(Bench *b) {
          fl.cpu, p.med / fl.med);
   printf("\nNo virtual table's UPDATE of these rows can take less than bench_usink's %.1f ms "
          "in this SQLite (%.2fx the plain table's whole UPDATE); caterva's time above that "
-         "floor: zstd %.1f ms, lz4 %.1f ms.\n", fl.med, fl.med / p.med, st[0].med - fl.med,
-         st[1].med - fl.med);
-  for (i = 0; i < 2; i++) {
+         "floor: zstd %.1f ms, lz4 %.1f ms. caterva / bench_usink: zstd %.2fx, lz4 %.2fx, zstd "
+         "with max_dead=50 %.2fx (goal <= 2.0x). File bytes after the runs: zstd %lld, lz4 %lld, "
+         "max_dead=50 %lld.\n", fl.med, fl.med / p.med, st[0].med - fl.med, st[1].med - fl.med,
+         st[0].med / fl.med, st[1].med / fl.med, st[2].med / fl.med, sizes[0], sizes[1], sizes[2]);
+  for (i = 0; i < NARR; i++) {
     snprintf(sql, sizeof(sql), "DROP TABLE %s", arr[i].name);
     bench_exec(b->dbc, sql);
   }

@@ -18,15 +18,20 @@ caterva_reduce('temps', 'mean', 'time') and caterva_reduce(arr, 'mean,min,max', 
   write transaction of the caterva table the named table sees its writes, and after ROLLBACK
   the old values again.
 - The table persists in a database file and works after reopening; a path works as arr.
+- Over http (the remote tests' nginx, started here): named tables over the URL and over a
+  caterva table of the URL give the local rows, reading the blocks the local table reads.
 
 Environment: top_builddir, CATERVA_PRELOAD.
 """
 import math
 import os
+import shutil
 import sqlite3
 import sys
 
-from sqltap import array_bytes, connect_ext, report, run_in_tmp
+from sqltap import array_bytes, connect_ext, report, run_in_tmp, skip
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 BUILD = os.environ.get("top_builddir", ".")
 EXT = os.path.join(BUILD, ".libs", "caterva")
@@ -306,6 +311,37 @@ def check_persist(tmp):
            "dimensions from the file; DROP TABLE removes it")
 
 
+def check_http(tmp, path):
+    sys.path.insert(0, os.path.join(HERE, "..", "remote"))
+    import servers
+    if shutil.which("nginx") is None and not os.path.exists("/usr/sbin/nginx"):
+        skip("named reductions over http", "needs nginx (sh tests/remote/deps.sh installs it)")
+        return
+    os.environ.update(NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+    with servers.Servers(os.path.join(tmp, "srv"), what="nginx", lifetime=300) as s:
+        shutil.copyfile(path, os.path.join(s.root, "temps.b2nd"))
+        url = s.nginx_http + "/temps.b2nd"
+        db = connect()
+        db.execute("CREATE VIRTUAL TABLE temps USING caterva('%s')" % path)
+        db.execute("CREATE VIRTUAL TABLE rtemps USING caterva('%s')" % url)
+        q = "SELECT * FROM %s WHERE lat BETWEEN -30 AND -10 AND lon_index < 4"
+        out = {}
+        for name, arr in (("lo", "temps"), ("rt", "rtemps"), ("lp", path), ("ru", url)):
+            db.execute("CREATE VIRTUAL TABLE %s USING caterva_reduce('%s', 'mean,max,std', "
+                       "'time:month')" % (name, arr))
+            b0 = blocks_read(db)
+            rows = db.execute(q % name).fetchall()
+            out[name] = (columns(db, name), rows, blocks_read(db) - b0)
+        db.close()
+    want = box_blocks([(0, NT - 1), (1, 2), (0, 3)])
+    # (a path as arr opens the array for each query: its attributes are counted too)
+    report(out["lo"][1] and out["lo"] == out["rt"] and out["lp"] == out["ru"] and
+           out["lo"][:2] == out["lp"][:2] and out["lo"][2] == want,
+           "over http: named reductions over a caterva table of the URL and over the URL give "
+           "the local columns and rows and read the blocks the local ones read (the box's %d)"
+           % want, "%r" % ({k: v[2] for k, v in out.items()},))
+
+
 def body(tmp):
     path = os.path.join(tmp, "temps.b2nd")
     db = connect()
@@ -317,6 +353,7 @@ def body(tmp):
     check_readonly(db, path)
     db.close()
     check_persist(tmp)
+    check_http(tmp, path)
 
 
 if __name__ == "__main__":

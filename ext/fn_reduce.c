@@ -220,7 +220,10 @@ static char cvRedPlanOp(sqlite3_index_info *pInfo, int i, int iCol) {
 **
 ** A named table's columns are mapped onto the function's (cvRedFnCol); its arguments are its
 ** own, so every plan has them. The column of a grouped dimension holds group keys (a month,
-** a season), not the labels its bounds would be read as: SQLite checks those row by row.
+** a season), not the labels the function reads its bounds as: =, <, <=, > and >= on INTEGER
+** keys (year, month, dayofyear) are taken as CV_RED_KEY_DIM + k, which keeps the cells of the
+** groups whose key satisfies them (cvRedKeyBounds), and not omitted: SQLite checks each row
+** as well (a bound of another type narrows nothing, and an IN list comes as one = per value).
 */
 static int cvRedBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   CvRedVtab *pTab = (CvRedVtab *)pVtab;
@@ -242,8 +245,15 @@ static int cvRedBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
       cCol = iCol == CV_RED_ARR ? 'R' : iCol == CV_RED_OP ? 'P' : 'X';
       bArr |= cCol == 'R';
       bOp |= cCol == 'P';
-    } else if (iCol >= 0 && iCol < CV_RED_NDIM && p->usable && cOp &&
-               !(pTab->pNamed && pTab->pNamed->aMode[iCol] == CATERVA_RED_GROUP)) {
+    } else if (iCol >= 0 && iCol < CV_RED_NDIM && pTab->pNamed &&
+               pTab->pNamed->aMode[iCol] == CATERVA_RED_GROUP) {
+      if (!p->usable || !cOp || !pTab->pNamed->aKeyInt[iCol]) continue;
+      zPlan[2 * nArg] = cOp == CV_OP_IN ? CV_OP_EQ : cOp;
+      zPlan[2 * nArg + 1] = (char)(CV_RED_KEY_DIM + iCol);
+      pInfo->aConstraintUsage[i].argvIndex = ++nArg;
+      nBound++;
+      continue;
+    } else if (iCol >= 0 && iCol < CV_RED_NDIM && p->usable && cOp) {
       cCol = (char)(CV_LABEL_DIM + iCol);
       nBound++;
     } else if (iCol >= CV_RED_INDEX && iCol < CV_RED_STAT && p->usable && cOp) {
@@ -584,6 +594,81 @@ static int cvRedBounds(CvRedCursor *pCur, char **azName, const char *idxStr, int
   return rc;
 }
 
+/* Does group key x satisfy "key OP pVal"? A value that is not a number narrows nothing (1):
+** SQLite compares it with each row's key. */
+static int cvRedKeyOk(int64_t x, int op, sqlite3_value *pVal) {
+  int t = sqlite3_value_type(pVal), c;  /* no conversion: 7 < '2' in SQL (INTEGER < TEXT) */
+  if (t == SQLITE_INTEGER) {
+    int64_t v = sqlite3_value_int64(pVal);
+    c = x < v ? -1 : x > v;
+  } else if (t == SQLITE_FLOAT) {
+    double v = sqlite3_value_double(pVal), d = (double)x;
+    if (v != v) return 1;
+    c = d < v ? -1 : d > v;
+  } else {
+    return 1;
+  }
+  switch (op) {
+    case CV_OP_EQ: return c == 0;
+    case CV_OP_LT: return c < 0;
+    case CV_OP_LE: return c <= 0;
+    case CV_OP_GT: return c > 0;
+    case CV_OP_GE: return c >= 0;
+    default: return 1;
+  }
+}
+
+/* Does index j of grouped dimension k fall in a group whose key satisfies the plan's key
+** bounds on k? (An index outside the calendar: kept, for cvRedGroupBuild's error.) */
+static int cvRedKeyWanted(const CvRedCursor *pCur, int k, int64_t j, const char *idxStr,
+                          int argc, sqlite3_value **argv) {
+  int64_t key = 0;
+  int i;
+  if (caterva_labels_field(&pCur->aLab[k], pCur->aGroup[k].eField, pCur->aGroup[k].nEvery, j,
+                           &key) != CATERVA_OK)
+    return 1;
+  for (i = 0; i < argc; i++)
+    if (idxStr[2 * i + 1] == CV_RED_KEY_DIM + k && !cvRedKeyOk(key, idxStr[2 * i], argv[i]))
+      return 0;
+  return 1;
+}
+
+/* A named table's bounds on the keys of grouped dimension k (CV_RED_KEY_DIM + k): its indices
+** become the list of those in the box whose group satisfies them. */
+static int cvRedKeyBounds1(CvRedCursor *pCur, int k, const char *idxStr, int argc,
+                           sqlite3_value **argv) {
+  int64_t j, n = pCur->aHi[k] - pCur->aLo[k] + 1, *a;
+  int m = 0;
+  if (n > INT32_MAX) return SQLITE_OK;  /* too many to list: the rows are still checked */
+  a = sqlite3_malloc64(sizeof(int64_t) * (sqlite3_uint64)n);
+  if (a == 0) return SQLITE_NOMEM;
+  for (j = pCur->aLo[k]; j <= pCur->aHi[k]; j++)
+    if (cvInSorted(pCur->aList[k], pCur->nList[k], j) &&
+        cvRedKeyWanted(pCur, k, j, idxStr, argc, argv))
+      a[m++] = j;
+  sqlite3_free(pCur->aList[k]);
+  pCur->aList[k] = a;
+  pCur->nList[k] = m;
+  if (m == 0) pCur->bEmpty = 1;
+  else pCur->aLo[k] = a[0], pCur->aHi[k] = a[m - 1];
+  return SQLITE_OK;
+}
+
+static int cvRedKeyBounds(CvRedCursor *pCur, const char *idxStr, int argc,
+                          sqlite3_value **argv) {
+  int i, k, rc = SQLITE_OK, bDone[CV_RED_NDIM] = {0};
+  for (i = 0; i < argc && rc == SQLITE_OK && !pCur->bEmpty; i++) {
+    k = idxStr[2 * i + 1] - CV_RED_KEY_DIM;
+    if (k < 0 || k >= CV_RED_NDIM || bDone[k]) continue;
+    bDone[k] = 1;
+    if (k >= pCur->nDim || pCur->eMode[k] != CATERVA_RED_GROUP || !pCur->bLab[k] ||
+        !pCur->aLab[k].is_time)
+      continue;  /* cvRedGroups gives the error */
+    rc = cvRedKeyBounds1(pCur, k, idxStr, argc, argv);
+  }
+  return rc;
+}
+
 /* The groups of the grouped dimensions (from their time coordinates, over the box). */
 static int cvRedGroups(CvRedCursor *pCur, char **azName, char **pzErr) {
   int k, rc = SQLITE_OK;
@@ -657,6 +742,7 @@ static int cvRedSetup(CvRedCursor *pCur, CvVtab *pFound, const char *zAxes,
   if (rc == SQLITE_OK) rc = cvRedLabels(pCur, azName);
   pCur->bEmpty = 0;
   if (rc == SQLITE_OK) rc = cvRedBounds(pCur, azName, idxStr, argc, argv);
+  if (rc == SQLITE_OK && pNamed) rc = cvRedKeyBounds(pCur, idxStr, argc, argv);
   if (rc == SQLITE_OK && !pCur->bEmpty) rc = cvRedGroups(pCur, azName, &zErr);
   cvRedFreeNames(azName, pCur->nDim);
   if (rc != SQLITE_OK) pCur->bEmpty = 1;

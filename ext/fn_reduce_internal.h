@@ -27,6 +27,9 @@
 #define CV_RED_STAT   (CV_RED_INDEX + CV_RED_NDIM) /* count, sum, mean, min, max, std */
 #define CV_RED_NCOL   (CV_RED_STAT + CV_RED_NSTAT)
 
+/* In idxStr: CV_RED_KEY_DIM + k, a bound on the group keys of dimension k (named tables). */
+#define CV_RED_KEY_DIM 'A'
+
 /* The statistics, numbered as the function's hidden columns: CV_RED_STAT + s - 1. */
 #define CV_RED_COUNT 1
 #define CV_RED_SUM   2
@@ -72,6 +75,8 @@ struct CvRedNamed {
   int nDim;
   char **azDim;                    /* the dimensions' names when the table was made */
   int aMode[CV_RED_NDIM];          /* CATERVA_RED_* of each dimension */
+  int aKeyInt[CV_RED_NDIM];        /* grouped with INTEGER keys (year, month, dayofyear):
+                                   ** numeric bounds on its column choose its groups' cells */
   int nCol;
   int *aMap;                       /* the table's column i is the function's column aMap[i] */
 };

@@ -8,7 +8,8 @@
  * Columns, in this order (the names the Python caterva_sqlite.reduce gives its DataFrame):
  *
  *   <kept or grouped dimension>  ...  its label (as the caterva table shows it), index, or
- *                                      group key, named after the dimension
+ *                                      group key, named after the dimension (bounds on
+ *                                      INTEGER keys choose their groups' cells: fn_reduce.c)
  *   value                              one statistic (op 'mean'): its value ...
  *   <statistic> ...                    ... a list of them ('mean,min,max', 'stats'): one
  *                                      column each, named as listed
@@ -194,6 +195,11 @@ int cvRedNamedNew(sqlite3 *db, CvConn *pConn, int argc, const char *const *argv,
   if (rc == SQLITE_OK) rc = cvRedNamedDims(db, pConn, p, pzErr);
   if (rc == SQLITE_OK)
     rc = cvRedAxesParse(p->nDim, p->azDim, p->zAxes, p->aMode, aGroup, pzErr);
+  for (k = 0; rc == SQLITE_OK && k < p->nDim; k++)
+    p->aKeyInt[k] = p->aMode[k] == CATERVA_RED_GROUP &&
+                    (aGroup[k].eField == CATERVA_FIELD_YEAR ||
+                     aGroup[k].eField == CATERVA_FIELD_MONTH ||
+                     aGroup[k].eField == CATERVA_FIELD_DAYOFYEAR);
   if (rc == SQLITE_OK) {
     cols.pStr = sqlite3_str_new(db);
     sqlite3_str_appendall(cols.pStr, "CREATE TABLE x(");

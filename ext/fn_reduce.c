@@ -1,14 +1,17 @@
 /*
  * fn_reduce.c -- caterva_reduce('<table or path>', op, axes): count, sum, mean, min, max and
  * standard deviation of an array over some of its dimensions, or grouped by calendar fields
- * of a time dimension, as a table-valued function over the engine of core/reduce.c.
+ * of a time dimension, as a table-valued function over the engine of core/reduce.c -- and,
+ * with CREATE VIRTUAL TABLE clim USING caterva_reduce('temp', 'mean', 'time'), as a named
+ * table whose columns carry the dimensions' and statistics' names (fn_reduce_named.c maps
+ * them onto the function's columns below; everything else is shared).
  *
  *   SELECT d1 AS lat, value FROM caterva_reduce('temp', 'mean', 'time,lon');
  *   SELECT value FROM caterva_reduce('temp', 'max', '');               -- the whole array
  *   SELECT d1 AS lat, d2 AS lon, value, n FROM caterva_reduce('temp', 'sum', 'time')
  *    WHERE d0 BETWEEN '2023-01-01' AND '2023-01-30' AND d1 > 60;       -- a box, in labels
- *   SELECT min, mean, max, std FROM caterva_reduce('temp', 'stats', 'lat,lon')
- *    WHERE d0 = '2023-06-01';                                          -- every statistic
+ *   SELECT min, mean, max FROM caterva_reduce('temp', 'mean,min,max', 'lat,lon')
+ *    WHERE d0 = '2023-06-01';                                          -- several statistics
  *   SELECT d0 AS month, d1, d2, value FROM caterva_reduce('temp', 'mean', 'time:month');
  *
  * Columns: d0 ... d15 stand for the array's dimensions in array order. A kept dimension
@@ -16,62 +19,45 @@
  * (REAL, or ISO 8601 TEXT for instants, as the caterva table's columns), else its index; a
  * grouped one gives the group's key (fn_reduce_group.c); reduced dimensions (and those past
  * ndim) are NULL. The hidden columns d0_index ... d15_index give the same coordinates as
- * indices (a group: its first index in the box). `value` is the statistic op names (NULL for
- * op 'stats'), `n` the number of present (non-NaN) cells that went into it; the hidden
- * columns count, sum, mean, min, max and std give every statistic of the row, computed in
- * the same pass (std, the population standard deviation, only when op is std or stats or
- * the column is read: it needs every block decompressed). Hidden columns: arr (the table or
- * path), op (count, sum, mean/avg, min, max, std, stats) and axes (a comma list of
- * dimension names -- the table's column names or the file's `_ARRAY_DIMENSIONS`, else d0,
- * d1, ... -- or numbers, each optionally followed by ":group", e.g. "time:month"; empty or
- * NULL: every dimension reduced). Constraints (=, <, <=, >, >=, BETWEEN, IN) on dk compare
- * labels exactly as the caterva table's dimension columns do (vtab_coord.c), those on
- * dk_index indices; both restrict the box, for reduced, grouped and kept dimensions alike,
- * and are exact (omit is set). An IN list restricts its dimension to the indices it names:
- * a reduced dimension is reduced over all of them together (SQLite would otherwise call
- * xFilter once per value, giving one row per value), a grouped one forms groups of them,
- * a kept one gives a row for each.
+ * indices (a group: its first index in the box). `value` is the statistic op names (NULL
+ * when op lists several, or is stats), `n` the number of present (non-NaN) cells that went
+ * into it; the hidden columns count, sum, mean, min, max and std give every statistic of the
+ * row, computed in the same pass (std, the population standard deviation, only when op
+ * lists it or the column is read: it needs every block decompressed). Hidden columns: arr
+ * (the table or path), op (count, sum, mean/avg, min, max, std, a comma list of them, or
+ * stats: fn_reduce_args.c) and axes (a comma list of dimension names -- the table's column
+ * names or the file's `_ARRAY_DIMENSIONS`, else d0, d1, ... -- or numbers, each optionally
+ * followed by ":group", e.g. "time:month"; empty or NULL: every dimension reduced).
+ * Constraints (=, <, <=, >, >=, BETWEEN, IN) on dk compare labels exactly as the caterva
+ * table's dimension columns do (vtab_coord.c), those on dk_index indices; both restrict the
+ * box, for reduced, grouped and kept dimensions alike, and are exact (omit is set). An IN
+ * list restricts its dimension to the indices it names: a reduced dimension is reduced over
+ * all of them together (SQLite would otherwise call xFilter once per value, giving one row
+ * per value), a grouped one forms groups of them, a kept one gives a row for each.
  *
- * The columns cannot carry the dimensions' names: an eponymous virtual table declares its
- * columns once per connection in xConnect, before any argument is seen, and the arguments
- * of one statement may name arrays with different dimensions. A TEMP VIEW renames them
- * (see docs/sql-reference.md).
+ * The function's columns cannot carry the dimensions' names: an eponymous virtual table
+ * declares its columns once per connection in xConnect, before any argument is seen, and the
+ * arguments of one statement may name arrays with different dimensions. A named table knows
+ * its arguments when it is made, and so names its columns.
  *
  * Semantics follow SQL's aggregates over the same cells: NaN cells are NULL and left out;
  * count counts the present cells; sum, min, max, mean and std of no present cell are NULL;
  * mean is sum / count as REAL. Integer dtypes give INTEGER sum, min and max (a sum that
  * overflows int64 is given as REAL, where SQLite's sum() would fail). How sums are added,
  * their error bound, and why the results do not depend on the number of threads: see
- * core/reduce.c.
+ * core/reduce.c. Both forms are read-only (xUpdate fails).
  */
 #include "config.h"
 
 #include "ext_internal.h"
 SQLITE_EXTENSION_INIT3
 
+#include "fn_reduce_internal.h"
 #include "vtab_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CV_RED_NDIM   CATERVA_MAX_DIM
-#define CV_RED_VALUE  (CV_RED_NDIM)
-#define CV_RED_N      (CV_RED_NDIM + 1)
-#define CV_RED_ARR    (CV_RED_NDIM + 2)
-#define CV_RED_OP     (CV_RED_NDIM + 3)
-#define CV_RED_AXES   (CV_RED_NDIM + 4)
-#define CV_RED_INDEX  (CV_RED_NDIM + 5)   /* d0_index ... d15_index */
-#define CV_RED_STAT   (CV_RED_INDEX + CV_RED_NDIM) /* count, sum, mean, min, max, std */
-#define CV_RED_NCOL   (CV_RED_STAT + 6)
-
-#define CV_RED_COUNT 1
-#define CV_RED_SUM   2
-#define CV_RED_MEAN  3
-#define CV_RED_MIN   4
-#define CV_RED_MAX   5
-#define CV_RED_STD   6
-#define CV_RED_STATS 7   /* value is NULL: the statistics are in their own columns */
 
 /* idxNum bits */
 #define CV_RED_PLAN     1  /* arr and op are given */
@@ -83,12 +69,14 @@ struct CvRedVtab {
   sqlite3_vtab base;         /* Base class - must be first */
   CvConn *pConn;             /* Connection state: library context, table registry */
   sqlite3 *db;
+  CvRedNamed *pNamed;        /* a named table (fn_reduce_named.c); NULL: the function */
+  char *zName;               /* the named table's name, for messages */
 };
 
 typedef struct CvRedCursor CvRedCursor;
 struct CvRedCursor {
   sqlite3_vtab_cursor base;  /* Base class - must be first */
-  int eOp;                   /* CV_RED_* */
+  CvRedOps ops;              /* the statistics op lists */
   int eType;                 /* CATERVA_STATS_* of the array */
   int nDim;
   int eMode[CV_RED_NDIM];    /* CATERVA_RED_*: what becomes of dimension k */
@@ -116,31 +104,55 @@ struct CvRedCursor {
 
 /* ---- the module ---------------------------------------------------------------------- */
 
-static int cvRedConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
-                        sqlite3_vtab **ppVtab, char **pzErr) {
-  CvRedVtab *pTab;
+/* The function's columns: d0 ... d15, value, n, then the hidden ones. */
+static char *cvRedFunctionSchema(sqlite3 *db) {
   sqlite3_str *pStr = sqlite3_str_new(db);
-  char *zSql;
-  int rc, k;
-  (void)argc;
-  (void)argv;
-  (void)pzErr;
+  int k;
   sqlite3_str_appendall(pStr, "CREATE TABLE x(");
   for (k = 0; k < CV_RED_NDIM; k++) sqlite3_str_appendf(pStr, "d%d, ", k);
   sqlite3_str_appendall(pStr, "value, n INTEGER, arr HIDDEN, op HIDDEN, axes HIDDEN");
   for (k = 0; k < CV_RED_NDIM; k++) sqlite3_str_appendf(pStr, ", d%d_index INTEGER HIDDEN", k);
   sqlite3_str_appendall(pStr, ", count INTEGER HIDDEN, sum HIDDEN, mean REAL HIDDEN, min HIDDEN, "
                               "max HIDDEN, std REAL HIDDEN)");
-  zSql = sqlite3_str_finish(pStr);
-  if (zSql == 0) return SQLITE_NOMEM;
-  rc = sqlite3_declare_vtab(db, zSql);
+  return sqlite3_str_finish(pStr);
+}
+
+/*
+** xConnect and xCreate. The module is eponymous (xCreate is xConnect): without arguments
+** beyond the module's own name it is the table-valued function, whose columns cannot carry
+** the dimensions' names (declared once per connection, before any argument is seen); with
+** arguments, CREATE VIRTUAL TABLE clim USING caterva_reduce('temps', 'mean', 'time') makes
+** a named table (fn_reduce_named.c), its columns named from the array's dimensions then.
+*/
+static int cvRedConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
+                        sqlite3_vtab **ppVtab, char **pzErr) {
+  CvRedVtab *pTab = 0;
+  CvRedNamed *pNamed = 0;
+  char *zSql = 0;
+  int rc;
+  *ppVtab = 0;
+  if (argc > 3 || (argc == 3 && sqlite3_stricmp(argv[2], "caterva_reduce") != 0))
+    rc = cvRedNamedNew(db, (CvConn *)pAux, argc, argv, &pNamed, &zSql, pzErr);
+  else
+    rc = (zSql = cvRedFunctionSchema(db)) != 0 ? SQLITE_OK : SQLITE_NOMEM;
+  if (rc == SQLITE_OK) rc = sqlite3_declare_vtab(db, zSql);
   sqlite3_free(zSql);
-  if (rc != SQLITE_OK) return rc;
-  pTab = sqlite3_malloc(sizeof(*pTab));
-  if (pTab == 0) return SQLITE_NOMEM;
-  memset(pTab, 0, sizeof(*pTab));
+  if (rc == SQLITE_OK) pTab = sqlite3_malloc(sizeof(*pTab));
+  if (rc == SQLITE_OK && pTab == 0) rc = SQLITE_NOMEM;
+  if (rc == SQLITE_OK) {
+    memset(pTab, 0, sizeof(*pTab));
+    pTab->zName = sqlite3_mprintf("%s", argc > 2 ? argv[2] : "caterva_reduce");
+    if (pTab->zName == 0) rc = SQLITE_NOMEM;
+  }
+  if (rc != SQLITE_OK) {
+    if (pTab) sqlite3_free(pTab->zName);
+    sqlite3_free(pTab);
+    cvRedNamedFree(pNamed);
+    return rc;
+  }
   pTab->pConn = cvConnRef((CvConn *)pAux);
   pTab->db = db;
+  pTab->pNamed = pNamed;
   /* it reads files named by its argument: not from triggers or views */
   sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
   *ppVtab = &pTab->base;
@@ -150,8 +162,47 @@ static int cvRedConnect(sqlite3 *db, void *pAux, int argc, const char *const *ar
 static int cvRedDisconnect(sqlite3_vtab *pVtab) {
   CvRedVtab *pTab = (CvRedVtab *)pVtab;
   cvConnUnref(pTab->pConn);
+  cvRedNamedFree(pTab->pNamed);
+  sqlite3_free(pTab->zName);
   sqlite3_free(pTab);
   return SQLITE_OK;
+}
+
+/* The function's column that column iCol of the table is (a named table maps its own). */
+static int cvRedFnCol(const CvRedVtab *pTab, int iCol) {
+  if (pTab->pNamed == 0) return iCol;
+  return iCol >= 0 && iCol < pTab->pNamed->nCol ? pTab->pNamed->aMap[iCol] : -1;
+}
+
+/* colUsed in the function's columns. */
+static sqlite3_uint64 cvRedFnUsed(const CvRedVtab *pTab, sqlite3_uint64 colUsed) {
+  sqlite3_uint64 used = 0;
+  int i;
+  if (pTab->pNamed == 0) return colUsed;
+  for (i = 0; i < pTab->pNamed->nCol; i++) {
+    int iFn = pTab->pNamed->aMap[i];
+    if (colUsed & ((sqlite3_uint64)1 << (i < 63 ? i : 63)))
+      used |= (sqlite3_uint64)1 << (iFn < 63 ? iFn : 63);
+  }
+  return used;
+}
+
+/* The plan's operator for constraint i, or 0 when it has none. */
+static char cvRedPlanOp(sqlite3_index_info *pInfo, int i, int iCol) {
+  const struct sqlite3_index_constraint *p = &pInfo->aConstraint[i];
+  switch (p->op) {
+    case SQLITE_INDEX_CONSTRAINT_EQ:
+      /* IN: all its values in one xFilter call, since a reduced dimension must be
+      ** reduced over all of them together, not once per value */
+      if (iCol < CV_RED_ARR || iCol >= CV_RED_INDEX)
+        return p->usable && sqlite3_vtab_in(pInfo, i, -1) ? CV_OP_IN : CV_OP_EQ;
+      return CV_OP_EQ;
+    case SQLITE_INDEX_CONSTRAINT_LT: return CV_OP_LT;
+    case SQLITE_INDEX_CONSTRAINT_LE: return CV_OP_LE;
+    case SQLITE_INDEX_CONSTRAINT_GT: return CV_OP_GT;
+    case SQLITE_INDEX_CONSTRAINT_GE: return CV_OP_GE;
+    default: return 0;
+  }
 }
 
 /*
@@ -166,44 +217,47 @@ static int cvRedDisconnect(sqlite3_vtab *pVtab) {
 ** says the std column is read (so that std is computed only when asked for), and
 ** CV_RED_WANT_MINMAX when the min or max column is (else a count, sum or mean leaves them
 ** out: faster on floats).
+**
+** A named table's columns are mapped onto the function's (cvRedFnCol); its arguments are its
+** own, so every plan has them. The column of a grouped dimension holds group keys (a month,
+** a season), not the labels the function reads its bounds as: =, <, <=, > and >= on INTEGER
+** keys (year, month, dayofyear) are taken as CV_RED_KEY_DIM + k, which keeps the cells of the
+** groups whose key satisfies them (cvRedKeyBounds), and not omitted: SQLite checks each row
+** as well (a bound of another type narrows nothing, and an IN list comes as one = per value).
 */
 static int cvRedBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
+  CvRedVtab *pTab = (CvRedVtab *)pVtab;
   char *zPlan = sqlite3_malloc64((sqlite3_uint64)pInfo->nConstraint * 2 + 1);
-  int i, nArg = 0, bArr = 0, bOp = 0, nBound = 0;
-  (void)pVtab;
+  int i, nArg = 0, bArr = pTab->pNamed != 0, bOp = pTab->pNamed != 0, nBound = 0;
+  sqlite3_uint64 used = cvRedFnUsed(pTab, pInfo->colUsed);
   if (zPlan == 0) return SQLITE_NOMEM;
   for (i = 0; i < pInfo->nConstraint; i++) {
     const struct sqlite3_index_constraint *p = &pInfo->aConstraint[i];
-    char cOp = 0, cCol = 0;
-    switch (p->op) {
-      case SQLITE_INDEX_CONSTRAINT_EQ:
-        /* IN: all its values in one xFilter call, since a reduced dimension must be
-        ** reduced over all of them together, not once per value */
-        cOp = p->iColumn < CV_RED_ARR || p->iColumn >= CV_RED_INDEX
-                  ? (p->usable && sqlite3_vtab_in(pInfo, i, -1) ? CV_OP_IN : CV_OP_EQ)
-                  : CV_OP_EQ;
-        break;
-      case SQLITE_INDEX_CONSTRAINT_LT: cOp = CV_OP_LT; break;
-      case SQLITE_INDEX_CONSTRAINT_LE: cOp = CV_OP_LE; break;
-      case SQLITE_INDEX_CONSTRAINT_GT: cOp = CV_OP_GT; break;
-      case SQLITE_INDEX_CONSTRAINT_GE: cOp = CV_OP_GE; break;
-      default: break;
-    }
-    if (p->iColumn >= CV_RED_ARR && p->iColumn < CV_RED_INDEX) {
+    int iCol = cvRedFnCol(pTab, p->iColumn);
+    char cOp = iCol >= 0 ? cvRedPlanOp(pInfo, i, iCol) : 0, cCol = 0;
+    if (iCol >= CV_RED_ARR && iCol < CV_RED_INDEX) {
       if (!p->usable || cOp != CV_OP_EQ) {
         if (!p->usable) continue;
         sqlite3_free(zPlan);
         pVtab->zErrMsg = sqlite3_mprintf("caterva_reduce: arr, op and axes take =");
         return SQLITE_ERROR;
       }
-      cCol = p->iColumn == CV_RED_ARR ? 'R' : p->iColumn == CV_RED_OP ? 'P' : 'X';
+      cCol = iCol == CV_RED_ARR ? 'R' : iCol == CV_RED_OP ? 'P' : 'X';
       bArr |= cCol == 'R';
       bOp |= cCol == 'P';
-    } else if (p->iColumn >= 0 && p->iColumn < CV_RED_NDIM && p->usable && cOp) {
-      cCol = (char)(CV_LABEL_DIM + p->iColumn);
+    } else if (iCol >= 0 && iCol < CV_RED_NDIM && pTab->pNamed &&
+               pTab->pNamed->aMode[iCol] == CATERVA_RED_GROUP) {
+      if (!p->usable || !cOp || !pTab->pNamed->aKeyInt[iCol]) continue;
+      zPlan[2 * nArg] = cOp == CV_OP_IN ? CV_OP_EQ : cOp;
+      zPlan[2 * nArg + 1] = (char)(CV_RED_KEY_DIM + iCol);
+      pInfo->aConstraintUsage[i].argvIndex = ++nArg;
       nBound++;
-    } else if (p->iColumn >= CV_RED_INDEX && p->iColumn < CV_RED_STAT && p->usable && cOp) {
-      cCol = (char)(CV_INDEX_DIM + p->iColumn - CV_RED_INDEX);
+      continue;
+    } else if (iCol >= 0 && iCol < CV_RED_NDIM && p->usable && cOp) {
+      cCol = (char)(CV_LABEL_DIM + iCol);
+      nBound++;
+    } else if (iCol >= CV_RED_INDEX && iCol < CV_RED_STAT && p->usable && cOp) {
+      cCol = (char)(CV_INDEX_DIM + iCol - CV_RED_INDEX);
       nBound++;
     } else {
       continue;
@@ -224,10 +278,8 @@ static int cvRedBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     return bArr || bOp ? SQLITE_CONSTRAINT : SQLITE_OK;
   }
   pInfo->idxNum = CV_RED_PLAN;
-  if (pInfo->colUsed & ((sqlite3_uint64)1 << (CV_RED_NCOL - 1)))
-    pInfo->idxNum |= CV_RED_WANT_STD;
-  if (pInfo->colUsed & ((sqlite3_uint64)3 << (CV_RED_STAT + 3)))
-    pInfo->idxNum |= CV_RED_WANT_MINMAX;
+  if (used & ((sqlite3_uint64)1 << (CV_RED_NCOL - 1))) pInfo->idxNum |= CV_RED_WANT_STD;
+  if (used & ((sqlite3_uint64)3 << (CV_RED_STAT + 3))) pInfo->idxNum |= CV_RED_WANT_MINMAX;
   pInfo->idxStr = zPlan;
   pInfo->needToFreeIdxStr = 1;
   pInfo->estimatedCost = 1000.0 / (1.0 + nBound);
@@ -274,23 +326,6 @@ static int cvRedClose(sqlite3_vtab_cursor *pCursor) {
 
 /* ---- arguments ----------------------------------------------------------------------- */
 
-static int cvRedParseOp(const char *z) {
-  static const struct { const char *zName; int eOp; } aOp[] = {
-      {"count", CV_RED_COUNT}, {"sum", CV_RED_SUM}, {"mean", CV_RED_MEAN},
-      {"avg", CV_RED_MEAN},    {"min", CV_RED_MIN}, {"max", CV_RED_MAX},
-      {"std", CV_RED_STD},     {"stats", CV_RED_STATS}};
-  size_t i;
-  for (i = 0; z && i < sizeof(aOp) / sizeof(aOp[0]); i++)
-    if (sqlite3_stricmp(z, aOp[i].zName) == 0) return aOp[i].eOp;
-  return 0;
-}
-
-static void cvRedFreeNames(char **az, int n) {
-  int k;
-  for (k = 0; az && k < n; k++) sqlite3_free(az[k]);
-  sqlite3_free(az);
-}
-
 /* Dimension names: the table's columns, else the file's, else d0, d1, ...; NULL when out
 ** of memory. Free with cvRedFreeNames. */
 static char **cvRedDimNames(CvRedCursor *pCur, CvVtab *pFound) {
@@ -316,56 +351,15 @@ static char **cvRedDimNames(CvRedCursor *pCur, CvVtab *pFound) {
   return az;
 }
 
-/* One entry of axes, z[0..n): a dimension's name or number, then ":" and a group. */
-static int cvRedParseAxis(CvRedCursor *pCur, char **az, const char *z, int n, char **pzErr) {
-  const char *zColon = n > 0 ? memchr(z, ':', (size_t)n) : 0;
-  int nName = zColon ? (int)(zColon - z) : n, j, iFound = -1;
-  while (nName > 0 && (z[nName - 1] == ' ' || z[nName - 1] == '\t')) nName--;
-  for (j = 0; j < pCur->nDim && iFound < 0; j++)
-    if ((int)strlen(az[j]) == nName && sqlite3_strnicmp(az[j], z, nName) == 0) iFound = j;
-  if (iFound < 0 && nName > 0 && nName < 4 && strspn(z, "0123456789") >= (size_t)nName) {
-    iFound = atoi(z);
-    if (iFound >= pCur->nDim) iFound = -1;
-  }
-  if (iFound < 0) {
-    *pzErr = sqlite3_mprintf("caterva_reduce: no dimension '%.*s' (the array has %d)", nName,
-                             z, pCur->nDim);
-    return SQLITE_ERROR;
-  }
-  pCur->eMode[iFound] = CATERVA_RED_REDUCE;
-  if (zColon) {
-    const char *zG = zColon + 1;
-    int nG = n - (int)(zG - z);
-    while (nG > 0 && *zG == ' ') zG++, nG--;
-    if (cvRedGroupParse(zG, nG, &pCur->aGroup[iFound]) != SQLITE_OK) {
-      *pzErr = sqlite3_mprintf("caterva_reduce: unknown group '%.*s' of %s (year, month, "
-                               "season, dayofyear, or 'N days', 'N months', 'N years')", nG,
-                               zG, az[iFound]);
-      return SQLITE_ERROR;
-    }
-    pCur->eMode[iFound] = CATERVA_RED_GROUP;
-  }
-  return SQLITE_OK;
-}
-
-/* axes: a comma list of names or numbers, each optionally with ":group"; marks the reduced
-** and the grouped dimensions (the others are kept). */
-static int cvRedParseAxes(CvRedCursor *pCur, char **az, const char *zAxes, char **pzErr) {
-  const char *z = zAxes;
-  int k, rc = SQLITE_OK;
-  int bAll = zAxes == 0 || zAxes[0] == 0;
-  for (k = 0; k < pCur->nDim; k++) pCur->eMode[k] = bAll ? CATERVA_RED_REDUCE : CATERVA_RED_KEEP;
-  while (!bAll && *z && rc == SQLITE_OK) {
-    const char *zEnd = strchr(z, ',');
-    int n;
-    if (zEnd == 0) zEnd = z + strlen(z);
-    while (z < zEnd && (*z == ' ' || *z == '\t')) z++;
-    n = (int)(zEnd - z);
-    while (n > 0 && (z[n - 1] == ' ' || z[n - 1] == '\t')) n--;
-    rc = cvRedParseAxis(pCur, az, z, n, pzErr);
-    z = *zEnd ? zEnd + 1 : zEnd;
-  }
-  return rc;
+/* A named table reads the array its schema was made from: the same dimensions. */
+static int cvRedSameDims(const CvRedNamed *pNamed, int nDim, char **azName, char **pzErr) {
+  int k, bSame = pNamed->nDim == nDim;
+  for (k = 0; bSame && k < nDim; k++) bSame = sqlite3_stricmp(pNamed->azDim[k], azName[k]) == 0;
+  if (bSame) return SQLITE_OK;
+  *pzErr = sqlite3_mprintf("caterva_reduce: the dimensions of '%s' are no longer those the "
+                           "table was made with (%d then, %d now); make the table again",
+                           pNamed->zArr, pNamed->nDim, nDim);
+  return SQLITE_ERROR;
 }
 
 /* ---- computing ------------------------------------------------------------------------ */
@@ -600,6 +594,81 @@ static int cvRedBounds(CvRedCursor *pCur, char **azName, const char *idxStr, int
   return rc;
 }
 
+/* Does group key x satisfy "key OP pVal"? A value that is not a number narrows nothing (1):
+** SQLite compares it with each row's key. */
+static int cvRedKeyOk(int64_t x, int op, sqlite3_value *pVal) {
+  int t = sqlite3_value_type(pVal), c;  /* no conversion: 7 < '2' in SQL (INTEGER < TEXT) */
+  if (t == SQLITE_INTEGER) {
+    int64_t v = sqlite3_value_int64(pVal);
+    c = x < v ? -1 : x > v;
+  } else if (t == SQLITE_FLOAT) {
+    double v = sqlite3_value_double(pVal), d = (double)x;
+    if (v != v) return 1;
+    c = d < v ? -1 : d > v;
+  } else {
+    return 1;
+  }
+  switch (op) {
+    case CV_OP_EQ: return c == 0;
+    case CV_OP_LT: return c < 0;
+    case CV_OP_LE: return c <= 0;
+    case CV_OP_GT: return c > 0;
+    case CV_OP_GE: return c >= 0;
+    default: return 1;
+  }
+}
+
+/* Does index j of grouped dimension k fall in a group whose key satisfies the plan's key
+** bounds on k? (An index outside the calendar: kept, for cvRedGroupBuild's error.) */
+static int cvRedKeyWanted(const CvRedCursor *pCur, int k, int64_t j, const char *idxStr,
+                          int argc, sqlite3_value **argv) {
+  int64_t key = 0;
+  int i;
+  if (caterva_labels_field(&pCur->aLab[k], pCur->aGroup[k].eField, pCur->aGroup[k].nEvery, j,
+                           &key) != CATERVA_OK)
+    return 1;
+  for (i = 0; i < argc; i++)
+    if (idxStr[2 * i + 1] == CV_RED_KEY_DIM + k && !cvRedKeyOk(key, idxStr[2 * i], argv[i]))
+      return 0;
+  return 1;
+}
+
+/* A named table's bounds on the keys of grouped dimension k (CV_RED_KEY_DIM + k): its indices
+** become the list of those in the box whose group satisfies them. */
+static int cvRedKeyBounds1(CvRedCursor *pCur, int k, const char *idxStr, int argc,
+                           sqlite3_value **argv) {
+  int64_t j, n = pCur->aHi[k] - pCur->aLo[k] + 1, *a;
+  int m = 0;
+  if (n > INT32_MAX) return SQLITE_OK;  /* too many to list: the rows are still checked */
+  a = sqlite3_malloc64(sizeof(int64_t) * (sqlite3_uint64)n);
+  if (a == 0) return SQLITE_NOMEM;
+  for (j = pCur->aLo[k]; j <= pCur->aHi[k]; j++)
+    if (cvInSorted(pCur->aList[k], pCur->nList[k], j) &&
+        cvRedKeyWanted(pCur, k, j, idxStr, argc, argv))
+      a[m++] = j;
+  sqlite3_free(pCur->aList[k]);
+  pCur->aList[k] = a;
+  pCur->nList[k] = m;
+  if (m == 0) pCur->bEmpty = 1;
+  else pCur->aLo[k] = a[0], pCur->aHi[k] = a[m - 1];
+  return SQLITE_OK;
+}
+
+static int cvRedKeyBounds(CvRedCursor *pCur, const char *idxStr, int argc,
+                          sqlite3_value **argv) {
+  int i, k, rc = SQLITE_OK, bDone[CV_RED_NDIM] = {0};
+  for (i = 0; i < argc && rc == SQLITE_OK && !pCur->bEmpty; i++) {
+    k = idxStr[2 * i + 1] - CV_RED_KEY_DIM;
+    if (k < 0 || k >= CV_RED_NDIM || bDone[k]) continue;
+    bDone[k] = 1;
+    if (k >= pCur->nDim || pCur->eMode[k] != CATERVA_RED_GROUP || !pCur->bLab[k] ||
+        !pCur->aLab[k].is_time)
+      continue;  /* cvRedGroups gives the error */
+    rc = cvRedKeyBounds1(pCur, k, idxStr, argc, argv);
+  }
+  return rc;
+}
+
 /* The groups of the grouped dimensions (from their time coordinates, over the box). */
 static int cvRedGroups(CvRedCursor *pCur, char **azName, char **pzErr) {
   int k, rc = SQLITE_OK;
@@ -640,28 +709,61 @@ static int cvRedRun(CvRedCursor *pCur, int bStd, int bMinMax) {
   return SQLITE_OK;
 }
 
+/* The arguments arr, op and axes: the plan's, or the named table's own. */
+static void cvRedArgs(const CvRedCursor *pCur, const char *idxStr, int argc,
+                      sqlite3_value **argv, const char **pzArr, const char **pzOp,
+                      const char **pzAxes) {
+  const CvRedNamed *pNamed = ((CvRedVtab *)pCur->base.pVtab)->pNamed;
+  int i;
+  if (pNamed) {
+    *pzArr = pNamed->zArr;
+    *pzOp = pNamed->zOp;
+    *pzAxes = pNamed->zAxes;
+    return;
+  }
+  for (i = 0; i < argc; i++) {
+    char c = idxStr[2 * i + 1];
+    if (c == 'R') *pzArr = (const char *)sqlite3_value_text(argv[i]);
+    if (c == 'P') *pzOp = (const char *)sqlite3_value_text(argv[i]);
+    if (c == 'X') *pzAxes = (const char *)sqlite3_value_text(argv[i]);
+  }
+}
+
+/* The box, its groups and the modes of the dimensions, from the arguments and the plan. */
+static int cvRedSetup(CvRedCursor *pCur, CvVtab *pFound, const char *zAxes,
+                      const char *idxStr, int argc, sqlite3_value **argv) {
+  const CvRedNamed *pNamed = ((CvRedVtab *)pCur->base.pVtab)->pNamed;
+  char *zErr = 0, **azName = cvRedDimNames(pCur, pFound);
+  int rc;
+  if (azName == 0) return SQLITE_NOMEM;
+  rc = pNamed ? cvRedSameDims(pNamed, pCur->nDim, azName, &zErr) : SQLITE_OK;
+  if (rc == SQLITE_OK)
+    rc = cvRedAxesParse(pCur->nDim, azName, zAxes, pCur->eMode, pCur->aGroup, &zErr);
+  if (rc == SQLITE_OK) rc = cvRedLabels(pCur, azName);
+  pCur->bEmpty = 0;
+  if (rc == SQLITE_OK) rc = cvRedBounds(pCur, azName, idxStr, argc, argv);
+  if (rc == SQLITE_OK && pNamed) rc = cvRedKeyBounds(pCur, idxStr, argc, argv);
+  if (rc == SQLITE_OK && !pCur->bEmpty) rc = cvRedGroups(pCur, azName, &zErr);
+  cvRedFreeNames(azName, pCur->nDim);
+  if (rc != SQLITE_OK) pCur->bEmpty = 1;
+  return zErr ? cvRedError(pCur, zErr) : rc;
+}
+
 static int cvRedFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr, int argc,
                        sqlite3_value **argv) {
   CvRedCursor *pCur = (CvRedCursor *)pCursor;
   const char *zArr = 0, *zOp = 0, *zAxes = 0;
+  const CvRedOps *pOps = &pCur->ops;
   CvVtab *pFound = 0;
-  char *zErr = 0, **azName;
-  int i, rc;
+  char *zErr = 0;
+  int rc;
   cvRedReset(pCur);
   if (!(idxNum & CV_RED_PLAN) || idxStr == 0 || strlen(idxStr) != 2 * (size_t)argc)
     return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: give arr and op, e.g. "
                                             "caterva_reduce('t', 'mean', 'time')"));
-  for (i = 0; i < argc; i++) {
-    char c = idxStr[2 * i + 1];
-    if (c == 'R') zArr = (const char *)sqlite3_value_text(argv[i]);
-    if (c == 'P') zOp = (const char *)sqlite3_value_text(argv[i]);
-    if (c == 'X') zAxes = (const char *)sqlite3_value_text(argv[i]);
-  }
-  pCur->eOp = cvRedParseOp(zOp);
+  cvRedArgs(pCur, idxStr, argc, argv, &zArr, &zOp, &zAxes);
   if (zArr == 0) return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: arr is NULL"));
-  if (pCur->eOp == 0)
-    return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: unknown op '%s' (count, sum, "
-                                            "mean, min, max, std, stats)", zOp ? zOp : "NULL"));
+  if (cvRedOpsParse(zOp, &pCur->ops, &zErr) != SQLITE_OK) return cvRedError(pCur, zErr);
   rc = cvRedOpenArray(pCur, zArr, &pFound);
   if (rc != SQLITE_OK) return rc;
   pCur->nDim = caterva_array_ndim(pCur->pArr);
@@ -671,23 +773,10 @@ static int cvRedFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idx
                                             "which are not numbers", zArr,
                                             caterva_array_dtype(pCur->pArr)
                                                 ? caterva_array_dtype(pCur->pArr) : "(none)"));
-  azName = cvRedDimNames(pCur, pFound);
-  if (azName == 0) return SQLITE_NOMEM;
-  rc = cvRedParseAxes(pCur, azName, zAxes, &zErr);
-  if (rc == SQLITE_OK) rc = cvRedLabels(pCur, azName);
-  pCur->bEmpty = 0;
-  if (rc == SQLITE_OK) rc = cvRedBounds(pCur, azName, idxStr, argc, argv);
-  if (rc == SQLITE_OK && !pCur->bEmpty) rc = cvRedGroups(pCur, azName, &zErr);
-  cvRedFreeNames(azName, pCur->nDim);
-  if (rc != SQLITE_OK) {
-    pCur->bEmpty = 1;
-    return zErr ? cvRedError(pCur, zErr) : rc;
-  }
-  if (pCur->bEmpty) return SQLITE_OK;
-  rc = cvRedRun(pCur,
-                pCur->eOp == CV_RED_STD || pCur->eOp == CV_RED_STATS ||
-                    (idxNum & CV_RED_WANT_STD) != 0,
-                pCur->eOp == CV_RED_MIN || pCur->eOp == CV_RED_MAX || pCur->eOp == CV_RED_STATS ||
+  rc = cvRedSetup(pCur, pFound, zAxes, idxStr, argc, argv);
+  if (rc != SQLITE_OK || pCur->bEmpty) return rc;
+  rc = cvRedRun(pCur, cvRedOpsHas(pOps, CV_RED_STD) || (idxNum & CV_RED_WANT_STD) != 0,
+                cvRedOpsHas(pOps, CV_RED_MIN) || cvRedOpsHas(pOps, CV_RED_MAX) ||
                     (idxNum & CV_RED_WANT_MINMAX) != 0);
   if (rc != SQLITE_OK) {
     pCur->bEmpty = 1;
@@ -718,12 +807,12 @@ static void cvRedScalar(sqlite3_context *pCtx, const CvRedCursor *pCur, caterva_
   else sqlite3_result_int64(pCtx, (int64_t)v.u);
 }
 
-/* Statistic eStat (CV_RED_COUNT ... CV_RED_STD) of row p; NULL for CV_RED_STATS. */
+/* Statistic eStat (CV_RED_COUNT ... CV_RED_STD) of row p; NULL for 0. */
 static void cvRedStat(sqlite3_context *pCtx, const CvRedCursor *pCur,
                       const caterva_reduce_row *p, int eStat) {
   if (eStat == CV_RED_COUNT) {
     sqlite3_result_int64(pCtx, p->n);
-  } else if (p->n == 0 || eStat == CV_RED_STATS) {
+  } else if (p->n == 0 || eStat == 0) {
     sqlite3_result_null(pCtx);
   } else if (eStat == CV_RED_SUM) {
     if (p->float_sum) sqlite3_result_double(pCtx, p->fsum);
@@ -755,6 +844,8 @@ static void cvRedCoord(sqlite3_context *pCtx, const CvRedCursor *pCur, int k, in
 
 static int cvRedColumn(sqlite3_vtab_cursor *pCursor, sqlite3_context *pCtx, int iCol) {
   CvRedCursor *pCur = (CvRedCursor *)pCursor;
+  iCol = cvRedFnCol((CvRedVtab *)pCursor->pVtab, iCol);
+  if (iCol < 0) return SQLITE_OK;
   if (iCol < CV_RED_NDIM) {
     cvRedCoord(pCtx, pCur, iCol, 0);
     return SQLITE_OK;
@@ -768,7 +859,8 @@ static int cvRedColumn(sqlite3_vtab_cursor *pCursor, sqlite3_context *pCtx, int 
     caterva_reduce_get(pCur->pRed, pCur->iRow, &pCur->row);
     pCur->iRowGot = pCur->iRow;
   }
-  if (iCol == CV_RED_VALUE) cvRedStat(pCtx, pCur, &pCur->row, pCur->eOp);
+  if (iCol == CV_RED_VALUE)
+    cvRedStat(pCtx, pCur, &pCur->row, pCur->ops.bValue ? pCur->ops.aStat[0] : 0);
   else if (iCol == CV_RED_N) sqlite3_result_int64(pCtx, pCur->row.n);
   else cvRedStat(pCtx, pCur, &pCur->row, CV_RED_COUNT + iCol - CV_RED_STAT);
   return SQLITE_OK;
@@ -779,13 +871,29 @@ static int cvRedRowid(sqlite3_vtab_cursor *pCursor, sqlite3_int64 *pRowid) {
   return SQLITE_OK;
 }
 
+/* xUpdate: the rows are computed from the array; writes go to the array. */
+static int cvRedUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv,
+                       sqlite3_int64 *pRowid) {
+  CvRedVtab *pTab = (CvRedVtab *)pVtab;
+  (void)argc;
+  (void)argv;
+  (void)pRowid;
+  sqlite3_free(pVtab->zErrMsg);
+  pVtab->zErrMsg = sqlite3_mprintf("caterva_reduce: %s is read-only: its rows are computed "
+                                   "from %s%s%s; write to the array's table instead",
+                                   pTab->zName, pTab->pNamed ? "'" : "its array",
+                                   pTab->pNamed ? pTab->pNamed->zArr : "",
+                                   pTab->pNamed ? "'" : "");
+  return pVtab->zErrMsg ? SQLITE_ERROR : SQLITE_NOMEM;
+}
+
 static sqlite3_module cvReduceModule = {
     /* iVersion    */ 0,
-    /* xCreate     */ 0, /* eponymous only: a table-valued function */
+    /* xCreate     */ cvRedConnect, /* the same: eponymous, and CREATE VIRTUAL TABLE too */
     /* xConnect    */ cvRedConnect,
     /* xBestIndex  */ cvRedBestIndex,
     /* xDisconnect */ cvRedDisconnect,
-    /* xDestroy    */ 0,
+    /* xDestroy    */ cvRedDisconnect, /* nothing stored but the schema's text */
     /* xOpen       */ cvRedOpen,
     /* xClose      */ cvRedClose,
     /* xFilter     */ cvRedFilter,
@@ -793,7 +901,7 @@ static sqlite3_module cvReduceModule = {
     /* xEof        */ cvRedEof,
     /* xColumn     */ cvRedColumn,
     /* xRowid      */ cvRedRowid,
-    /* xUpdate     */ 0,
+    /* xUpdate     */ cvRedUpdate,
     /* xBegin      */ 0,
     /* xSync       */ 0,
     /* xCommit     */ 0,

@@ -53,7 +53,7 @@ void cvOptionsFree(CvOptions *p) {
 
 /* A copy of z[0..n) with surrounding blanks removed and, if quoted with ', " or `, the quotes
 ** removed and doubled quotes undone. */
-static char *cvDequote(const char *z, int n) {
+char *cvDequote(const char *z, int n) {
   char *zOut;
   int i, j;
   while (n > 0 && (z[0] == ' ' || z[0] == '\t' || z[0] == '\n' || z[0] == '\r')) z++, n--;

@@ -295,6 +295,9 @@ void cvRangeInit(const CvVtab *pTab, int k, CvRange *p);
 /* Parse argv[3..argc) of xCreate/xConnect into *pOpt (zeroed first); writes *pzErr on error.
 ** The caller frees *pOpt with cvOptionsFree in every case. */
 int cvOptionsParse(CvOptions *pOpt, int argc, const char *const *argv, char **pzErr);
+/* A copy (sqlite3_malloc) of the CREATE VIRTUAL TABLE argument z[0..n) without surrounding blanks
+** and, if quoted with ', " or `, without its quotes; NULL when out of memory. */
+char *cvDequote(const char *z, int n);
 /* Parse an option string "key=value key=value ..." (blank-separated; a value may be quoted
 ** with ', " or ` to hold blanks) with the names and meanings of CREATE VIRTUAL TABLE's
 ** options into *pOpt (zeroed first; zOpt may be NULL). Same ownership as cvOptionsParse. */

@@ -117,6 +117,12 @@ def open_table(db, paths, options=None, name=None, cache=None):
     return name
 
 
+def local_tables():
+    """This thread's dict of the tables made on its connection (by open_table and by reduce)."""
+    local_connection()
+    return _local.tables
+
+
 def local_table(paths, options=None):
     """This thread's table over `paths` (see open_table)."""
     db = local_connection()

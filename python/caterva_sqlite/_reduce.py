@@ -1,5 +1,11 @@
 """reduce(): caterva_reduce as a pandas DataFrame, in-process or over a Dask cluster.
 
+The result is the named reduction of the extension (CREATE VIRTUAL TABLE ... USING
+caterva_reduce(table, op, axes), ext/fn_reduce_named.c): the DataFrame's columns are that
+table's columns, so SQL and Python share one definition of the result -- the kept and grouped
+dimensions' names, then `value` (one statistic) or one column per listed statistic ('mean,min',
+'stats'), then `n`. The extension validates op and axes.
+
 On a cluster the array is cut along one dimension at chunk boundaries into a number of
 parts fixed by the array (never by the workers). Each task runs caterva_reduce on its part
 (WHERE d<k>_index BETWEEN lo AND hi) and returns, per output row, the partial statistics the
@@ -13,11 +19,15 @@ compensation adds at most 2u * sum|x_i| more) and, for std, within 1e-12 relativ
 """
 import math
 
-from ._conn import CatervaError, local_connection, local_table
+import sqlite3
+
+from ._conn import CatervaError, ident, local_connection, local_table, local_tables, quote
 from ._meta import GridMeta
 
-_OPS = ("count", "sum", "mean", "avg", "min", "max", "std", "stats")
-_STATS = ("count", "sum", "mean", "min", "max", "std")
+# the partial statistics a task returns, in this order (std: also mean and std)
+_PARTIAL = ("count", "sum", "min", "max")
+_PARTIAL_STD = _PARTIAL + ("mean", "std")
+_ALIAS = {"avg": "mean"}
 _SEASONS = {"DJF": 0, "MAM": 1, "JJA": 2, "SON": 3}
 MAX_PARTS = 64
 
@@ -51,46 +61,45 @@ def _columns(dims, reduced):
     return [(k, d) for k, d in enumerate(dims) if not (k in reduced and reduced[k] is None)]
 
 
-def _query(kept, stats, split=None):
-    cols = ["d%d" % k for k, _ in kept] + ["d%d_index" % k for k, _ in kept] + list(stats)
-    sql = "SELECT %s FROM caterva_reduce(?, ?, ?)" % ", ".join(cols)
-    if split is not None:
-        sql += " WHERE d%d_index BETWEEN ? AND ?" % split
-    return sql
+def _named(db, table, op, axes):
+    """This thread's named reduction over its table `table` (made once per op and axes)."""
+    cache = local_tables()
+    key = ("caterva_reduce", table, op, axes or "")
+    name = cache.get(key)
+    if name is None:
+        name = "cv_red_%d" % len(cache)
+        try:
+            db.execute("CREATE VIRTUAL TABLE temp.%s USING caterva_reduce(%s, %s, %s)"
+                       % (ident(name), quote(table), quote(op), quote(axes or "")))
+        except sqlite3.Error as e:  # the extension's message
+            raise CatervaError("reduce: %s" % e) from None
+        cache[key] = name
+    return name
 
 
-def _run(db, what, op, axes, kept, stats, part=None):
-    args = [what, op, axes]
-    split = None
-    if part is not None:
-        split = part[0]
-        args += [part[1], part[2]]
+def _columns_of(db, name):
+    """The named reduction's columns (hidden ones left out), in order."""
+    return [r[1] for r in db.execute("PRAGMA temp.table_info(%s)" % ident(name))]
+
+
+def _select(db, sql, args=()):
     try:
-        return db.execute(_query(kept, stats, split), args).fetchall()
-    except Exception as e:  # sqlite3.Error: the extension's message
+        return db.execute(sql, args).fetchall()
+    except sqlite3.Error as e:
         raise CatervaError("reduce: %s" % e) from None
-
-
-def _stats_for(op):
-    return _STATS if op in ("std", "stats") else ("count", "sum", "min", "max")
 
 
 def _partial(paths, options, op, axes, kept, part):
     """A task: the partial statistics of one part, [(keys, indices, count, sum, min, max
-    [, mean, std])] as caterva_reduce gives them."""
+    [, mean, std])] from a named reduction listing them (op: 'count,sum,min,max[,mean,std]')."""
     db, table = local_table(paths, options)
-    return _run(db, table, op, axes, kept, _stats_for(op), part)
-
-
-def _direct(rows, kept, op):
-    """In-process: caterva_reduce's rows as they are (count, sum, mean, min, max[, std])."""
-    nk = len(kept)
-    out = []
-    for r in rows:
-        st = dict(zip(_STATS, r[2 * nk:]))
-        st.setdefault("std", None)
-        out.append((tuple(r[:nk]), st))
-    return out
+    name = _named(db, table, op, axes)
+    cols = [ident(d) for _, d in kept] + [ident(d + "_index") for _, d in kept]
+    cols += op.split(",")
+    split, lo, hi = part
+    sql = "SELECT %s FROM temp.%s WHERE %s BETWEEN ? AND ?" % (
+        ", ".join(cols), ident(name), ident(split + "_index"))
+    return _select(db, sql, (lo, hi))
 
 
 class _Acc:
@@ -148,7 +157,7 @@ def _sort_key(kept, reduced):
     return key
 
 
-def _merge(results, kept, reduced, op):
+def _merge(results, kept, reduced):
     accs = {}
     for rows in results:
         for r in rows:
@@ -159,27 +168,27 @@ def _merge(results, kept, reduced, op):
             acc = accs.get(ident)
             if acc is None:
                 acc = accs[ident] = _Acc((keys, tuple(r[nk:2 * nk])))
-            st = r[2 * nk:]
-            if op in ("std", "stats"):
-                acc.add(st[0], st[1], st[3], st[4], st[2], st[5])
-            else:
-                acc.add(st[0], st[1], st[2], st[3])
+            acc.add(*r[2 * nk:])
     key = _sort_key(kept, reduced)
     accs = sorted(accs.values(), key=lambda a: key(a.first))
     return [(a.first[0], a.result()) for a in accs]
 
 
-def _frame(kept, rows, op):
+def _frame(columns, kept, rows, op):
+    """The merged rows under the named reduction's columns: dimensions, `value` (the one
+    statistic op names) or the statistics, `n`."""
     import pandas as pd
-    cols = [name for _, name in kept]
-    data = {c: [r[0][j] for r in rows] for j, c in enumerate(cols)}
-    v = "mean" if op == "avg" else op
-    data["value"] = [None if op == "stats" else r[1][v] for r in rows]
-    data["n"] = [r[1]["count"] for r in rows]
-    if op == "stats":
-        for s in _STATS:
-            data[s] = [r[1][s] for r in rows]
-    return pd.DataFrame(data, columns=list(data))
+    names = [name for _, name in kept]
+    data = {}
+    for c in columns:
+        if c in names:
+            j = names.index(c)
+            data[c] = [r[0][j] for r in rows]
+        else:
+            st = "count" if c == "n" else op.strip().lower() if c == "value" else c
+            st = _ALIAS.get(st, st)
+            data[c] = [r[1][st] for r in rows]
+    return pd.DataFrame(data, columns=columns)
 
 
 def _parts(grid, split, nparts):
@@ -206,15 +215,19 @@ def _choose_split(grid, split):
 
 
 def reduce(path_or_url, op, axes, client=None, options=None, split=None, parts=None):
-    """caterva_reduce(path_or_url, op, axes) as a pandas DataFrame: one column per kept or
-    grouped dimension (named as the array's dimension; labels as the SQL function gives them),
-    then `value` (the statistic op names; None for 'stats', which adds count, sum, mean, min,
-    max and std) and `n` (the cells present). With a dask.distributed client the work is split
-    along `split` (default: the dimension with the most chunks) into `parts` pieces of whole
-    chunks (default: one per chunk, at most 64) and merged in a fixed order (module docstring);
-    without one it runs here, in one call. `options` are table options (remote ones)."""
-    if op not in _OPS:
-        raise CatervaError("reduce: unknown op %r (known: %s)" % (op, ", ".join(_OPS)))
+    """caterva_reduce(path_or_url, op, axes) as a pandas DataFrame with the columns of the named
+    reduction CREATE VIRTUAL TABLE ... USING caterva_reduce(path_or_url, op, axes): one column
+    per kept or grouped dimension (named as the array's dimension; labels and group keys as SQL
+    gives them), then `value` when op is one statistic, or one column per statistic of a list
+    ('mean,min,max', or a Python list of them; 'stats': count, sum, mean, min, max, std), then
+    `n` (the cells present). With a dask.distributed client the work is split along `split`
+    (default: the dimension with the most chunks) into `parts` pieces of whole chunks
+    (default: one per chunk, at most 64) and merged in a fixed order (module docstring);
+    without one it runs here, in one query. `options` are table options (remote ones)."""
+    if isinstance(op, (list, tuple)):
+        op = ",".join(op)
+    if not isinstance(op, str):
+        raise CatervaError("reduce: op must be a string or a list of statistics, not %r" % (op,))
     db = local_connection()
     grid = GridMeta(db, path_or_url, options)
     if len(grid.paths) != 1:
@@ -224,12 +237,24 @@ def reduce(path_or_url, op, axes, client=None, options=None, split=None, parts=N
     if isinstance(axes, (list, tuple)):
         axes = ",".join(axes)
     paths, opts = grid.paths, grid.options
+    db, table = local_table(paths, opts)
+    name = _named(db, table, op, axes)
     if client is None:
-        db, table = local_table(paths, opts)
-        rows = _run(db, table, op, axes, kept, _STATS if op in ("std", "stats") else _STATS[:5])
-        return _frame(kept, _direct(rows, kept, op), op)
+        import pandas as pd
+        try:
+            cur = db.execute("SELECT * FROM temp.%s" % ident(name))
+            rows = cur.fetchall()
+        except sqlite3.Error as e:
+            raise CatervaError("reduce: %s" % e) from None
+        return pd.DataFrame(rows, columns=[d[0] for d in cur.description])
+    columns = _columns_of(db, name)
+    stats = {_ALIAS.get(c, c) for c in columns}
+    if "value" in columns:
+        stats.add(_ALIAS.get(op.strip().lower(), op.strip().lower()))
+    task_op = ",".join(_PARTIAL_STD if "std" in stats else _PARTIAL)
     k = _choose_split(grid, split)
-    futures = [client.submit(_partial, paths, opts, op, axes, kept, p, pure=False)
+    futures = [client.submit(_partial, paths, opts, task_op, axes, kept,
+                             (grid.dims[p[0]], p[1], p[2]), pure=False)
                for p in _parts(grid, k, parts)]
     results = client.gather(futures)
-    return _frame(kept, _merge(results, kept, reduced, op), op)
+    return _frame(columns, kept, _merge(results, kept, reduced), op)

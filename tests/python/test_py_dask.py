@@ -123,6 +123,39 @@ def check_reduce(client, path, ipath):
     report(list(clim.columns) == ["time", "lat", "lon", "value", "n"] and
            sorted(set(clim["time"])) == list(range(1, 13)) and len(clim) == 12 * NLAT * NLON,
            "a monthly climatology's frame: columns time (the month), lat, lon, value, n")
+    check_lists(client, path)
+
+
+def check_lists(client, path):
+    """Lists of statistics, and one definition of the columns: the named SQL table's."""
+    local = cs.reduce(path, "mean,min,max", "time:month")
+    dist = cs.reduce(path, ["mean", "min", "max"], "time:month", client=client, split="lon")
+    ok, why = frames_close(local, dist)
+    singles = {op: cs.reduce(path, op, "time:month")["value"].to_list()
+               for op in ("mean", "min", "max")}
+    same = all(local[op].to_list() == singles[op] for op in singles)
+    report(ok and same and list(local.columns) == ["time", "lat", "lon", "mean", "min", "max", "n"],
+           "reduce(path, 'mean,min,max', 'time:month'): one column per statistic, each equal to "
+           "its single-op reduce; on 2 workers equal to the in-process answer", why)
+    db = cs.connect(isolation_level=None)
+    bad = []
+    for op, axes in (("mean", "time"), ("stats", "lat,lon"), ("sum,std", "time:season,lon"),
+                     ("avg", "")):
+        db.execute("CREATE VIRTUAL TABLE temp.r USING caterva_reduce('%s', '%s', '%s')"
+                   % (path, op, axes))
+        sql_cols = [r[1] for r in db.execute("PRAGMA temp.table_info(r)")]
+        sql_rows = db.execute("SELECT * FROM temp.r").fetchall()
+        db.execute("DROP TABLE temp.r")
+        py = cs.reduce(path, op, axes)
+        distributed = cs.reduce(path, op, axes, client=InProcess())
+        if list(py.columns) != sql_cols or list(distributed.columns) != sql_cols or \
+                not pd.DataFrame(sql_rows, columns=sql_cols).equals(py):
+            bad.append("%s %s: %s / %s / %s" % (op, axes, list(py.columns), sql_cols,
+                                                list(distributed.columns)))
+    db.close()
+    report(not bad, "reduce()'s DataFrame has the columns and rows of the named SQL table "
+           "CREATE VIRTUAL TABLE ... USING caterva_reduce(path, op, axes), in-process and split",
+           "\n".join(bad))
 
 
 def kill_once(marker, fn, *args):

@@ -19,7 +19,8 @@
  *   write  open for writing, begin, grow both extents, write a box, commit; the file's
  *          bytes are then the original or (committed) the unarmed run's
  *   sql    CREATE VIRTUAL TABLE, SELECTs with constraints, IN, ORDER BY and LIMIT,
- *          caterva_info, caterva_slice and caterva_reduce, then UPDATE and DELETE in a
+ *          caterva_info, caterva_slice and caterva_reduce (the function and a named
+ *          table), then UPDATE and DELETE in a
  *          transaction; the results are the unarmed run's up to the first error, after which
  *          the transaction is rolled back and the file is the original or the committed one.
  *   chunkwise  two rows written cell by cell, chunk after chunk, with two threads: the chunks
@@ -361,6 +362,8 @@ static const char *const sql_steps[] = {
     "json_extract(caterva_info('t'), '$.shape')",
     "SELECT hex(caterva_slice('%s', '[0,0]', '[2,2]'))",
     "SELECT d0, count, sum, min, max, std FROM caterva_reduce('t', 'stats', 'x') WHERE d0 < 9",
+    "CREATE VIRTUAL TABLE r USING caterva_reduce('t', 'mean,min,max', 'x')",
+    "SELECT y, mean, min, max, n FROM r WHERE y < 9 AND y_index IN (1, 3, 5)",
     "BEGIN",
     "UPDATE t SET value = value + 1 WHERE y < 5 AND x BETWEEN 10 AND 30",
     "DELETE FROM t WHERE y = 29",

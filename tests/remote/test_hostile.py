@@ -52,10 +52,10 @@ BUILD = os.path.abspath(os.environ.get("top_builddir", "."))
 EXT = os.path.join(BUILD, ".libs", "caterva")
 SAN = bool(os.environ.get("CATERVA_PRELOAD"))
 # Sanitizer builds run several times slower and keep freed memory in quarantine (capped below).
-SAN_FACTOR = 4.0 if SAN else 1.0
+SAN_FACTOR = 2.0 if SAN else 1.0
 TIMEOUT_MS, RETRIES, CACHE_MB = 1000, 1, 4
 MARGIN_S = 1.5 * SAN_FACTOR
-MEM_SLACK_MB = 24 if not SAN else 96
+MEM_SLACK_MB = 24 if not SAN else 48
 OPTS = ", http_timeout_ms=%d, http_retries=%d, remote_cache_mb=%d" % (TIMEOUT_MS, RETRIES, CACHE_MB)
 
 # The statement's process: opens the table, says "ready", waits for a line (the parent sets the
@@ -250,11 +250,6 @@ def goes_away(s, src):
     retries, timeout_ms = 2, 60000
     cut = {}
 
-    def cpu(pid):
-        with open("/proc/%d/stat" % pid) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
-
     def stop_front():
         cut["t"] = time.time()
         front.stop()
@@ -282,7 +277,6 @@ def goes_away(s, src):
         st.go()
         r = st.result(limit=300)
     finally:
-        cut["cancel"] = True
         front.stop()
     # one retry cycle of a refused connection: the backoffs, 100 ms doubling, at most 1x jitter
     cycle = sum(0.1 * 2 ** k for k in range(retries))

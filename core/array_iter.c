@@ -519,26 +519,32 @@ static void fa_stop(caterva_block_iter *it) {
   cat_want *w;
   int n;
   int64_t nc;
-  if (it->fa != NULL && cat_fa_take(it->fa, it->ctx, -1, &w, &n, &nc)) cat_wants_free(w, n);
+  if (it->fa != NULL && cat_fa_take(it->fa, it->ctx, -1, &w, &n, &nc) > 0) cat_wants_free(w, n);
   ready_release(it);
 }
 
 /* Make w[0..n) (fetched: by the thread or the caller) the current portion: each chunk pinned
-** with its bytes at hand. A chunk that cannot be had now is left to open_chunk_data, which
-** fetches it and reports what goes wrong. Takes w. */
-static void ready_set(caterva_block_iter *it, cat_want *w, int n) {
+** with its bytes at hand. A chunk that cannot be had for lack of memory is left to
+** open_chunk_data; any other failure (a request that exhausted its retries) is the error,
+** at once: asking for the portion's other chunks would pay the retry cycle once per chunk
+** (issue 39). Takes w. */
+static int ready_set(caterva_block_iter *it, cat_want *w, int n) {
+  int rc = CATERVA_OK;
   it->ready = w;
   it->nready = n;
   it->ready_chunk = calloc((size_t)(n > 0 ? n : 1), sizeof *it->ready_chunk);
   it->ready_cbytes = calloc((size_t)(n > 0 ? n : 1), sizeof *it->ready_cbytes);
   if (it->ready_chunk == NULL || it->ready_cbytes == NULL) {
     ready_release(it);
-    return;
+    return CATERVA_OK;
   }
-  for (int k = 0; k < n; k++)
-    if (cat_sc_get_chunk_blocks(it->ctx, it->sc, w[k].nchunk, w[k].blocks, w[k].nblocks,
-                                &it->ready_chunk[k], &it->ready_cbytes[k]) < 0)
-      it->ready_chunk[k] = NULL;
+  for (int k = 0; k < n && rc >= 0; k++) {
+    rc = cat_sc_get_chunk_blocks(it->ctx, it->sc, w[k].nchunk, w[k].blocks, w[k].nblocks,
+                                 &it->ready_chunk[k], &it->ready_cbytes[k]);
+    if (rc < 0) it->ready_chunk[k] = NULL;
+    if (rc == CATERVA_E_NOMEM) rc = CATERVA_OK;
+  }
+  return rc;
 }
 
 /* Entering the chunk at it->cc, the first not fetched yet: its portion, fetched by the thread
@@ -549,7 +555,9 @@ static int plan_remote(caterva_block_iter *it) {
   int nw = 0, more = 0, rc = CATERVA_OK;
   ready_release(it);
   memcpy(next, it->cc, sizeof next);
-  if (it->fa != NULL && cat_fa_take(it->fa, it->ctx, tag, &w, &nw, &n)) {
+  if (it->fa != NULL && (rc = cat_fa_take(it->fa, it->ctx, tag, &w, &nw, &n)) != 0) {
+    CAT_TRY(leave, rc); /* the job failed for good */
+    rc = CATERVA_OK;
     more = 1;
     for (int64_t k = 0; k < n && more; k++) more = next_chunk(it, next);
   } else {
@@ -557,8 +565,9 @@ static int plan_remote(caterva_block_iter *it) {
     CAT_TRY(leave, cat_sc_prefetch(it->ctx, it->sc, w, nw));
   }
   it->nplanned = it->nvisit - 1 + n;
-  ready_set(it, w, nw);
+  rc = ready_set(it, w, nw);
   w = NULL;
+  CAT_TRY(leave, rc);
   if (more && it->fa == NULL) it->fa = cat_fa_new();
   if (more && it->fa != NULL) {
     int64_t tag2 = cat_geom_chunk_number(it->g, next), n2 = 0;

@@ -136,7 +136,8 @@ void cat_sc_unpin(caterva_schunk *sc, int64_t i);
  * the caller's: its interrupt function is asked only on the caller's thread, while it waits.
  * cat_fa_take: waits for the job; 1 and its list (now the caller's, free with cat_wants_free)
  * when it carries tag, else 0 (a job for something else is dropped; tag < 0 stops the job in
- * flight first). */
+ * flight first); < 0 when the job carrying tag failed for good (its message set in ctx, its
+ * list freed): a request that exhausted its retries is reported once, not once per chunk. */
 typedef struct cat_fetchahead cat_fetchahead;
 cat_fetchahead *cat_fa_new(void);
 int cat_fa_submit(cat_fetchahead *fa, caterva_ctx *ctx, caterva_schunk *sc, cat_want *w,

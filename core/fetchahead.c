@@ -8,13 +8,17 @@
  * is a flag: the caller's interrupt function may be called only on the caller's thread (the
  * extension's asks SQLite), so the caller polls it while it waits for the job and raises the
  * flag, and raises it when it drops the job; the thread's transfers then stop within about
- * 50 ms. Its errors are dropped on purpose: the caller, reading those chunks, fetches
- * whatever is still missing itself and reports what goes wrong then -- a failed fetch-ahead
- * costs time, never a wrong row.
+ * 50 ms. A job that failed for good (a request that exhausted its retries, a refusal, a
+ * corrupt answer) is the caller's error when it takes the job, with the thread's message:
+ * asking again, chunk after chunk, would pay the retry cycle once per pending chunk (issue 39:
+ * a server gone in the middle of a scan failed the statement 23 s after it went). An
+ * interrupted job, or one short of memory, is dropped: the caller fetches whatever is still
+ * missing itself and reports what goes wrong then. A failed fetch-ahead never gives a wrong row.
  */
 #include "cat_internal.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -33,6 +37,8 @@ struct cat_fetchahead {
   cat_want *w;
   int n;
   int64_t tag, nchunks;
+  int rc;                        /* the job's outcome, and its message when < 0 */
+  char errmsg[CAT_ERRMSG_SIZE];
 };
 
 static int fa_cancelled(void *arg) {
@@ -44,13 +50,16 @@ static void fa_cancel(cat_fetchahead *fa) { __atomic_store_n(&fa->cancel, 1, __A
 
 static void *fa_main(void *arg) {
   cat_fetchahead *fa = arg;
+  int rc;
   pthread_mutex_lock(&fa->mu);
   for (;;) {
     while (!fa->quit && fa->state != FA_QUEUED) pthread_cond_wait(&fa->cv, &fa->mu);
     if (fa->quit) break;
     pthread_mutex_unlock(&fa->mu);
-    (void)cat_sc_prefetch(fa->wctx, fa->sc, fa->w, fa->n); /* see the notes at the top */
+    rc = cat_sc_prefetch(fa->wctx, fa->sc, fa->w, fa->n); /* see the notes at the top */
     pthread_mutex_lock(&fa->mu);
+    fa->rc = rc;
+    if (rc < 0) snprintf(fa->errmsg, sizeof fa->errmsg, "%s", caterva_ctx_errmsg(fa->wctx));
     fa->state = FA_DONE;
     pthread_cond_broadcast(&fa->cv);
   }
@@ -111,6 +120,7 @@ int cat_fa_submit(cat_fetchahead *fa, caterva_ctx *ctx, caterva_schunk *sc, cat_
   fa->n = n;
   fa->tag = tag;
   fa->nchunks = nchunks;
+  fa->rc = CATERVA_OK;
   fa->state = FA_QUEUED;
   pthread_cond_broadcast(&fa->cv);
 leave:
@@ -120,12 +130,17 @@ leave:
 
 int cat_fa_take(cat_fetchahead *fa, caterva_ctx *ctx, int64_t tag, cat_want **w, int *n,
                 int64_t *nchunks) {
-  int had;
+  int had, failed;
+  char msg[CAT_ERRMSG_SIZE];
   pthread_mutex_lock(&fa->mu);
   if (tag < 0) fa_cancel(fa); /* dropped: no need to finish it */
   fa_settle(fa, ctx);
   had = fa->state == FA_DONE && fa->tag == tag;
-  if (had) {
+  /* failed for good: the caller's error (see the notes at the top) */
+  failed = had && fa->rc < 0 && fa->rc != CATERVA_E_INTERRUPT && fa->rc != CATERVA_E_NOMEM
+               ? fa->rc : 0;
+  if (failed) snprintf(msg, sizeof msg, "%s", fa->errmsg);
+  if (had && !failed) {
     *w = fa->w;
     *n = fa->n;
     *nchunks = fa->nchunks;
@@ -136,6 +151,7 @@ int cat_fa_take(cat_fetchahead *fa, caterva_ctx *ctx, int64_t tag, cat_want **w,
   fa->n = 0;
   fa->state = FA_IDLE;
   pthread_mutex_unlock(&fa->mu);
+  if (failed) return cat_error(ctx, failed, "%s", msg);
   return had;
 }
 

@@ -177,6 +177,8 @@ typedef struct xfer {
   char err[CAT_REMOTE_ERRBODY];
   size_t nerr;
   const char *abort_why; /* set when the write callback refused the answer */
+  bool encoded;          /* the answer has a Content-Encoding other than identity */
+  char cerr[CURL_ERROR_SIZE]; /* libcurl's detail of a failed transfer */
   double last_check;     /* last interrupt check */
   bool interrupted;
 } xfer;
@@ -451,7 +453,11 @@ static size_t on_header(char *line, size_t size, size_t nitems, void *arg) {
     x->clen = -1;
     x->body = 0;
     x->nerr = 0;
+    x->encoded = false;
     x->etag[0] = x->lastmod[0] = '\0';
+  } else if (header_is(line, n, "Content-Encoding")) {
+    header_value(line, n, v, sizeof v);
+    x->encoded = v[0] != '\0' && strcasecmp(v, "identity") != 0;
   } else if (header_is(line, n, "Content-Range")) {
     header_value(line, n, v, sizeof v);
     parse_content_range(x, v);
@@ -486,6 +492,10 @@ static size_t on_body(char *data, size_t size, size_t nitems, void *arg) {
       memcpy(x->err + x->nerr, data, k);
       x->nerr += k;
     }
+  } else if ((x->status == 206 || x->status == 200) && x->encoded) {
+    /* nothing asked for an encoding: these bytes are not the object's */
+    x->abort_why = "an answer with a Content-Encoding that was not asked for";
+    return 0;
   } else if (x->status == 206) {
     if (!x->have_cr || x->cr_first != g->off || x->body + (int64_t)n > g->len) {
       x->abort_why = !x->have_cr ? "a 206 answer without a usable Content-Range"
@@ -596,6 +606,7 @@ static int setup(cat_remote *rm, xfer *x) {
   curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
   curl_easy_setopt(e, CURLOPT_XFERINFODATA, x);
   curl_easy_setopt(e, CURLOPT_USERAGENT, "caterva-sqlite");
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->cerr);
   if (x->head) {
     curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
   } else if (x->put != NULL) {
@@ -662,6 +673,8 @@ static int start(cat_remote *rm, xfer *x) {
   x->body = 0;
   x->nerr = 0;
   x->abort_why = NULL;
+  x->encoded = false;
+  x->cerr[0] = '\0';
   x->upos = 0;
   if ((rc = setup(rm, x)) < 0) return rc;
   if (curl_multi_add_handle(rm->multi, x->easy) != CURLM_OK) return CATERVA_E_NOMEM;
@@ -700,6 +713,14 @@ static bool retry_later(cat_remote *rm, xfer *x) {
   return true;
 }
 
+/* Why a transfer failed in libcurl: its code's text, its detail when that says more. */
+static void curl_why(const xfer *x, CURLcode cc, bool exhausted, char *out, size_t cap) {
+  const char *what = curl_easy_strerror(cc);
+  bool more = x->cerr[0] != '\0' && strcmp(x->cerr, what) != 0;
+  snprintf(out, cap, "%.60s%s%.90s%s", what, more ? ": " : "", more ? x->cerr : "",
+           exhausted ? " (retries exhausted)" : "");
+}
+
 static const char *method_of(const xfer *x) {
   return x->head ? "HEAD" : x->put != NULL ? "PUT" : x->del ? "DELETE" : "GET";
 }
@@ -714,10 +735,10 @@ static void describe(const xfer *x, const char *why, char *out, size_t cap) {
   xml_tag(body, "Message", s3msg, sizeof s3msg);
   /* bounded parts: the whole fits a context's message */
   if (x->head || x->put != NULL || x->del)
-    snprintf(out, cap, "%s %.200s: %.100s%s%.60s%s%.90s", method_of(x), url, why,
+    snprintf(out, cap, "%s %.150s: %.160s%s%.60s%s%.90s", method_of(x), url, why,
              *s3code ? ": " : "", s3code, *s3msg ? ": " : "", s3msg);
   else
-    snprintf(out, cap, "%s %.200s (bytes %lld-%lld): %.100s%s%.60s%s%.90s", method_of(x), url,
+    snprintf(out, cap, "%s %.150s (bytes %lld-%lld): %.160s%s%.60s%s%.90s", method_of(x), url,
              (long long)x->g->off, (long long)(x->g->off + x->g->len - 1), why,
              *s3code ? ": " : "", s3code, *s3msg ? ": " : "", s3msg);
 }
@@ -784,8 +805,7 @@ static int finish_write(caterva_ctx *ctx, cat_remote *rm, xfer *x, CURLcode cc) 
       return 1;
     }
     if (cc != CURLE_OK)
-      snprintf(why, sizeof why, "%s%s", curl_easy_strerror(cc),
-               transient ? " (retries exhausted)" : "");
+      curl_why(x, cc, transient, why, sizeof why);
     else
       snprintf(why, sizeof why, "HTTP %ld (retries exhausted)", x->status);
     return fail(ctx, x, CATERVA_E_REMOTE, why);
@@ -815,7 +835,7 @@ static int finish_write(caterva_ctx *ctx, cat_remote *rm, xfer *x, CURLcode cc) 
 /* Judge a finished transfer: 1 done, 0 retry scheduled, < 0 an error. */
 static int finish(caterva_ctx *ctx, cat_remote *rm, xfer *x, CURLcode cc) {
   cat_get *g = x->g;
-  char why[160];
+  char why[200];
   int64_t expect;
   rm->st.bytes += x->body;
   if (x->interrupted) return cat_error(ctx, CATERVA_E_INTERRUPT, "interrupted");
@@ -823,8 +843,7 @@ static int finish(caterva_ctx *ctx, cat_remote *rm, xfer *x, CURLcode cc) {
   if (x->abort_why != NULL) return fail(ctx, x, CATERVA_E_REMOTE, x->abort_why);
   if (cc != CURLE_OK) {
     if (retryable_curl(cc) && retry_later(rm, x)) return 0;
-    snprintf(why, sizeof why, "%s%s", curl_easy_strerror(cc),
-             retryable_curl(cc) ? " (retries exhausted)" : "");
+    curl_why(x, cc, retryable_curl(cc), why, sizeof why);
     return fail(ctx, x, CATERVA_E_REMOTE, why);
   }
   snprintf(g->version, sizeof g->version, "%s", x->etag[0] ? x->etag : x->lastmod);
@@ -870,7 +889,8 @@ static int finish(caterva_ctx *ctx, cat_remote *rm, xfer *x, CURLcode cc) {
 status:
   if (retryable_status(x->status) && retry_later(rm, x)) return 0;
   snprintf(why, sizeof why, "HTTP %ld%s", x->status,
-           retryable_status(x->status) ? " (retries exhausted)" : "");
+           retryable_status(x->status) ? " (retries exhausted)"
+           : x->status >= 300 && x->status < 400 ? " (a redirect: not followed)" : "");
   if (g->missing_ok && x->status >= 300 && x->status < 500) { /* a probe: not this one */
     g->got = 0;
     describe(x, why, g->errmsg, sizeof g->errmsg);

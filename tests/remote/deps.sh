@@ -11,6 +11,7 @@
 #   openssl      makes the throwaway CA and the server certificate for the HTTPS tests.
 #   curl         the command-line client of the infrastructure's self-test and of the benchmark.
 #   python3      runs servers.py (the servers, the SigV4-checking front and the fault front).
+#   python3-h2   the HTTP/2 protocol for our HTTP/2 server (h2front.py) of the hostile-server test.
 #   nodejs, npm  only when there is no "node" (or no "npm") at all: s3rver runs on Node.js.
 # npm package (into NODE_DIR, never globally; default: $BUILD/remote-node, $BUILD defaulting to the
 # repository's build/ folder, which git ignores):
@@ -30,7 +31,7 @@ installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok instal
 
 missing=""
 installed nginx-light || installed nginx || installed nginx-core || missing="$missing nginx"
-for p in openssl curl python3; do
+for p in openssl curl python3 python3-h2; do
   installed "$p" || missing="$missing $p"
 done
 command -v node >/dev/null 2>&1 || missing="$missing nodejs"

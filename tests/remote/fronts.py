@@ -166,7 +166,8 @@ class _Front:
     def stop(self):
         if self.server is None:
             return
-        self._stopping.set()
+        # like a server that stops: no more connections, those open closed, and only then the
+        # requests held in a delay or a stall wake up (to find their connection gone)
         self.server.shutdown()
         self.server.server_close()
         with self._lock:
@@ -176,6 +177,7 @@ class _Front:
                 c.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+        self._stopping.set()
         self.thread.join(timeout=5)
         self.server = None
         with self._log_lock:
@@ -465,6 +467,10 @@ class SigV4Front(_Front):
 
 FAULT_NAMES = {"reset", "truncate", "short", "ignore_range", "garbage", "delay", "stall", "slowdown",
                "applied_500", "applied_reset", "pass"}
+# Hostile answers (tests/remote/test_hostile.py): no proxy answers so, a misbehaving server might.
+HOSTILE_NAMES = {"endless", "huge_length", "trickle", "redirect", "long_body", "wrong_range",
+                 "gzip", "claim_200", "bad_chunked", "silent"}
+FAULT_NAMES |= HOSTILE_NAMES
 DEFAULT_ERROR_CODES = {400: "BadRequest", 403: "AccessDenied", 404: "NoSuchKey", 429: "TooManyRequests",
                        500: "InternalError", 502: "BadGateway", 503: "ServiceUnavailable",
                        504: "GatewayTimeout"}
@@ -483,7 +489,8 @@ def _check_rules(rules):
         if not (isinstance(f, int) or (isinstance(f, str) and (f in FAULT_NAMES or f.isdigit()))):
             raise ValueError(f"unknown fault {f!r}")
         unknown = set(r) - {"fault", "nth", "path", "method", "ranged", "times", "prob", "bytes",
-                            "delay_ms", "retry_after", "code", "message"}
+                            "delay_ms", "retry_after", "code", "message", "location", "status",
+                            "size"}
         if unknown:
             raise ValueError(f"unknown rule keys {sorted(unknown)}")
         if "path" in r:
@@ -496,8 +503,9 @@ class FaultFront(_Front):
     name = "fault"
 
     def __init__(self, origin_host, origin_port, log_path, script=None, seed=1, delay_ms=0, rate=0,
-                 port=0):
+                 port=0, log_headers=False):
         super().__init__(origin_host, origin_port, log_path, port)
+        self.log_headers = log_headers  # each log line also holds the request's headers
         self.delay_ms = delay_ms
         self.rate = rate
         self.seed = seed
@@ -605,6 +613,8 @@ class FaultFront(_Front):
         rule = rule or {}
         entry = {"n": n, "t": round(time.time(), 3), "conn": h.conn_id, "method": h.command,
                  "target": target, "range": rng_header, "fault": None if fault == "pass" else fault}
+        if self.log_headers:
+            entry["headers"] = [[k, v] for k, v in headers]
         status, sent, error = None, 0, None
         try:
             status, sent = self._apply(h, target, headers, body, rule, fault, delay, shaping)
@@ -637,6 +647,9 @@ class FaultFront(_Front):
             self.sleep(delay)
             self._reset(h)
             return None, 0
+        if fault in ("endless", "claim_200", "redirect", "silent"):
+            self.sleep(delay)
+            return self._hostile_alone(h, target, rule, fault)
         if fault == "delay":
             self.sleep(rule.get("delay_ms", 1000) / 1000.0)
         if fault == "ignore_range":
@@ -699,4 +712,93 @@ class FaultFront(_Front):
             self.sleep(rule.get("delay_ms", 1000) / 1000.0)
             shaping["t0"], shaping["sent"] = time.monotonic(), 0
             return resp.status, sent + self.write(h, data[k:], shaping)
+        if fault in HOSTILE_NAMES:
+            return self._hostile_real(h, resp, resp_headers, data, rule, fault)
+        raise ValueError(f"unknown fault {fault!r}")
+
+    # -- hostile answers (HOSTILE_NAMES)
+    def _endless(self, h, sent=0, limit=1 << 36):
+        """Random bytes until the client goes away (or limit bytes, or the front stops)."""
+        junk = random.Random(self.seed).randbytes(65536)
+        h.close_connection = True
+        while sent < limit and not self._stopping.is_set():
+            h.wfile.write(junk)
+            sent += len(junk)
+        return sent
+
+    def _asked(self, h):
+        """The asked range (first, last) of a "bytes=A-B" Range header, or None."""
+        m = re.fullmatch(r"bytes=(\d+)-(\d+)", h.headers.get("Range", "") or "")
+        return (int(m.group(1)), int(m.group(2))) if m else None
+
+    def _hostile_alone(self, h, target, rule, fault):
+        """The hostile answers that need nothing of the origin."""
+        if fault == "silent":  # the request read, never an answer
+            h.close_connection = True
+            self.sleep(rule.get("delay_ms", 3600 * 1000) / 1000.0)
+            return None, 0
+        if fault == "redirect":  # to "location" ({target}: the request's own target)
+            status = int(rule.get("status", 302))
+            where = rule.get("location", "{target}").replace("{target}", target)
+            self.send_head(h, status, None, [("Location", where), ("Content-Length", "0")])
+            return status, 0
+        asked = self._asked(h)
+        if fault == "claim_200":  # a 200 claiming 2^40 bytes, then bytes without end
+            self.send_head(h, 200, None, [("Content-Length", str(1 << 40)),
+                                          ("Content-Type", "application/octet-stream")])
+            return 200, self._endless(h)
+        # endless: a 206 for the asked range, no Content-Length, bytes until the client leaves
+        first, last = asked or (0, 0)
+        h.close_connection = True
+        self.send_head(h, 206, None, [("Content-Range", f"bytes {first}-{last}/{1 << 40}")])
+        return 206, self._endless(h)
+
+    def _hostile_real(self, h, resp, resp_headers, data, rule, fault):
+        """The hostile answers made from the origin's real one (status, headers, data)."""
+        hdrs = self.relay_headers(resp_headers, len(data))
+        if fault == "trickle":  # the real answer, one byte every delay_ms (default 500)
+            self.send_head(h, resp.status, resp.reason, hdrs)
+            for i in range(len(data)):
+                h.wfile.write(data[i:i + 1])
+                h.wfile.flush()
+                self.sleep(rule.get("delay_ms", 500) / 1000.0)
+                if self._stopping.is_set():
+                    break
+            return resp.status, i + 1 if data else 0
+        if fault == "huge_length":  # Content-Length 2^62, the real bytes, then bytes without end
+            hdrs = [(k, str(1 << 62) if k.lower() == "content-length" else v) for k, v in hdrs]
+            self.send_head(h, resp.status, resp.reason, hdrs)
+            h.wfile.write(data)
+            return resp.status, self._endless(h, len(data))
+        if fault == "long_body":  # the real headers but "bytes" (default 4096) more bytes
+            extra = random.Random(self.seed).randbytes(rule.get("bytes", 4096))
+            self.send_head(h, resp.status, resp.reason, self.relay_headers(resp_headers,
+                                                                           len(data) + len(extra)))
+            h.wfile.write(data + extra)
+            return resp.status, len(data) + len(extra)
+        if fault == "wrong_range":  # the bytes one further on, with a Content-Range that says so
+            out = []
+            for k, v in hdrs:
+                m = re.fullmatch(r"bytes (\d+)-(\d+)/(\S+)", v) if k.lower() == \
+                    "content-range" else None
+                if m:
+                    v = f"bytes {int(m.group(1)) + 1}-{int(m.group(2)) + 1}/{m.group(3)}"
+                out.append((k, v))
+            self.send_head(h, resp.status, resp.reason, out)
+            h.wfile.write(data)
+            return resp.status, len(data)
+        if fault == "gzip":  # the real bytes gzip-compressed, though no Accept-Encoding asked
+            import gzip
+            gz = gzip.compress(data)
+            self.send_head(h, resp.status, resp.reason,
+                           self.relay_headers(resp_headers, len(gz)) +
+                           [("Content-Encoding", "gzip")])
+            h.wfile.write(gz)
+            return resp.status, len(gz)
+        if fault == "bad_chunked":  # chunked, with the chunk size line "size" (default "zz")
+            h.close_connection = True
+            hdrs = [(k, v) for k, v in hdrs if k.lower() != "content-length"]
+            self.send_head(h, resp.status, resp.reason, hdrs + [("Transfer-Encoding", "chunked")])
+            h.wfile.write(f"{rule.get('size', 'zz')}\r\n".encode() + data + b"\r\n0\r\n\r\n")
+            return resp.status, len(data)
         raise ValueError(f"unknown fault {fault!r}")

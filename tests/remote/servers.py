@@ -38,6 +38,16 @@ Fault scripts: a list of rules; the first rule that matches a request decides (n
      is dropped: a 200 with the whole file), "garbage" (the real status and headers, random bytes as the
      body; "bytes": K sends K of them with Content-Length K), "delay" ("delay_ms" before forwarding),
      "stall" (headers and "bytes" K, then "delay_ms", then the rest), "pass".
+  Hostile answers (test_hostile.py): "endless" (a 206 for the asked range, no Content-Length,
+     bytes until the client leaves), "huge_length" (Content-Length 2^62, the real bytes, then
+     bytes without end), "trickle" (the real answer, one byte every "delay_ms", default 500),
+     "redirect" ("status", default 302, to "location"; {target} there is the request's own
+     target), "long_body" ("bytes" K more than the headers say), "wrong_range" (the bytes one
+     further on, with a Content-Range that says so), "gzip" (the real bytes gzip-compressed,
+     Content-Encoding: gzip), "claim_200" (a 200 with Content-Length 2^40, then bytes without
+     end), "bad_chunked" (chunked, the chunk size line "size", default "zz"), "silent" (the
+     request read, no answer for "delay_ms", default an hour). FaultFront(..., log_headers=True)
+     also logs each request's headers.
   In-process (Python API) the script may also be a callable info -> rule or None, where info is a dict
   with n, method, target, path, range, headers.
   Control endpoint on each fault front (not counted, not logged): PUT /__fault__/script (JSON list, or

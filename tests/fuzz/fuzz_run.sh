@@ -9,7 +9,7 @@ shift
 secs=${FUZZ_SECONDS:-30}
 jobs=${FUZZ_JOBS:-1}
 out=${FUZZ_DIR:-fuzz-work}
-targets=${*:-chunk frame array bcolz sql}
+targets=${*:-chunk frame array bcolz sql remote}
 mkdir -p "$out"
 corpus_of() {
   case $1 in array) echo frame ;; *) echo "$1" ;; esac

@@ -54,8 +54,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FUZZ_MAX_BYTES (1 << 22)   /* a slice the target itself allocates */
-#define FUZZ_MAX_CONNS 512
+#define FUZZ_MAX_BYTES (1 << 20)   /* a slice the target itself allocates */
+#define FUZZ_MAX_CONNS 64   /* then connecting fails (cheaply) */
 #define FUZZ_HOST "http://127.0.0.1:9"
 #define FUZZ_BUCKET "caterva-test"  /* tests/remote/servers.py's, for recording */
 

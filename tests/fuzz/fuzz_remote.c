@@ -328,17 +328,29 @@ static void reduce(caterva_ctx *ctx, caterva_array *a, int v) {
   caterva_reduce_free(r);
 }
 
+/* For tests of findings (replay_fuzz_remote.sh): FUZZ_REMOTE_EXPECT names a text one of the
+ * input's errors must hold; FUZZ_REMOTE_DEBUG prints each step's message. */
+static const char *expect;
+static int expect_seen, debug;
+
+static void step(caterva_ctx *ctx, const char *what) {
+  const char *m = caterva_ctx_errmsg(ctx);
+  if (debug) fprintf(stderr, "fuzz_remote: after %s: %s\n", what, m != NULL ? m : "");
+  if (expect != NULL && m != NULL && strstr(m, expect) != NULL) expect_seen = 1;
+}
+
 static void queries(caterva_ctx *ctx, caterva_array *a, int q) {
   int v = (q >> 6) & 3;
   caterva_schunk *sc = caterva_array_schunk(a);
-  if (q & 1) slice(ctx, a, v);
-  if (q & 2) scan(ctx, a, v ^ 1);
-  if (q & 4) reduce(ctx, a, 1);
-  if (q & 8) reduce(ctx, a, v == 1 ? 0 : v);
-  if (q & 16) (void)caterva_schunk_stale(ctx, sc);
+  if (q & 1) slice(ctx, a, v), step(ctx, "slice");
+  if (q & 2) scan(ctx, a, v ^ 1), step(ctx, "scan");
+  if (q & 4) reduce(ctx, a, 1), step(ctx, "reduction");
+  if (q & 8) reduce(ctx, a, v == 1 ? 0 : v), step(ctx, "partial reduction");
+  if (q & 16) (void)caterva_schunk_stale(ctx, sc), step(ctx, "stale");
   if (q & 32) {
     (void)caterva_schunk_stale_later(ctx, sc);
     if (caterva_schunk_verify(ctx, sc) == 0) slice(ctx, a, v ^ 2);
+    step(ctx, "verify and slice");
   }
 }
 
@@ -378,6 +390,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *name;
   if (size < 2) return 0;
   if (ctx == NULL && caterva_ctx_new(1, &ctx) < 0) return 0;
+  expect = getenv("FUZZ_REMOTE_EXPECT");
+  debug = getenv("FUZZ_REMOTE_DEBUG") != NULL;
+  expect_seen = 0;
   cat_remote_set_transport(&tr);
   T.upstream = getenv("FUZZ_REMOTE_UPSTREAM");
   T.nc = 0;
@@ -398,8 +413,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     snprintf(path, sizeof path, "s3://%s/%s%s", FUZZ_BUCKET, name, (data[0] & 2) ? "/" : "");
   }
   if (caterva_array_open_ex(ctx, path, CATERVA_OPEN_READ, &o, &a) == 0) {
+    step(ctx, "open");
     queries(ctx, a, data[1]);
     caterva_array_free(a);
+  } else {
+    step(ctx, "open (failed)");
+  }
+  if (expect != NULL && !expect_seen) {
+    fprintf(stderr, "fuzz_remote: no error said '%s'\n", expect);
+    abort();
   }
   for (int i = 0; i < T.nc; i++)
     if (T.c[i].mine >= 0) {

@@ -665,12 +665,16 @@ static void block_range(const cat_rchunk *c, const int32_t *ends, int32_t j, int
   }
 }
 
-/* Learn chunk i's size from its first `got` bytes at tmp: a buffer of cbytes bytes. */
+/* Learn chunk i's size from its first `got` bytes at tmp: a buffer of cbytes bytes. size:
+ * the size of the chunk's object as its answer said (sparse frames; -1 unknown), which bounds
+ * cbytes as the index does in a contiguous frame (a header claiming 2 GiB in a small object
+ * would make a buffer of 2 GiB). */
 static int learn_header(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc, int64_t i,
-                        const uint8_t *tmp, int64_t got, uint64_t keep) {
+                        const uint8_t *tmp, int64_t got, int64_t size, uint64_t keep) {
   cat_rchunk *c = &rs->ch[i];
   int64_t room = chunk_room(sc, i);
   int32_t cb;
+  if (room < 0 && size >= 0) room = size;
   if (got < CATERVA_CHUNK_HEADER_SIZE)
     return cat_error(ctx, CATERVA_E_CORRUPT, "chunk %lld is shorter than its header",
                      (long long)i);
@@ -885,7 +889,8 @@ static int wave_headers(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc,
     bool spec = false;
     for (int s = 0; s < nsp && !spec; s++) spec = sp[s].q == q;
     if (spec) continue;
-    CAT_TRY(leave, learn_header(ctx, rs, sc, who[h++], g[q].dst, g[q].got, keep));
+    CAT_TRY(leave, learn_header(ctx, rs, sc, who[h++], g[q].dst, g[q].got,
+                                sc->store == CATERVA_STORE_SPARSE ? g[q].size : -1, keep));
     cat_remote_count_needed(rs->rm, g[q].got);
   }
   take_specs(ctx, rs, g, sp, nsp);

@@ -132,6 +132,7 @@ int cat_remote_connections(const cat_remote *rm) {
   return 1;
 }
 void cat_remote_free(cat_remote *rm) { (void)rm; }
+void cat_remote_set_transport(const cat_remote_transport *t) { (void)t; }
 
 #else /* HAVE_CURL */
 
@@ -184,6 +185,41 @@ typedef struct xfer {
 } xfer;
 
 int caterva_remote_available(void) { return 1; }
+
+/* ---- a test transport (remote.h) ----------------------------------------------------------- */
+
+static cat_remote_transport transport;
+static bool have_transport;
+
+void cat_remote_set_transport(const cat_remote_transport *t) {
+  have_transport = t != NULL;
+  if (t != NULL) transport = *t;
+}
+
+static curl_socket_t tr_open(void *arg, curlsocktype purpose, struct curl_sockaddr *addr) {
+  int fd = transport.open(transport.arg);
+  (void)arg, (void)purpose, (void)addr;
+  return fd >= 0 ? (curl_socket_t)fd : CURL_SOCKET_BAD;
+}
+
+static int tr_sockopt(void *arg, curl_socket_t fd, curlsocktype purpose) {
+  (void)arg, (void)fd, (void)purpose;
+  return CURL_SOCKOPT_ALREADY_CONNECTED;
+}
+
+static int tr_close(void *arg, curl_socket_t fd) {
+  (void)arg;
+  transport.close(transport.arg, (int)fd);
+  return 0;
+}
+
+/* Connections of e go to the test transport when one is set. */
+static void use_transport(CURL *e) {
+  if (!have_transport) return;
+  curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, tr_open);
+  curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, tr_sockopt);
+  curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, tr_close);
+}
 
 static double now_s(void) {
   struct timespec ts;
@@ -607,6 +643,7 @@ static int setup(cat_remote *rm, xfer *x) {
   curl_easy_setopt(e, CURLOPT_XFERINFODATA, x);
   curl_easy_setopt(e, CURLOPT_USERAGENT, "caterva-sqlite");
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->cerr);
+  use_transport(e);
   if (x->head) {
     curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
   } else if (x->put != NULL) {
@@ -707,7 +744,7 @@ static bool retry_later(cat_remote *rm, xfer *x) {
   rm->rng ^= rm->rng << 13, rm->rng ^= rm->rng >> 7, rm->rng ^= rm->rng << 17;
   ms *= 0.5 + 0.5 * (double)(rm->rng % 1000) / 1000.0;
   x->attempt++;
-  x->not_before = now_s() + ms / 1000.0;
+  x->not_before = have_transport ? 0 : now_s() + ms / 1000.0;
   release(rm, x);
   rm->st.retries++;
   return true;
@@ -909,6 +946,7 @@ static int run(caterva_ctx *ctx, cat_remote *rm, xfer *x, int n) {
     int queued;
     double t = now_s();
     if (cat_interrupted(ctx)) CAT_FAIL(leave, CATERVA_E_INTERRUPT, "interrupted");
+    if (have_transport) transport.turn(transport.arg);
     for (int i = 0; i < n; i++)
       if (!x[i].done && !x[i].running && x[i].not_before <= t) CAT_TRY(leave, start(rm, &x[i]));
     CAT_CHECK(leave, curl_multi_perform(rm->multi, &still) == CURLM_OK, CATERVA_E_IO,
@@ -926,7 +964,7 @@ static int run(caterva_ctx *ctx, cat_remote *rm, xfer *x, int n) {
       }
       rc = CATERVA_OK;
     }
-    if (left > 0) curl_multi_poll(rm->multi, NULL, 0, 50, NULL);
+    if (left > 0) curl_multi_poll(rm->multi, NULL, 0, have_transport ? 0 : 50, NULL);
   }
 leave:
   for (int i = 0; i < n; i++) release(rm, &x[i]);

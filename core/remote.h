@@ -103,4 +103,19 @@ double cat_remote_wave_cost(const cat_remote *rm, int64_t requests, int64_t byte
 int cat_remote_connections(const cat_remote *rm);
 void cat_remote_free(cat_remote *rm);
 
+/* A test transport (tests/fuzz/fuzz_remote.c), never set by the library: every connection
+ * libcurl opens is a stream socket the test gives, already connected (one end of a
+ * socketpair), instead of a TCP connection, and the test feeds it the server's bytes. All the
+ * rest runs as for users: libcurl's HTTP (status lines, headers, chunked bodies), its SigV4
+ * signing, and this file's checks of every answer. With a transport set, a wave's loop calls
+ * turn() before each turn of libcurl and never waits (in poll, or for a retry's backoff).
+ * Process-wide; cat_remote_set_transport(NULL) restores TCP. */
+typedef struct cat_remote_transport {
+  int (*open)(void *arg);              /* a connected stream socket, or -1 */
+  void (*close)(void *arg, int fd);    /* libcurl is done with fd: close it */
+  void (*turn)(void *arg);             /* before each turn of a wave's loop */
+  void *arg;
+} cat_remote_transport;
+void cat_remote_set_transport(const cat_remote_transport *t);
+
 #endif /* CAT_REMOTE_H */

@@ -9,8 +9,8 @@ min_counters=${FUZZ_MIN_COUNTERS:-2000}
 min_cov=${FUZZ_MIN_COV:-200}
 n=0
 fail=0
-echo "1..10"
-for t in chunk:chunk frame:frame array:frame bcolz:bcolz sql:sql; do
+echo "1..12"
+for t in chunk:chunk frame:frame array:frame bcolz:bcolz sql:sql remote:remote; do
   name=${t%%:*}
   corpus=$s/tests/fuzz/corpus/${t#*:}
   log=$b/tests/fuzz/fuzz_coverage_$name.log

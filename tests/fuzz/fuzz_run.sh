@@ -9,7 +9,7 @@ shift
 secs=${FUZZ_SECONDS:-30}
 jobs=${FUZZ_JOBS:-1}
 out=${FUZZ_DIR:-fuzz-work}
-targets=${*:-chunk frame array bcolz sql}
+targets=${*:-chunk frame array bcolz sql remote}
 mkdir -p "$out"
 corpus_of() {
   case $1 in array) echo frame ;; *) echo "$1" ;; esac
@@ -18,8 +18,10 @@ run_one() {
   t=$1
   mkdir -p "$out/$t/corpus" "$out/$t/artifacts"
   # the grown corpus first (libFuzzer writes new inputs to the first directory)
+  dict=
+  [ -f "$src/../fuzz_$t.dict" ] && dict="-dict=$src/../fuzz_$t.dict"
   ./tests/fuzz/fuzz_$t -max_total_time="$secs" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
-    -artifact_prefix="$out/$t/artifacts/" "$out/$t/corpus" "$src/$(corpus_of "$t")" \
+    $dict -artifact_prefix="$out/$t/artifacts/" "$out/$t/corpus" "$src/$(corpus_of "$t")" \
     >"$out/$t/log" 2>&1
   echo "$?" >"$out/$t/rc"
 }

@@ -78,13 +78,18 @@ void cvImportToS3(sqlite3_context *pCtx, CvConn *pConn, CvImporter xImport, int 
   }
   if (cvS3DstFree(pCtx, pConn, zDst)) return;
   zDir = sqlite3_mprintf("%s/caterva-import-XXXXXX", zTmpDir && *zTmpDir ? zTmpDir : "/tmp");
-  if (zDir == 0 || (zArr = sqlite3_mprintf("%s/array", zDir)) == 0) {
+  if (zDir == 0) {
     sqlite3_result_error_nomem(pCtx);
     goto s3_out;
   }
   if (mkdtemp(zDir) == 0) {
     cvS3Error(pCtx, "caterva_import: cannot make a temporary directory '%s': %s", zDir,
               strerror(errno));
+    goto s3_out;
+  }
+  if ((zArr = sqlite3_mprintf("%s/array", zDir)) == 0) { /* the name mkdtemp made */
+    sqlite3_result_error_nomem(pCtx);
+    cvCreateRemoveTemp(zDir);
     goto s3_out;
   }
   xImport(pCtx, pConn, zSrc, zArr, zVar, zOpt);

@@ -21,7 +21,7 @@ index (compared position by position through the library), and the time.
 
 Usage: bench_remote.py [DEMO_DIR] (default: $top_builddir/demo, written by tests/tools/mkdemo
 when missing). Environment: top_builddir, DELAY_MS (20), RATE (10000000), RUNS (3: the median),
-PART (all, reads or writes).
+PART (reads, the default; writes; or all).
 """
 import json
 import os
@@ -43,7 +43,7 @@ EXT = os.path.join(BUILD, ".libs", "caterva")
 DELAY_MS = int(os.environ.get("DELAY_MS", "20"))
 RATE = int(os.environ.get("RATE", "10000000"))
 RUNS = int(os.environ.get("RUNS", "3"))
-PART = os.environ.get("PART", "all")
+PART = os.environ.get("PART", "reads")
 
 QUERIES = [
     ("one day's map: min, avg, max",

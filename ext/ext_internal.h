@@ -177,6 +177,13 @@ void cvImportNetcdf(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, cons
                     const char *zVar, const char *zOpt);
 void cvImportBcolz(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc, const char *zDst,
                    const char *zVar, const char *zOpt);
+typedef void (*CvImporter)(sqlite3_context *pCtx, CvConn *pConn, const char *zSrc,
+                           const char *zDst, const char *zVar, const char *zOpt);
+/* fn_io_s3.c: import with xImport into a local temporary directory, then upload the array to
+** the new prefix zDst (s3://; http(s) refused); bSeveral: the import would make several arrays
+** (refused, saying what to do instead). Sets the SQL result on pCtx. */
+void cvImportToS3(sqlite3_context *pCtx, CvConn *pConn, CvImporter xImport, int bSeveral,
+                  const char *zSrc, const char *zDst, const char *zVar, const char *zOpt);
 
 /* fn_io_bcolz.c: bcolz directories in caterva_info() and caterva_slice(). cvBzIsPath: zPath is
 ** a bcolz carray or ctable directory, or a converted ctable; the two others set the

@@ -5,7 +5,9 @@
  *       stores an explicit coordinate: json is an array of numbers, or of ISO 8601 dates
  *       (then units default to "seconds since 1970-01-01"); '[]' or NULL removes dim's
  *       coordinate. Commits on its own, under the array's lock (an error while this
- *       connection's table t has uncommitted writes). Returns the number of labels.
+ *       connection's table t has uncommitted writes); in S3 through the commit protocol of
+ *       every write (docs/guarantees.md), made again when another writer committed first.
+ *       Returns the number of labels.
  *   caterva_nearest(t, dim, value)
  *       the index of dim whose label is nearest to value (a number, or a date for time
  *       coordinates); NULL for NULL.
@@ -207,21 +209,29 @@ static int cvJsonHasText(sqlite3_context *pCtx, sqlite3_value *pJson) {
   return b;
 }
 
-/* Store c as dimension k's coordinate of the file zPath in a transaction of its own. */
-static int cvCommitCoord(caterva_ctx *ctx, const char *zPath, int k, const caterva_coord *c) {
-  caterva_lock *pLock = 0;
-  caterva_array *pArr = 0;
-  int r = caterva_lock_open(ctx, zPath, &pLock);
-  if (r >= 0) r = caterva_lock_exclusive(ctx, pLock, 0);
-  if (r >= 0) r = caterva_array_open(ctx, zPath, CATERVA_OPEN_WRITE, &pArr);
-  if (r >= 0) r = caterva_array_begin(ctx, pArr);
-  if (r >= 0) {
-    r = caterva_array_set_coord(ctx, pArr, k, c);
-    if (r >= 0) r = caterva_array_commit(ctx, pArr, 1);
-    else (void)caterva_array_rollback(ctx, pArr);
+/* Store c as dimension k's coordinate of the array at zPath in a transaction of its own:
+** under the array's lock when it is local. In S3 no lock: the commit's conditional index PUT
+** decides (frame_s3.c), and as this transaction starts from the newest version each time,
+** one that lost to another writer (BUSY) is simply made again. pRem: the table's remote
+** options, or NULL (the environment's). */
+static int cvCommitCoord(caterva_ctx *ctx, const char *zPath, const caterva_remote_opts *pRem,
+                         int k, const caterva_coord *c) {
+  int bRemote = caterva_path_is_remote(zPath), r = CATERVA_E_BUSY;
+  for (int nTry = 0; r == CATERVA_E_BUSY && nTry < (bRemote ? CV_S3_TRIES : 1); nTry++) {
+    caterva_lock *pLock = 0;
+    caterva_array *pArr = 0;
+    r = bRemote ? CATERVA_OK : caterva_lock_open(ctx, zPath, &pLock);
+    if (r >= 0 && pLock) r = caterva_lock_exclusive(ctx, pLock, 0);
+    if (r >= 0) r = caterva_array_open_ex(ctx, zPath, CATERVA_OPEN_WRITE, pRem, &pArr);
+    if (r >= 0) r = caterva_array_begin(ctx, pArr);
+    if (r >= 0) {
+      r = caterva_array_set_coord(ctx, pArr, k, c);
+      if (r >= 0) r = caterva_array_commit(ctx, pArr, 1);
+      else (void)caterva_array_rollback(ctx, pArr);
+    }
+    caterva_array_free(pArr);
+    caterva_lock_free(pLock);
   }
-  caterva_array_free(pArr);
-  caterva_lock_free(pLock);
   return r;
 }
 
@@ -268,7 +278,7 @@ static void cvSetCoordsFunc(sqlite3_context *pCtx, int argc, sqlite3_value **arg
   }
   c.values = a;
   c.nvalues = n;
-  r = cvCommitCoord(ctx, zPath, k, n > 0 ? &c : 0);
+  r = cvCommitCoord(ctx, zPath, pTab ? &pTab->remote : 0, k, n > 0 ? &c : 0);
   sqlite3_free(a);
   if (r < 0) {
     cvResultErr(pCtx, "caterva_set_coords: %s: %s", caterva_strerror(r), caterva_ctx_errmsg(ctx));

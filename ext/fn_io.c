@@ -4,6 +4,8 @@
  *
  *   caterva_import(src, dst [, variable [, options]])
  *
+ * dst is a local path, or an s3://bucket/prefix/ (fn_io_s3.c: imported locally, uploaded).
+ *
  *   .npy file ("\x93NUMPY")                     fn_io_npy.c      cvImportNpy
  *   NetCDF-3 ("CDF\x01", "CDF\x02", "CDF\x05")  fn_io_netcdf.c   cvImportNetcdf
  *   NetCDF-4 / HDF5 ("\x89HDF\r\n\x1a\n")
@@ -73,6 +75,8 @@ static void cvImportFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) 
   const char *zDst = (const char *)sqlite3_value_text(argv[1]);
   const char *zVar = argc > 2 ? (const char *)sqlite3_value_text(argv[2]) : 0;
   const char *zOpt = argc > 3 ? (const char *)sqlite3_value_text(argv[3]) : 0;
+  CvImporter xImport = 0;
+  int bSeveral = 0;
   char *zErr;
   if (zSrc == 0 || zSrc[0] == 0 || zDst == 0 || zDst[0] == 0) {
     sqlite3_result_error(pCtx, "caterva_import(src, dst [, variable [, options]]): src and dst "
@@ -80,10 +84,24 @@ static void cvImportFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) 
     return;
   }
   switch (cvSourceKind(zSrc)) {
-    case CV_SRC_NPY: cvImportNpy(pCtx, pConn, zSrc, zDst, zVar, zOpt); return;
-    case CV_SRC_NETCDF: cvImportNetcdf(pCtx, pConn, zSrc, zDst, zVar, zOpt); return;
-    case CV_SRC_BCOLZ: cvImportBcolz(pCtx, pConn, zSrc, zDst, zVar, zOpt); return;
+    case CV_SRC_NPY: xImport = cvImportNpy; break;
+    case CV_SRC_NETCDF:
+      xImport = cvImportNetcdf;
+      bSeveral = zVar && (strcmp(zVar, "*") == 0 || strchr(zVar, ',') != 0);
+      break;
+    case CV_SRC_BCOLZ:
+      xImport = cvImportBcolz;
+      bSeveral = cvDirHas(zSrc, "__rootdirs__"); /* a ctable: one array per column */
+      break;
     default: break;
+  }
+  if (xImport && caterva_path_is_remote(zDst)) {
+    cvImportToS3(pCtx, pConn, xImport, bSeveral, zSrc, zDst, zVar, zOpt); /* fn_io_s3.c */
+    return;
+  }
+  if (xImport) {
+    xImport(pCtx, pConn, zSrc, zDst, zVar, zOpt);
+    return;
   }
   zErr = sqlite3_mprintf("caterva_import: \"%s\" is not a .npy file, a NetCDF file or a bcolz "
                          "directory (or cannot be read)", zSrc);

@@ -6,7 +6,8 @@
  * start and stop are JSON arrays of integers, as caterva_slice() takes them (SQL NULL: the
  * whole extent). The file is written in C order (version 1.0 of the format, 2.0 when the
  * header needs it) with the array's dtype; it is read with numpy.load(). An existing file is
- * never replaced. The result is the number of items written. The library streams the box
+ * never replaced; an s3:// destination is refused (caterva_copy() puts an array in S3). The
+ * result is the number of items written. The library streams the box
  * in pieces of whole chunks (caterva_npy_export in io/io_npy.c).
  */
 #include "config.h"
@@ -26,6 +27,11 @@ void cvExportFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   }
   if (zDst == 0 || zDst[0] == 0) {
     sqlite3_result_error(pCtx, "caterva_export: the second argument must be a file name", -1);
+    return;
+  }
+  if (caterva_path_is_remote(zDst)) {
+    sqlite3_result_error(pCtx, "caterva_export: it writes a local .npy file; an array goes to "
+                         "S3 with caterva_copy(src, 's3://bucket/prefix/')", -1);
     return;
   }
   pArr = cvOpenArg(pCtx, pConn, argv[0], "caterva_export");

@@ -8,7 +8,9 @@
  * write transaction does, waiting up to the busy timeout), opens its own writable handle,
  * decompresses the chunks that lack statistics and commits them in one commit; tables of
  * other handles see them at their next statement (the generation counter moved). Inside a
- * write transaction on the table itself, the statistics become part of that transaction.
+ * write transaction on the table itself, the statistics become part of that transaction. An
+ * array in S3 takes no lock: its commit is the conditional index PUT of every S3 write
+ * (docs/guarantees.md), made again from the newest version when another writer was first.
  *
  * Long runs report progress on stderr (after two seconds, then every second):
  *   caterva_build_stats: temp: 1234/5328 chunks
@@ -71,33 +73,39 @@ static int cvLockWait(caterva_ctx *pCtx, sqlite3 *db, caterva_lock *pLock) {
   return rc;
 }
 
-/* Build with a handle of our own, under the lock. */
-static int cvBuildPath(CvConn *pConn, sqlite3 *db, const char *zPath, CvProgress *pProg,
-                       int64_t *pnChunk, char **pzErr) {
+/* Build with a handle of our own, under the lock; in S3 without one (the commit's
+** conditional index PUT decides; one that lost to another writer is made again from the
+** newest version). pRem: the table's remote options, or NULL (the environment's). */
+static int cvBuildPath(CvConn *pConn, sqlite3 *db, const char *zPath,
+                       const caterva_remote_opts *pRem, CvProgress *pProg, int64_t *pnChunk,
+                       char **pzErr) {
   caterva_ctx *pCtx = pConn->pCtx;
-  caterva_lock *pLock = 0;
-  caterva_array *pArr = 0;
-  int rc = caterva_lock_open(pCtx, zPath, &pLock);
-  if (rc >= 0) {
-    rc = cvLockWait(pCtx, db, pLock);
-    if (rc == CATERVA_E_BUSY) {
-      *pzErr = sqlite3_mprintf("caterva_build_stats: '%s' is locked by a writer", zPath);
-      caterva_lock_free(pLock);
-      return SQLITE_BUSY;
+  int bRemote = caterva_path_is_remote(zPath), rc = CATERVA_E_BUSY;
+  for (int nTry = 0; rc == CATERVA_E_BUSY && nTry < (bRemote ? CV_S3_TRIES : 1); nTry++) {
+    caterva_lock *pLock = 0;
+    caterva_array *pArr = 0;
+    rc = bRemote ? CATERVA_OK : caterva_lock_open(pCtx, zPath, &pLock);
+    if (rc >= 0 && pLock) {
+      rc = cvLockWait(pCtx, db, pLock);
+      if (rc == CATERVA_E_BUSY) {
+        *pzErr = sqlite3_mprintf("caterva_build_stats: '%s' is locked by a writer", zPath);
+        caterva_lock_free(pLock);
+        return SQLITE_BUSY;
+      }
+    } else if (rc == CATERVA_E_IO) {
+      rc = CATERVA_OK; /* no sidecar can exist (read-only directory): opening for write fails */
     }
-  } else if (rc == CATERVA_E_IO) {
-    rc = CATERVA_OK; /* no sidecar can exist (read-only directory): opening for write fails */
+    if (rc >= 0) rc = caterva_array_open_ex(pCtx, zPath, CATERVA_OPEN_WRITE, pRem, &pArr);
+    if (rc >= 0) rc = caterva_array_build_stats(pCtx, pArr, cvProgress, pProg);
+    if (rc >= 0) *pnChunk = caterva_schunk_nchunks(caterva_array_schunk(pArr));
+    caterva_array_free(pArr);
+    caterva_lock_free(pLock);
   }
-  if (rc >= 0) rc = caterva_array_open(pCtx, zPath, CATERVA_OPEN_WRITE, &pArr);
-  if (rc >= 0) rc = caterva_array_build_stats(pCtx, pArr, cvProgress, pProg);
-  if (rc >= 0) *pnChunk = caterva_schunk_nchunks(caterva_array_schunk(pArr));
   if (rc < 0)
     *pzErr = sqlite3_mprintf("caterva_build_stats: '%s': %s", zPath,
                              caterva_ctx_errmsg(pCtx)[0] ? caterva_ctx_errmsg(pCtx)
                                                          : caterva_strerror(rc));
-  caterva_array_free(pArr);
-  caterva_lock_free(pLock);
-  return rc < 0 ? SQLITE_ERROR : SQLITE_OK;
+  return rc == CATERVA_E_BUSY ? SQLITE_BUSY : rc < 0 ? SQLITE_ERROR : SQLITE_OK;
 }
 
 static void cvBuildStatsFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
@@ -131,7 +139,8 @@ static void cvBuildStatsFunc(sqlite3_context *pCtx, int argc, sqlite3_value **ar
       rc = SQLITE_OK;
     }
   } else {
-    rc = cvBuildPath(pConn, db, zPath, &prog, &nChunk, &zErr);
+    rc = cvBuildPath(pConn, db, zPath, pFound ? &((CvVtab *)pFound)->remote : 0, &prog,
+                     &nChunk, &zErr);
   }
   if (rc != SQLITE_OK) {
     sqlite3_result_error(pCtx, zErr ? zErr : "caterva_build_stats: out of memory", -1);

@@ -544,6 +544,10 @@ int cvPrepareRead(CvVtab *pTab);
 ** 100/max_dead commits' worth of replaced bytes; max_dead=50 trades size for the old
 ** amortised rule (at most about 1.5x the packed size). docs/guarantees.md, "File size". */
 #define CV_MAX_DEAD_DEFAULT 1
+/* The functions that commit on their own (caterva_set_coords, caterva_build_stats) make an
+** S3 transaction this many times when another writer keeps committing first (each time from
+** the newest version), then give the BUSY error. */
+#define CV_S3_TRIES 8
 /* max_dead= of p (CV_MAX_DEAD_DEFAULT when absent) into *pOut; SQLITE_ERROR with *pzErr if it
 ** is not an integer from 0 to 100. */
 int cvMaxDeadOption(const CvOptions *p, int *pOut, char **pzErr);

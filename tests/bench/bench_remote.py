@@ -10,8 +10,18 @@ with whole-chunk fetching (remote_fetch=chunks), and the time curl takes to down
 file through the same front. Then, without shaping, a full scan of the remote copy against the
 local file.
 
+Writes (issue 36, item 6): the demo grid copied (unshaped) to an s3:// prefix on moto's S3
+behind the SigV4 front, then written through the fault front before it, shaped the same way
+(tests/remote/servers.py, what="s3w"): a one-day append (INSERT of day 365, 180 x 360 cells),
+a one-cell UPDATE commit (the median of RUNS), and two processes appending days 366 and 367 at
+once (each making its transaction again after BUSY). For each: the requests by kind from the
+front's log, the sequential waves (requests whose times overlap form one wave), the bytes
+uploaded (the sizes of the objects PUT) against the chunks whose bytes changed plus the new
+index (compared position by position through the library), and the time.
+
 Usage: bench_remote.py [DEMO_DIR] (default: $top_builddir/demo, written by tests/tools/mkdemo
-when missing). Environment: top_builddir, DELAY_MS (20), RATE (10000000), RUNS (3: the median).
+when missing). Environment: top_builddir, DELAY_MS (20), RATE (10000000), RUNS (3: the median),
+PART (reads, the default; writes; or all).
 """
 import json
 import os
@@ -33,6 +43,7 @@ EXT = os.path.join(BUILD, ".libs", "caterva")
 DELAY_MS = int(os.environ.get("DELAY_MS", "20"))
 RATE = int(os.environ.get("RATE", "10000000"))
 RUNS = int(os.environ.get("RUNS", "3"))
+PART = os.environ.get("PART", "reads")
 
 QUERIES = [
     ("one day's map: min, avg, max",
@@ -79,6 +90,190 @@ def median_run(url, sql, extra=""):
     return runs[len(runs) // 2]
 
 
+# ---- writes to S3 -------------------------------------------------------------------------
+
+def waves_of(entries):
+    """Sequential waves: requests whose [start, end] intervals overlap are one wave."""
+    iv = sorted((e["t"], e["t"] + e["ms"] / 1000.0) for e in entries)
+    n, end = 0, None
+    for a, b in iv:
+        if end is None or a > end:
+            n += 1
+            end = b
+        else:
+            end = max(end, b)
+    return n
+
+
+def object_sizes(s):
+    """{key: size} of every object of the bucket (ListObjectsV2, every page)."""
+    import urllib.parse
+    import xml.etree.ElementTree as ET
+    from sigv4 import s3_request
+    ns = {"s3": "http://s3.amazonaws.com/doc/2006-03-01/"}
+    out, token = {}, None
+    while True:
+        q = "list-type=2" + ("&continuation-token=" + urllib.parse.quote(token) if token else "")
+        st, _, body = s3_request(s.s3w_endpoint, "GET", "/%s?%s" % (s.bucket, q),
+                                 s.credentials[0], s.region)
+        assert st == 200, body
+        root = ET.fromstring(body)
+        for e in root.findall("s3:Contents", ns):
+            out[e.findtext("s3:Key", namespaces=ns)] = int(e.findtext("s3:Size", namespaces=ns))
+        token = root.findtext("s3:NextContinuationToken", namespaces=ns)
+        if root.findtext("s3:IsTruncated", namespaces=ns) != "true" or not token:
+            return out
+
+
+class Writes:
+    """The shaped S3 endpoint, its log, and what a write did."""
+
+    def __init__(self, s, url, chunks):
+        self.s, self.url, self.chunks = s, url, chunks
+        self.log = s.s3w_fault.log_path
+
+    def mark(self):
+        time.sleep(0.3)  # the front logs a request after its answer has gone out
+        return len(servers.read_json_log(self.log))
+
+    def measure(self, n0, before_chunks):
+        """Requests by method, waves, bytes uploaded, bytes of the changed chunks + index."""
+        time.sleep(0.3)
+        ent = servers.read_json_log(self.log)[n0:]
+        sizes = object_sizes(self.s)
+        puts = [e for e in ent if e["method"] == "PUT"]
+        up = sum(sizes.get(urllib_key(self.s, e["target"]), 0) for e in puts
+                 if e.get("status") == 200)
+        after = self.chunks.of(self.url)
+        changed = [i for i in range(len(after))
+                   if i >= len(before_chunks) or after[i] != before_chunks[i]]
+        index = sizes.get(self.url.split("/", 3)[3] + "chunks.b2frame", 0)
+        need = sum(len(after[i]) for i in changed) + index
+        kinds = {}
+        for e in ent:
+            kinds[e["method"]] = kinds.get(e["method"], 0) + 1
+        commit = [e for e in ent if e["method"] == "PUT"]
+        return {"requests": len(ent), "kinds": kinds, "waves": waves_of(ent),
+                "commit_waves": waves_of(commit), "uploaded": up, "changed": len(changed),
+                "needed": need, "after": after}
+
+
+def urllib_key(s, target):
+    """The object key of a request target /bucket/key?query."""
+    import urllib.parse
+    path = urllib.parse.unquote(target.split("?", 1)[0])
+    return path[len("/" + s.bucket + "/"):]
+
+
+APPENDER = r"""
+import sqlite3, sys, time
+sys.path.insert(0, %(lib)r)
+db = sqlite3.connect(":memory:", isolation_level=None)
+db.enable_load_extension(True)
+db.load_extension(%(ext)r)
+url, ep, day, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+db.execute("CREATE VIRTUAL TABLE t USING caterva('%%s', endpoint='%%s')" %% (url, ep))
+db.execute("CREATE TEMP TABLE day AS SELECT lat_index AS la, lon_index AS lo, "
+           "value + %%d AS v FROM t WHERE time_index = 364" %% (day - 364))
+while time.time() < go:
+    time.sleep(0.005)
+t0, tries = time.perf_counter(), 0
+while True:
+    tries += 1
+    try:
+        db.execute("INSERT INTO t(time_index, lat_index, lon_index, value) "
+                   "SELECT %%d, la, lo, v FROM day" %% day)
+        break
+    except sqlite3.OperationalError as e:
+        if "another writer committed first" not in str(e):
+            raise
+print("%%d %%.3f" %% (tries, time.perf_counter() - t0))
+"""
+
+
+def writes(demo, work):
+    """Item 6 of issue 36: a one-day append, a one-cell UPDATE, two concurrent appenders."""
+    from test_s3write import Chunks
+    chunks = Chunks()
+    with servers.Servers(work, what="s3w", delay_ms=DELAY_MS, rate=RATE, cleanup=True) as s:
+        cred = s.credentials[0]
+        os.environ.update(AWS_ACCESS_KEY_ID=cred["access_key"],
+                          AWS_SECRET_ACCESS_KEY=cred["secret_key"], AWS_REGION=s.region,
+                          AWS_ENDPOINT_URL=s.s3w_endpoint, NO_PROXY="127.0.0.1,localhost",
+                          no_proxy="127.0.0.1,localhost")
+        for k in ("AWS_SESSION_TOKEN", "AWS_NO_SIGN_REQUEST", "AWS_DEFAULT_REGION"):
+            os.environ.pop(k, None)
+        url = "s3://%s/demo/" % s.bucket
+        ep = s.s3w_fault_endpoint
+        db = connect()
+        t0 = time.perf_counter()
+        db.execute("SELECT caterva_copy(?, ?)", (os.path.join(demo, "temp.b2nd"), url))
+        print("\nwrites: demo/temp.b2nd copied to %s in %.1f s (unshaped); writes through the "
+              "shaped front (%d ms, %.1f MB/s per connection)"
+              % (url, time.perf_counter() - t0, DELAY_MS, RATE / 1e6))
+        w = Writes(s, url, chunks)
+        db.execute("CREATE VIRTUAL TABLE t USING caterva('%s', endpoint='%s')" % (url, ep))
+        db.execute("CREATE TEMP TABLE day AS SELECT lat_index AS la, lon_index AS lo, "
+                   "value + 1 AS v FROM t WHERE time_index = 364")
+        print("\n| write | time | requests (by kind) | sequential waves (all / PUT) | chunks "
+              "changed | bytes uploaded | changed chunks + index | ratio |")
+        print("|---|---:|---|---:|---:|---:|---:|---:|")
+
+        def row(what, secs, m):
+            print("| %s | %.3f s | %d (%s) | %d / %d | %d | %d | %d | %.3f |"
+                  % (what, secs, m["requests"], ", ".join("%s %d" % kv for kv in
+                                                          sorted(m["kinds"].items())),
+                     m["waves"], m["commit_waves"], m["changed"], m["uploaded"], m["needed"],
+                     m["uploaded"] / m["needed"] if m["needed"] else 0.0))
+
+        before = chunks.of(url)
+        n0 = w.mark()
+        t0 = time.perf_counter()
+        db.execute("INSERT INTO t(time_index, lat_index, lon_index, value) "
+                   "SELECT 365, la, lo, v FROM day")
+        secs = time.perf_counter() - t0
+        m = w.measure(n0, before)
+        row("one-day append (day 365, 180 x 360 float32)", secs, m)
+        got = db.execute("SELECT count(*), sum(value) FROM t WHERE time_index = 365").fetchall()
+        want = db.execute("SELECT count(*), sum(v) FROM day").fetchall()
+        assert got == want, (got, want)
+        # one-cell UPDATE commits
+        res = []
+        for k in range(RUNS):
+            before = m["after"]
+            n0 = w.mark()
+            t0 = time.perf_counter()
+            db.execute("UPDATE t SET value = value + 1 WHERE time_index = %d AND lat_index = %d "
+                       "AND lon_index = %d" % (k * 9 % 365, k * 5 % 180, k * 7 % 360))
+            secs = time.perf_counter() - t0
+            m = w.measure(n0, before)
+            res.append((secs, m))
+        res.sort(key=lambda r: r[0])
+        row("one-cell UPDATE commit (median of %d)" % RUNS, *res[len(res) // 2])
+        db.close()
+        # two writers appending disjoint days at once
+        script = os.path.join(work, "appender.py")
+        with open(script, "w") as f:
+            f.write(APPENDER % {"lib": os.path.join(HERE, "..", "lib"), "ext": EXT})
+        before = m["after"]
+        n0 = w.mark()
+        go = time.time() + 3.0
+        procs = [subprocess.Popen([sys.executable, script, url, ep, str(d), str(go)],
+                                  stdout=subprocess.PIPE, text=True) for d in (366, 367)]
+        outs = [p.communicate(timeout=600)[0].split() for p in procs]
+        m = w.measure(n0, before)
+        tries = [int(o[0]) for o in outs]
+        times = [float(o[1]) for o in outs]
+        row("two writers appending days 366 and 367 at once (%s tries; %.3f / %.3f s each)"
+            % ("+".join(map(str, tries)), times[0], times[1]), max(times), m)
+        db = connect()
+        db.execute("CREATE VIRTUAL TABLE t USING caterva('%s')" % url)
+        n = db.execute("SELECT count(*) FROM t WHERE time_index IN (366, 367) AND value IS NOT "
+                       "NULL").fetchall()
+        assert n == [(2 * 180 * 360,)], n
+        db.close()
+
+
 def main():
     demo = sys.argv[1] if len(sys.argv) > 1 else os.path.join(BUILD, "demo")
     if not os.path.exists(os.path.join(demo, "temp.b2nd")):
@@ -86,6 +281,10 @@ def main():
                        stdout=subprocess.DEVNULL)
     work = tempfile.mkdtemp(prefix="bench_remote.")
     try:
+        if PART in ("all", "writes"):
+            writes(demo, work)
+        if PART == "writes":
+            return 0
         with servers.Servers(work, what="nginx,fronts", root=demo, delay_ms=DELAY_MS,
                              rate=RATE, cleanup=True) as s:
             os.environ.setdefault("NO_PROXY", "127.0.0.1")

@@ -19,6 +19,10 @@ and our fault front (servers.py, what="s3w").
 - Collection: with gc_grace=1 a later commit deletes the chunk objects that left the index
   more than 1 s ago and keeps the ones just replaced; with the default (1 hour) none.
 - Wrong credentials: a clear error with SignatureDoesNotMatch, the secret never in it.
+- The functions that write: caterva_set_coords and caterva_build_stats on a table or path in
+  S3, caterva_import into an s3:// prefix: what they store reads back from S3 equal to a
+  local copy's; imports of several arrays, and exports (.npy) to s3://, are refused saying
+  what to do instead.
 - Read-only: http(s):// arrays, contiguous objects in S3 and tables over several variables in
   S3 refuse writes saying why.
 - kill -9 of a writer at random instants (KILLS, default 20; make kill-test-s3: 200) while a reader checks that every
@@ -34,6 +38,7 @@ import random
 import shutil
 import signal
 import sqlite3
+import struct
 import subprocess
 import sys
 import tempfile
@@ -247,6 +252,122 @@ def differential(s, work, chunks):
            "CREATE with creation options on a prefix that holds an array fails saying so", r4)
     for d in (dl, ds, dc):
         d.close()
+
+
+def npy_file(path, dtype, shape, data):
+    """A version 1.0 .npy file of C-order bytes data."""
+    hdr = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
+        dtype, "".join("%d, " % n for n in shape))
+    pad = 64 - (10 + len(hdr) + 1) % 64
+    hdr = hdr + " " * pad + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(hdr).to_bytes(2, "little") + hdr.encode() + data)
+
+
+def functions(s, work, chunks):
+    """caterva_set_coords, caterva_build_stats and caterva_import write to an S3 prefix through
+    the commit protocol; what they store reads back from S3 equal to a local copy's."""
+    local = os.path.join(work, "fn_local")
+    url = "s3://%s/fn/" % s.bucket
+    opts = ", shape='5,4', dtype='float64', chunks='2,2', blocks='1,2', fill=0, dims='time,x'"
+    dl, ds = connect(), connect()
+    table(dl, "t", local, opts + ", sparse=1")
+    table(ds, "t", url, opts)
+    dates = json.dumps(["2020-01-%02d" % (d + 1) for d in range(5)])
+    res = []
+    for d in (dl, ds):
+        d.execute("UPDATE t SET value = time * 10 + x")
+        res.append(rows(d, "SELECT caterva_set_coords('t', 'time', ?)", (dates,)))
+        res.append(rows(d, "SELECT caterva_set_coords('t', 'x', '[0.5, 1.5, 2.5, 3.5]', 'm')"))
+
+    def coords(d, what):
+        r = rows(d, "SELECT caterva_info(?)", (what,))
+        return json.loads(r[1][0][0]).get("coords") if r[0] == "ok" else r
+
+    fresh = connect()
+    got_l, got_s = coords(dl, local), coords(fresh, url)
+    report(res[2:] == [("ok", [(5,)]), ("ok", [(4,)])] and res[:2] == res[2:] and
+           got_s == got_l and "time" in got_s and "x" in got_s,
+           "caterva_set_coords on a table in S3 commits; the coordinates read back from S3 (a "
+           "new connection) equal a local copy's", (res, got_s, got_l))
+    near = rows(fresh, "SELECT caterva_nearest(?, 'time', '2020-01-03T20:00')", (url,))
+    report(near == ("ok", [(3,)]), "caterva_nearest on the S3 prefix finds the stored dates", near)
+    q = "SELECT x, value FROM t WHERE time = '2020-01-04' ORDER BY x"
+    a, b = rows(dl, q), rows(ds, q)
+    report(a[0] == "ok" and a == b and len(a[1]) == 4,
+           "the S3 table itself selects by the new labels as the local one does", (a, b))
+    r = rows(fresh, "SELECT caterva_set_coords(?, 'x', NULL)", (url,))
+    got = coords(connect(), url)
+    report(r == ("ok", [(0,)]) and "x" not in got and "time" in got,
+           "caterva_set_coords(url, dim, NULL) on an s3:// path removes the coordinate", (r, got))
+    report(chunks.of(url) == chunks.of(local), "... and the chunk bytes stay those of the local "
+           "copy (set_coords commits the index only)")
+    for d in (dl, ds, fresh):
+        d.close()
+
+    # caterva_build_stats on an array without statistics (a reference-written file)
+    golden = os.environ.get("CATERVA_GOLDEN",
+                            os.path.join(HERE, "..", "..", "..", "shared", "golden"))
+    src = os.path.join(golden, "s05_i32_2d_smooth_lz4hc9.b2nd")
+    local = os.path.join(work, "bs_local")
+    url = "s3://%s/bs/" % s.bucket
+    db = connect()
+    cp = (rows(db, "SELECT caterva_copy(?, ?, 1)", (src, local)),
+          rows(db, "SELECT caterva_copy(?, ?)", (src, url)))
+    before = json.loads(rows(db, "SELECT caterva_info(?)", (url,))[1][0][0])["blockstats"]
+    bl = rows(db, "SELECT caterva_build_stats(?)", (local,))
+    table(db, "s", url)
+    bs = rows(db, "SELECT caterva_build_stats('s')")
+    fresh = connect()
+    cl = rows(fresh, "SELECT caterva_stats_check(?)", (local,))
+    cs = rows(fresh, "SELECT caterva_stats_check(?)", (url,))
+    st = json.loads(cs[1][0][0]) if cs[0] == "ok" else {}
+    report(cp[0][0] == cp[1][0] == "ok" and before is False and bl[0] == "ok" and bl == bs and
+           cl == cs and st.get("wrong") == 0 and st.get("with_stats") == st.get("blocks", -1) > 0,
+           "caterva_build_stats on a table in S3 commits the statistics; read back from S3 they "
+           "check exact and equal a local copy's", (cp, before, bl, bs, cl, cs))
+    q = "SELECT count(*), sum(value) FROM %s WHERE value > 1000"
+    table(fresh, "s", url)
+    table(fresh, "l", local)
+    report(rows(fresh, q % "s") == rows(fresh, q % "l"),
+           "a value predicate on the S3 array answers as on the local copy")
+    db.close()
+    fresh.close()
+
+    # caterva_import into an s3:// prefix
+    npy = os.path.join(work, "imp.npy")
+    vals = [((i * 7) % 23) - 5.25 for i in range(6 * 9)]
+    npy_file(npy, "<f8", (6, 9), struct.pack("<%dd" % len(vals), *vals))
+    local = os.path.join(work, "imp_local")
+    url = "s3://%s/imp/" % s.bucket
+    o = "chunks=4,4 blocks=2,2 codec=lz4 dims=y,x sparse=1"
+    db = connect()
+    il = rows(db, "SELECT caterva_import(?, ?, NULL, ?)", (npy, local, o))
+    i3 = rows(db, "SELECT caterva_import(?, ?, NULL, ?)", (npy, url, o))
+    table(db, "il", local)
+    table(db, "i3", url)
+    ql = "SELECT y, x, value FROM %s ORDER BY y, x"
+    report(il == i3 == ("ok", [(54,)]) and rows(db, ql % "i3") == rows(db, ql % "il") and
+           [r[2] for r in rows(db, ql % "i3")[1]] == vals and chunks.of(url) == chunks.of(local),
+           "caterva_import of a .npy file into an s3:// prefix: the same cells, dimension names "
+           "and chunk bytes as a local import", (il, i3))
+    r = rows(db, "SELECT caterva_import(?, ?)", (npy, url))
+    report(r[0] == "error" and "already" in r[1],
+           "caterva_import into a prefix that holds an array fails saying so", r)
+    fake = os.path.join(work, "grid.nc")
+    with open(fake, "wb") as f:
+        f.write(b"CDF\x01" + bytes(28))
+    r = rows(db, "SELECT caterva_import(?, ?, '*')", (fake, "s3://%s/grid/" % s.bucket))
+    report(r[0] == "error" and "several arrays" in r[1] and "caterva_copy" in r[1] and
+           s3_list(s, "grid/") == [],
+           "a NetCDF import of several variables into S3 is refused, saying what to do", r)
+    r = rows(db, "SELECT caterva_import(?, ?)", (npy, s.nginx_http + "/w/imp/"))
+    report(r[0] == "error" and "read-only" in r[1], "caterva_import to an http:// URL is "
+           "refused as read-only", r)
+    r = rows(db, "SELECT caterva_export('i3', ?)", ("s3://%s/exp/x.npy" % s.bucket,))
+    report(r[0] == "error" and "caterva_copy" in r[1],
+           "caterva_export to s3:// is refused, naming caterva_copy (the export to S3)", r)
+    db.close()
 
 
 WORKER = r"""
@@ -596,6 +717,7 @@ def main():
             server_preconditions(s)
             differential(s, work, chunks)
             old_version(s)
+            functions(s, work, chunks)
             concurrent(s, work, 2)
             concurrent(s, work, 4, 9)
             faults(s, work)

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""An array written through SQL to an s3:// prefix, downloaded for the reference c-blosc2
+(`make interop-ref` then reads it with tests/interop/ref_read).
+
+Starts moto's S3 behind the SigV4 front (tests/remote/servers.py, what="s3w"), creates a sparse
+array under s3://BUCKET/ref/ with CREATE VIRTUAL TABLE and changes it through several commits
+(UPDATEs, an INSERT that grows it, a DELETE, a transaction with a savepoint rolled back), while
+keeping in Python the values each statement should leave. Then it lists the prefix with
+ListObjectsV2 (every page) and GETs each object into OUTDIR/s3_array/ -- what
+`aws s3 cp --recursive s3://BUCKET/ref/ OUTDIR/s3_array/` gives -- and writes OUTDIR/manifest.json
+(the format of test_interop's: name, file, raw_file, shape, chunkshape, blockshape) with
+OUTDIR/raw/s3_array.raw, the C-order bytes of the values kept in Python. ref_read then opens the
+directory with b2nd_open and compares what the reference decodes with those bytes.
+
+Before writing the manifest it checks that this extension reads the prefix (and the download)
+as the same values; it exits nonzero when it does not, or when anything fails.
+
+Usage: s3_download.py OUTDIR   (environment: top_builddir, the build directory)
+"""
+import json
+import os
+import shutil
+import struct
+import sys
+import tempfile
+import urllib.parse
+import xml.etree.ElementTree as ET
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "remote"))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+from sqltap import connect_ext  # noqa: E402
+
+BUILD = os.environ.get("top_builddir", ".")
+EXT = os.path.abspath(os.path.join(BUILD, ".libs", "caterva"))
+NS = {"s3": "http://s3.amazonaws.com/doc/2006-03-01/"}
+ROWS, COLS, CHUNKS, BLOCKS = 7, 9, (3, 4), (2, 2)
+
+
+def list_keys(s, prefix):
+    """Every key under prefix, following ListObjectsV2's continuation tokens."""
+    from sigv4 import s3_request
+    keys, token = [], None
+    while True:
+        q = "list-type=2&max-keys=7&prefix=%s" % urllib.parse.quote(prefix)
+        if token:
+            q += "&continuation-token=%s" % urllib.parse.quote(token)
+        st, _, body = s3_request(s.s3w_endpoint, "GET", "/%s?%s" % (s.bucket, q),
+                                 s.credentials[0], s.region)
+        if st != 200:
+            raise RuntimeError("ListObjectsV2: HTTP %d %r" % (st, body[:200]))
+        root = ET.fromstring(body)
+        keys += [e.findtext("s3:Key", namespaces=NS) for e in root.findall("s3:Contents", NS)]
+        token = root.findtext("s3:NextContinuationToken", namespaces=NS)
+        if root.findtext("s3:IsTruncated", namespaces=NS) != "true" or not token:
+            return keys
+
+
+def download(s, prefix, dst):
+    from sigv4 import s3_request
+    os.makedirs(dst)
+    keys = list_keys(s, prefix)
+    for key in keys:
+        st, _, body = s3_request(s.s3w_endpoint, "GET", "/%s/%s" % (s.bucket, key),
+                                 s.credentials[0], s.region)
+        if st != 200:
+            raise RuntimeError("GET %s: HTTP %d" % (key, st))
+        rel = key[len(prefix):]
+        os.makedirs(os.path.dirname(os.path.join(dst, rel)), exist_ok=True)
+        with open(os.path.join(dst, rel), "wb") as f:
+            f.write(body)
+    return keys
+
+
+def write_array(url):
+    """The statements, and the values they leave: {(row, col): value}, number of rows."""
+    db = connect_ext(EXT, isolation_level=None)
+    db.execute("PRAGMA trusted_schema=1")
+    db.execute("CREATE VIRTUAL TABLE t USING caterva('%s', shape='%d,%d', dtype='int32', "
+               "chunks='%d,%d', blocks='%d,%d', codec=zstd, fill=-1)"
+               % ((url, ROWS, COLS) + CHUNKS + BLOCKS))
+    vals = {(r, c): -1 for r in range(ROWS) for c in range(COLS)}
+    db.execute("UPDATE t SET value = d0 * 100 + d1")
+    vals = {(r, c): r * 100 + c for (r, c) in vals}
+    db.execute("UPDATE t SET value = -value WHERE d1 BETWEEN 2 AND 5 AND d0 >= 4")
+    for (r, c) in vals:
+        if 2 <= c <= 5 and r >= 4:
+            vals[(r, c)] = -vals[(r, c)]
+    db.execute("INSERT INTO t(d0, d1, value) VALUES (10, 3, 77777)")   # grows to 11 rows
+    for r in range(ROWS, 11):
+        for c in range(COLS):
+            vals[(r, c)] = -1
+    vals[(10, 3)] = 77777
+    db.execute("DELETE FROM t WHERE d0 = 1")
+    for c in range(COLS):
+        vals[(1, c)] = -1
+    db.execute("BEGIN")
+    db.execute("UPDATE t SET value = 5 WHERE d0 = 8")
+    db.execute("SAVEPOINT sp")
+    db.execute("UPDATE t SET value = 6 WHERE d0 = 9")
+    db.execute("ROLLBACK TO sp")
+    db.execute("RELEASE sp")
+    db.execute("COMMIT")
+    for c in range(COLS):
+        vals[(8, c)] = 5
+    db.close()
+    return vals, 11
+
+
+def read_back(path):
+    db = connect_ext(EXT, isolation_level=None)
+    db.execute("PRAGMA trusted_schema=1")
+    db.execute("CREATE VIRTUAL TABLE r USING caterva('%s')" % path)
+    got = {(a, b): v for a, b, v in db.execute("SELECT d0, d1, value FROM r")}
+    db.close()
+    return got
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    out = sys.argv[1]
+    import servers
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(os.path.join(out, "raw"))
+    work = tempfile.mkdtemp(prefix="s3_download.")
+    try:
+        with servers.Servers(work, what="s3w", lifetime=600) as s:
+            cred = s.credentials[0]
+            os.environ.update(AWS_ACCESS_KEY_ID=cred["access_key"],
+                              AWS_SECRET_ACCESS_KEY=cred["secret_key"], AWS_REGION=s.region,
+                              AWS_ENDPOINT_URL=s.s3w_endpoint,
+                              NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+            for k in ("AWS_SESSION_TOKEN", "AWS_NO_SIGN_REQUEST", "AWS_DEFAULT_REGION"):
+                os.environ.pop(k, None)
+            url = "s3://%s/ref/" % s.bucket
+            vals, nrows = write_array(url)
+            if read_back(url) != vals:
+                print("s3_download: the extension reads the prefix differently from what was "
+                      "written", file=sys.stderr)
+                return 1
+            dst = os.path.join(out, "s3_array")
+            keys = download(s, "ref/", dst)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if read_back(dst) != vals:
+        print("s3_download: the extension reads the download differently", file=sys.stderr)
+        return 1
+    raw = b"".join(struct.pack("<i", vals[(r, c)]) for r in range(nrows) for c in range(COLS))
+    with open(os.path.join(out, "raw", "s3_array.raw"), "wb") as f:
+        f.write(raw)
+    case = {"name": "s3_written_sql_download", "file": "s3_array",
+            "raw_file": "raw/s3_array.raw", "shape": [nrows, COLS],
+            "chunkshape": list(CHUNKS), "blockshape": list(BLOCKS), "dtype": "int32",
+            "objects": sorted(keys)}
+    with open(os.path.join(out, "manifest.json"), "w") as f:
+        json.dump({"cases": [case]}, f, indent=1)
+    print("# s3_download: %d objects of %s downloaded to %s (%d x %d int32, %d commits)"
+          % (len(keys), url, dst, nrows, COLS, 6))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -10,7 +10,7 @@
  * in a process of its own (so that its peak RSS is its own), R times alternating the two:
  * open the file (ours: caterva_array_open, read-only; the reference: b2nd_open) and read one
  * cell of the last, written chunk (ours: caterva_array_get_slice; the reference:
- * b2nd_get_slice_cbuffer), each timed, and the process's peak RSS (getrusage) after both.
+ * b2nd_get_slice_cbuffer), each timed, and the process's peak RSS (VmHWM) after both.
  * A process that only starts and exits gives the RSS every process has (printed as "base").
  * Figures are medians over the R runs; both readers' cells are checked against the value
  * written.
@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -100,10 +99,16 @@ static void make_array(const char *path, int64_t nchunks) {
   caterva_ctx_free(ctx);
 }
 
+/* This process's peak RSS in KiB (VmHWM: getrusage's ru_maxrss also counts the parent the
+ * process was spawned from, which made the arrays). */
 static long peak_rss_kb(void) {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss;
+  char line[256];
+  long kb = -1;
+  FILE *f = fopen("/proc/self/status", "r");
+  while (f != NULL && fgets(line, sizeof line, f) != NULL)
+    if (strncmp(line, "VmHWM:", 6) == 0) kb = atol(line + 6);
+  if (f != NULL) fclose(f);
+  return kb;
 }
 
 static int measure_ours(const char *path, const int64_t *at, double *t_open, double *t_cell) {

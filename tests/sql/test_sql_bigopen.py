@@ -8,7 +8,7 @@ allocated per chunk: about 140 MB of peak memory for a million chunks; past 60 M
 (about 1.1 million chunks) an array silently had none, so value predicates decoded every
 block. They are now read a page of chunks at a time when a query needs them.
 
-Each array is read in a process of its own (so that its peak RSS is its own): opening the
+Each array is read in a process of its own (its peak RSS, VmHWM, is its own): opening the
 table, a value predicate on the box of the last 1,000 chunks (whose values are 0 to 6) and a
 one-cell query raise the peak RSS by less than BOUND_MB (about 140 MB before at a million
 chunks; the bound leaves room for a sanitizer's allocator); the predicate `value > 6` decodes
@@ -34,13 +34,16 @@ BOX = 1000                  # chunks holding values at the end
 BOUND_MB = 60.0             # the open, the box's predicates and a cell (~140 MB before)
 
 CHILD = r"""
-import json, resource, sqlite3, sys
+import json, sqlite3, sys
 ext, path, first = sys.argv[1], sys.argv[2], int(sys.argv[3])
 db = sqlite3.connect(":memory:")
 db.enable_load_extension(True)
 db.load_extension(ext)
 def rss():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    # this process's peak RSS (VmHWM: ru_maxrss also counts the parent it was forked from)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024.0
 def blocks(sql, *args):
     b0 = db.execute("SELECT caterva_blocks_read()").fetchone()[0]
     rows = db.execute(sql, args).fetchall()

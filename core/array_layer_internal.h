@@ -284,8 +284,10 @@ int64_t cat_wcache_handed(const caterva_array *a);
 
 /* ---- block statistics (blockstats.c) ---------------------------------------------------- */
 
-/* Largest stored form of the statistics (the trailer holds it; see CAT_VLMETA_MAX). */
-#define CAT_BS_MAX (60 * 1024 * 1024)
+/* Largest stored form of the statistics: one vlmetalayer chunk holds it (a multiple of 8 so
+ * that its padded size stays below the limit), about 38 million chunks of one block. It is
+ * read a page at a time (blockstats_stored.c), so its size costs nothing at open. */
+#define CAT_BS_MAX (CATERVA_CHUNK_MAX_NBYTES / 8 * 8)
 
 void cat_bs_free(cat_bstats *bs);
 /* Keep statistics for a new array without chunks, when its dtype has them. */

@@ -9,33 +9,9 @@
  * dtype's kind: float16/32/64 as double, signed integers and bool as int64, unsigned
  * integers as uint64 (CATERVA_STATS_*). An integer sum that overflows 64 bits is flagged.
  *
- * Where it is stored: the vlmetalayer `_caterva_blockstats`, whose content is one msgpack
- * bin (so msgpack readers of user attributes, python-blosc2's vlmeta among them, see an
- * opaque byte string and other readers ignore it). Inside the bin, little-endian:
- *
- *   header, 32 + 8 * ndim bytes
- *     0   4  magic "CvBS"
- *     4   1  layout version (1)
- *     5   1  stats type: 1 float (f64 values), 2 int (i64), 3 uint (u64)
- *     6   1  ndim
- *     7   1  0
- *     8   4  blocks per chunk (u32)
- *    12   4  0
- *    16   8  number of chunks (i64)
- *    24   8  0
- *    32  8n  the array shape the statistics describe (i64 each)
- *   then for every chunk, in chunk order, 16 + 40 * nblocks bytes
- *     0   8  fingerprint of the chunk (u64; 0: this chunk has no statistics)
- *     8   8  0
- *    16      per block, in block order, 40 bytes
- *              0  8  min     8  8  max     16  8  sum
- *             24  4  present items (u32)   28  4  NaN items (u32)
- *             32  4  flags (bit 0: the integer sum overflowed)
- *             36  4  where the block's compressed bytes start in the chunk (its entry of
- *                    the chunk's block-start table; 0: not recorded -- files written
- *                    before it was, memcpyed chunks)
- *   then 0 to 7 zero bytes, so that the vlmetalayer's length (bin header included) is a
- *   multiple of 8 and the trailer compresses it with an 8-byte shuffle.
+ * Where it is stored: the vlmetalayer `_caterva_blockstats` (its layout, and how it is read a
+ * page of chunk positions at a time, in blockstats_stored.c). The checking of decoded blocks
+ * against the statistics is blockstats_check.c's.
  *
  * The fingerprint is a 64-bit hash of the chunk's stored bytes (for zero/NaN/uninit index
  * entries, which have no bytes, a constant per kind). A reader checks it against the
@@ -53,124 +29,30 @@
  * In memory: one immutable, reference-counted record per chunk position (the snapshot of a
  * savepoint is an array of record pointers, so savepoints cost a pointer per chunk).
  */
-#include "array_layer_internal.h"
+#include "blockstats_internal.h"
 #include "frame_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-#define BS_ATTR "_caterva_blockstats"
-#define BS_MAGIC "CvBS"
-#define BS_VERSION 1
-#define BS_HEAD 32
-#define BS_CHUNK_HEAD 16
-#define BS_REC 40
-#define BS_FLAG_SUM_OVERFLOW 1u
-
 /* ---- records and the statistics object ------------------------------------------------ */
-
-typedef struct bs_rec {
-  int refs;
-  bool verified;          /* fp was checked against (or computed from) the chunk's bytes */
-  bool stale;             /* fp was checked and differs: never used to answer or to skip a
-                           * block, only to check decoded blocks whose starts agree */
-  uint64_t fp;            /* fingerprint of the chunk */
-  caterva_block_stats b[]; /* blocks per chunk */
-} bs_rec;
-
-typedef struct bs_mark {
-  int level;              /* savepoint level; INT32_MIN: the start of the transaction */
-  int64_t n;
-  bs_rec **rec;
-} bs_mark;
-
-struct cat_bstats {
-  int stype;              /* CATERVA_STATS_* */
-  int dkind, itemsize;    /* how items are read */
-  int32_t nblocks;        /* blocks per chunk */
-  int64_t n;              /* chunk positions */
-  bs_rec **rec;           /* n records, NULL: unknown */
-  int64_t cap;            /* room in rec (>= n); grows geometrically, so appending chunk
-                           * after chunk (a table growing by a million rows) stays linear */
-  bool dirty;             /* differs from what the trailer holds */
-  bool broken;            /* positions lost (out of memory): nothing is trusted or stored */
-  bs_mark *marks;         /* begin mark first, then savepoints in increasing level */
-  int nmarks, capmarks;
-  int64_t hint_pos;       /* chunk position of the hint, -1: none */
-  const uint8_t *hint_img;/* its uncompressed image (with hint_dirty: right only in the
-                           * blocks flagged there) */
-  const uint8_t *hint_dirty; /* NULL, or per block: changed (the others kept their bytes) */
-  bs_rec *hint_rec;       /* or its record, taken from another array (a raw copy), or
-                           * computed ahead (wstore.c) */
-  bool hint_ahead;        /* hint_rec was computed ahead: it holds only when the chunk is
-                           * stored as the bytes it was computed from (not as a special
-                           * entry), which its fingerprint tells */
-  const cat_geom *geom;   /* geometry of new chunks while a resize renumbers them, or NULL */
-  uint8_t *scratch;       /* verify(): a chunk's bytes copied from the file */
-  size_t scratch_cap;
-  /* The stored form last built by cat_bs_store, kept so that the next store re-encodes only
-   * the positions whose record changed. Records are immutable once installed, so a record
-   * pointer identifies its encoding; enc_rec holds a reference on each, so a pointer cannot
-   * be freed and reused for another record while it is compared. */
-  uint8_t *enc;           /* enc_size bytes (msgpack bin header included), or NULL */
-  int64_t enc_size;
-  bs_rec **enc_rec;       /* enc_n records encoded in enc, by position */
-  int64_t enc_n;
-};
-
-static void rec_unref(bs_rec *r) {
-  if (r != NULL && --r->refs == 0) free(r);
-}
-
-/* A record has its blocks' statistics, then their starts (uint32 each). */
-static bs_rec *rec_new(int32_t nblocks) {
-  bs_rec *r = calloc(1, sizeof *r + (size_t)nblocks * (sizeof(caterva_block_stats) + 4));
-  if (r != NULL) r->refs = 1;
-  return r;
-}
-
-static uint32_t *rec_starts(bs_rec *r, int32_t nblocks) { return (uint32_t *)(r->b + nblocks); }
 
 /* Record the block starts of chunk bytes in r (left 0 when the chunk has no table). */
 static void rec_set_starts(bs_rec *r, int32_t nblocks, const uint8_t *chunk, int32_t cbytes) {
   cat_chunk_span sp;
   int32_t need;
-  uint32_t *st = rec_starts(r, nblocks);
+  uint32_t *st = cat_bs_rec_starts(r, nblocks);
   if (chunk == NULL || cat_chunk_span_init(chunk, cbytes, cbytes, &sp, &need) < 0 ||
       sp.table == 0 || sp.plain || sp.whole_only || sp.nblocks != nblocks)
     return;
   for (int32_t j = 0; j < nblocks; j++) st[j] = cat_le32(chunk + sp.table + 4 * (size_t)j);
 }
 
-static void recs_free(bs_rec **rec, int64_t n) {
-  for (int64_t i = 0; rec != NULL && i < n; i++) rec_unref(rec[i]);
-  free(rec);
-}
-
 static void marks_drop(cat_bstats *bs, int level) {
   while (bs->nmarks > 0 && bs->marks[bs->nmarks - 1].level >= level) {
     bs_mark *m = &bs->marks[--bs->nmarks];
-    recs_free(m->rec, m->n);
+    cat_bs_recs_free(m->rec, m->n);
   }
-}
-
-/* Forget the kept stored form (the next store encodes every position). */
-static void enc_drop(cat_bstats *bs) {
-  recs_free(bs->enc_rec, bs->enc_n);
-  free(bs->enc);
-  bs->enc = NULL;
-  bs->enc_rec = NULL;
-  bs->enc_size = bs->enc_n = 0;
-}
-
-void cat_bs_free(cat_bstats *bs) {
-  if (bs == NULL) return;
-  enc_drop(bs);
-  marks_drop(bs, INT32_MIN);
-  free(bs->marks);
-  recs_free(bs->rec, bs->n);
-  free(bs->scratch);
-  free(bs);
 }
 
 /* A copy of rec[0..n) with a reference taken on each record. */
@@ -184,33 +66,9 @@ static bs_rec **recs_dup(bs_rec *const *rec, int64_t n) {
   return c;
 }
 
-/* ---- dtypes --------------------------------------------------------------------------- */
-
-static int stats_type_of(const char *dtype, int itemsize, int *kind) {
-  caterva_dtype_info info;
-  *kind = CATERVA_KIND_OPAQUE;
-  if (dtype == NULL || caterva_dtype_parse(dtype, &info) != CATERVA_OK || info.big_endian ||
-      info.itemsize != itemsize)
-    return CATERVA_STATS_NONE;
-  *kind = info.kind;
-  switch (info.kind) {
-  case CATERVA_KIND_FLOAT:
-    return itemsize == 2 || itemsize == 4 || itemsize == 8 ? CATERVA_STATS_FLOAT
-                                                           : CATERVA_STATS_NONE;
-  case CATERVA_KIND_INT:
-  case CATERVA_KIND_BOOL:
-    return itemsize == 1 || itemsize == 2 || itemsize == 4 || itemsize == 8 ? CATERVA_STATS_INT
-                                                                            : CATERVA_STATS_NONE;
-  case CATERVA_KIND_UINT:
-    return itemsize == 1 || itemsize == 2 || itemsize == 4 || itemsize == 8 ? CATERVA_STATS_UINT
-                                                                            : CATERVA_STATS_NONE;
-  default: return CATERVA_STATS_NONE;
-  }
-}
-
 int caterva_array_stats_type(const caterva_array *a) {
   int kind;
-  return a == NULL ? CATERVA_STATS_NONE : stats_type_of(a->dtype, a->g.itemsize, &kind);
+  return a == NULL ? CATERVA_STATS_NONE : cat_bs_stats_type(a->dtype, a->g.itemsize, &kind);
 }
 
 int caterva_array_has_stats(const caterva_array *a) {
@@ -378,7 +236,7 @@ static int64_t block_extent(const cat_geom *g, const int64_t *cc, int32_t nb, in
 }
 
 /* Statistics of one block image (blockitems items in C order over the blockshape). */
-static void block_compute(const cat_bstats *bs, const cat_geom *g, const int64_t *cc, int32_t nb,
+void cat_bs_block_compute(const cat_bstats *bs, const cat_geom *g, const int64_t *cc, int32_t nb,
                           const uint8_t *blk, caterva_block_stats *s) {
   int64_t ext[CATERVA_MAX_DIM], idx[CATERVA_MAX_DIM] = {0}, stride[CATERVA_MAX_DIM], total;
   int nd = g->ndim, k;
@@ -406,11 +264,11 @@ static void block_compute(const cat_bstats *bs, const cat_geom *g, const int64_t
 static bs_rec *rec_compute(const cat_bstats *bs, const cat_geom *g, int64_t n,
                            const uint8_t *img, uint64_t fp) {
   int64_t cc[CATERVA_MAX_DIM];
-  bs_rec *r = rec_new(bs->nblocks);
+  bs_rec *r = cat_bs_rec_new(bs->nblocks);
   if (r == NULL) return NULL;
   cat_geom_chunk_coords(g, n, cc);
   for (int32_t b = 0; b < bs->nblocks; b++)
-    block_compute(bs, g, cc, b, img + (size_t)b * (size_t)g->blocksize, &r->b[b]);
+    cat_bs_block_compute(bs, g, cc, b, img + (size_t)b * (size_t)g->blocksize, &r->b[b]);
   r->fp = fp;
   r->verified = true;
   return r;
@@ -420,7 +278,7 @@ static bs_rec *rec_compute(const cat_bstats *bs, const cat_geom *g, int64_t n,
 static bs_rec *rec_uniform(const cat_bstats *bs, const cat_geom *g, int64_t n,
                            const uint8_t *item, uint64_t fp) {
   int64_t cc[CATERVA_MAX_DIM], ext[CATERVA_MAX_DIM];
-  bs_rec *r = rec_new(bs->nblocks);
+  bs_rec *r = cat_bs_rec_new(bs->nblocks);
   caterva_block_stats one;
   if (r == NULL) return NULL;
   cat_geom_chunk_coords(g, n, cc);
@@ -476,12 +334,12 @@ static bs_rec *rec_patched(const cat_bstats *bs, const cat_geom *g, int64_t n,
                            const uint8_t *img, const uint8_t *dirty, const bs_rec *old,
                            const uint8_t *chunk, int32_t cbytes) {
   int64_t cc[CATERVA_MAX_DIM];
-  bs_rec *r = rec_new(bs->nblocks);
+  bs_rec *r = cat_bs_rec_new(bs->nblocks);
   if (r == NULL) return NULL;
   memcpy(r->b, old->b, (size_t)bs->nblocks * sizeof *r->b);
   cat_geom_chunk_coords(g, n, cc);
   for (int32_t b = 0; b < bs->nblocks; b++)
-    if (dirty[b]) block_compute(bs, g, cc, b, img + (size_t)b * (size_t)g->blocksize, &r->b[b]);
+    if (dirty[b]) cat_bs_block_compute(bs, g, cc, b, img + (size_t)b * (size_t)g->blocksize, &r->b[b]);
   r->fp = fingerprint(chunk, (size_t)cbytes);
   r->verified = true;
   return r;
@@ -515,7 +373,7 @@ static bool positions_shift(cat_bstats *bs, int op, int64_t pos) {
     p[pos] = NULL;
     bs->n++;
   } else if (op == CAT_EDIT_DELETE) {
-    rec_unref(bs->rec[pos]);
+    cat_bs_rec_unref(bs->rec[pos]);
     memmove(bs->rec + pos, bs->rec + pos + 1, (size_t)(bs->n - pos - 1) * sizeof *bs->rec);
     bs->n--;
   }
@@ -529,6 +387,10 @@ void cat_bs_edit_hook(void *arg, caterva_ctx *ctx, int op, int64_t pos, const ui
   bs_rec *r = NULL;
   if (bs == NULL || bs->broken) return;
   bs->dirty = true;
+  if (cat_bs_load_all(NULL, bs) < 0) { /* records move: every one is read first */
+    bs->broken = true;
+    return;
+  }
   /* an edit outside the array's chunk grid (a caller editing the super-chunk directly) has
    * no position to describe: the statistics are dropped, never computed for it */
   if (pos < 0 || pos > bs->n || (op != CAT_EDIT_INSERT && pos == bs->n) ||
@@ -552,8 +414,8 @@ void cat_bs_edit_hook(void *arg, caterva_ctx *ctx, int op, int64_t pos, const ui
   if (r != NULL) rec_set_starts(r, bs->nblocks, chunk, cbytes);
   /* the starts of a record installed again were just rewritten in place: its pointer no
    * longer identifies its encoding */
-  if (r != NULL && r == bs->rec[pos]) enc_drop(bs);
-  rec_unref(bs->rec[pos]);
+  if (r != NULL && r == bs->rec[pos]) cat_bs_enc_drop(bs);
+  cat_bs_rec_unref(bs->rec[pos]);
   bs->rec[pos] = r; /* NULL (out of memory, undecodable): unknown, never wrong */
 }
 
@@ -576,6 +438,10 @@ void cat_bs_remap_hook(void *arg, caterva_ctx *ctx, const int64_t *map, int64_t 
   bool have_inner = false;
   if (bs == NULL || bs->broken) return;
   bs->dirty = true;
+  if (cat_bs_load_all(NULL, bs) < 0) {
+    bs->broken = true;
+    return;
+  }
   g = bs->geom != NULL ? bs->geom : &a->g;
   rec = calloc(n > 0 ? (size_t)n : 1, sizeof *rec);
   if (rec == NULL) {
@@ -596,8 +462,8 @@ void cat_bs_remap_hook(void *arg, caterva_ctx *ctx, const int64_t *map, int64_t 
       rec[i] = inner;
     }
   }
-  rec_unref(inner);
-  recs_free(bs->rec, bs->n); /* the removed chunks' records */
+  cat_bs_rec_unref(inner);
+  cat_bs_recs_free(bs->rec, bs->n); /* the removed chunks' records */
   bs->rec = rec;
   bs->n = n;
   bs->cap = n > 0 ? n : 1;
@@ -624,8 +490,9 @@ void cat_bs_hint_copy(caterva_array *b, int64_t pos, caterva_array *a, int64_t a
   b->bs->hint_rec = NULL;
   b->bs->hint_dirty = NULL;
   b->bs->hint_ahead = false;
-  if (a->bs == NULL || a->bs->broken || apos >= a->bs->n || a->bs->rec[apos] == NULL ||
-      !a->bs->rec[apos]->verified || a->bs->stype != b->bs->stype ||
+  if (a->bs == NULL || a->bs->broken || apos < 0 || apos >= a->bs->n ||
+      cat_bs_rec_at(a->bs, apos) == NULL || !a->bs->rec[apos]->verified ||
+      a->bs->stype != b->bs->stype ||
       a->bs->nblocks != b->bs->nblocks)
     return;
   b->bs->hint_pos = pos;
@@ -662,29 +529,18 @@ cat_bs_rec *cat_bs_rec_ref(caterva_ctx *ctx, caterva_array *a, int64_t n) {
 }
 
 int cat_bs_rec_is(const caterva_array *a, int64_t n, const cat_bs_rec *r) {
-  return a->bs != NULL && !a->bs->broken && n >= 0 && n < a->bs->n && a->bs->rec[n] == r;
+  return a->bs != NULL && !a->bs->broken && n >= 0 && n < a->bs->n && cat_bs_rec_at(a->bs, n) == r;
 }
 
-void cat_bs_rec_drop(cat_bs_rec *r) { rec_unref(r); }
-
-static cat_bstats *bs_new(const caterva_array *a, int stype, int kind) {
-  cat_bstats *bs = calloc(1, sizeof *bs);
-  if (bs == NULL) return NULL;
-  bs->stype = stype;
-  bs->dkind = kind;
-  bs->itemsize = a->g.itemsize;
-  bs->nblocks = a->g.nblocks;
-  bs->hint_pos = -1;
-  return bs;
-}
+void cat_bs_rec_drop(cat_bs_rec *r) { cat_bs_rec_unref(r); }
 
 /* Start keeping statistics for an array that has no chunks yet. */
 int cat_bs_enable_new(caterva_ctx *ctx, caterva_array *a) {
-  int kind, stype = stats_type_of(a->dtype, a->g.itemsize, &kind);
+  int kind, stype = cat_bs_stats_type(a->dtype, a->g.itemsize, &kind);
   (void)ctx;
   if (stype == CATERVA_STATS_NONE || a->bs != NULL || caterva_schunk_nchunks(a->sc) != 0)
     return CATERVA_OK;
-  a->bs = bs_new(a, stype, kind);
+  a->bs = cat_bs_new(a, stype, kind);
   if (a->bs == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
   a->bs->dirty = true;
   return CATERVA_OK;
@@ -703,7 +559,7 @@ int cat_bs_reshaped(caterva_ctx *ctx, caterva_array *a, const int64_t *old_shape
   int64_t cc[CATERVA_MAX_DIM];
   if (bs == NULL || bs->broken) return CATERVA_OK;
   bs->dirty = true;
-  if (bs->n != g->nchunks || bs->nblocks != g->nblocks) {
+  if (bs->n != g->nchunks || bs->nblocks != g->nblocks || cat_bs_load_all(NULL, bs) < 0) {
     bs->broken = true;
     return CATERVA_OK;
   }
@@ -719,7 +575,7 @@ int cat_bs_reshaped(caterva_ctx *ctx, caterva_array *a, const int64_t *old_shape
       if (old_shape[k] != g->shape[k] && (was_cut || is_cut) && old_shape[k] > lo) edge = true;
     }
     if (!edge) continue;
-    rec_unref(bs->rec[n]);
+    cat_bs_rec_unref(bs->rec[n]);
     bs->rec[n] = NULL;
     special = caterva_schunk_chunk_special(a->sc, n);
     if (special < 0) continue;
@@ -738,7 +594,10 @@ int cat_bs_reshaped(caterva_ctx *ctx, caterva_array *a, const int64_t *old_shape
 int cat_bs_mark(caterva_ctx *ctx, caterva_array *a, int level) {
   cat_bstats *bs = a->bs;
   bs_mark *m;
+  int rc;
   if (bs == NULL) return CATERVA_OK;
+  rc = cat_bs_load_all(ctx, bs); /* a mark copies every record */
+  if (rc < 0) return rc;
   marks_drop(bs, level);
   if (bs->nmarks == bs->capmarks) {
     int cap = bs->capmarks ? 2 * bs->capmarks : 8;
@@ -784,7 +643,7 @@ void cat_bs_rollback_to(caterva_array *a, int level) {
     bs->broken = true;
     return;
   }
-  recs_free(bs->rec, bs->n);
+  cat_bs_recs_free(bs->rec, bs->n);
   bs->rec = c;
   bs->n = m->n;
   bs->cap = m->n > 0 ? m->n : 1;
@@ -801,207 +660,16 @@ void cat_bs_end(caterva_array *a) {
   if (a->bs != NULL) marks_drop(a->bs, INT32_MIN);
 }
 
-/* ---- the stored form ----------------------------------------------------------------- */
-
-static void put64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static int stored_size(const cat_bstats *bs, int ndim, int64_t *size) {
-  int64_t per, body;
-  if (!cat_mul64(bs->nblocks, BS_REC, &per) || !cat_add64(per, BS_CHUNK_HEAD, &per) ||
-      !cat_mul64(per, bs->n, &body) || !cat_add64(body, BS_HEAD + 8 * ndim + 5, size) ||
-      *size > CAT_BS_MAX)
-    return CATERVA_E_UNSUPPORTED;
-  *size = (*size + 7) / 8 * 8; /* padded: 8-byte items compress with shuffle */
-  return CATERVA_OK;
-}
-
-static uint64_t scalar_bits(caterva_scalar v) { return v.u; }
-
-static void encode_chunk(const cat_bstats *bs, bs_rec *r, uint8_t *p) {
-  const uint32_t *st;
-  memset(p, 0, BS_CHUNK_HEAD + (size_t)bs->nblocks * BS_REC);
-  if (r == NULL) return;
-  st = rec_starts(r, bs->nblocks);
-  put64(p, r->fp);
-  p += BS_CHUNK_HEAD;
-  for (int32_t b = 0; b < bs->nblocks; b++, p += BS_REC) {
-    const caterva_block_stats *s = &r->b[b];
-    put64(p, scalar_bits(s->min));
-    put64(p + 8, scalar_bits(s->max));
-    put64(p + 16, scalar_bits(s->sum));
-    put32(p + 24, (uint32_t)s->nvalid);
-    put32(p + 28, (uint32_t)s->nnan);
-    put32(p + 32, s->sum_overflow ? BS_FLAG_SUM_OVERFLOW : 0);
-    put32(p + 36, st[b]);
-  }
-}
-
-/* The stored form's header: the msgpack bin 32 lead-in, then the layout's header. */
-static void encode_head(const cat_bstats *bs, const cat_geom *g, uint8_t *buf, int64_t size) {
-  int64_t body = size - 5;
-  uint8_t *p = buf + 5;
-  buf[0] = 0xC6; /* msgpack bin 32, big-endian length */
-  for (int i = 0; i < 4; i++) buf[1 + i] = (uint8_t)((uint64_t)body >> (24 - 8 * i));
-  memset(p, 0, BS_HEAD);
-  memcpy(p, BS_MAGIC, 4);
-  p[4] = BS_VERSION;
-  p[5] = (uint8_t)bs->stype;
-  p[6] = (uint8_t)g->ndim;
-  put32(p + 8, (uint32_t)bs->nblocks);
-  put64(p + 16, (uint64_t)bs->n);
-  for (int k = 0; k < g->ndim; k++) put64(p + BS_HEAD + 8 * k, (uint64_t)g->shape[k]);
-}
-
-/* Bring the kept stored form up to date with bs->rec: positions whose record is the one
- * already encoded there are left as they are (all of them are encoded when the form's size
- * or number of positions changed). */
-static int encode_all(caterva_ctx *ctx, cat_bstats *bs, const cat_geom *g, int64_t size) {
-  size_t per = BS_CHUNK_HEAD + (size_t)bs->nblocks * BS_REC;
-  uint8_t *p;
-  if (bs->enc == NULL || bs->enc_size != size || bs->enc_n != bs->n) {
-    enc_drop(bs);
-    bs->enc = calloc(1, (size_t)size);
-    bs->enc_rec = calloc((size_t)(bs->n > 0 ? bs->n : 1), sizeof *bs->enc_rec);
-    if (bs->enc == NULL || bs->enc_rec == NULL) {
-      enc_drop(bs);
-      return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
-    }
-    bs->enc_size = size; /* zeroed: every position reads as having no record */
-    bs->enc_n = bs->n;
-  }
-  encode_head(bs, g, bs->enc, size);
-  p = bs->enc + 5 + BS_HEAD + 8 * g->ndim;
-  for (int64_t n = 0; n < bs->n; n++, p += per) {
-    bs_rec *r = bs->rec[n];
-    if (r == bs->enc_rec[n]) continue;
-    encode_chunk(bs, r, p);
-    if (r != NULL) r->refs++;
-    rec_unref(bs->enc_rec[n]);
-    bs->enc_rec[n] = r;
-  }
-  return CATERVA_OK;
-}
-
-/* Write the statistics into the trailer (part of the open transaction, if any). */
-int cat_bs_store(caterva_ctx *ctx, caterva_array *a) {
-  int rc = CATERVA_OK;
-  cat_bstats *bs = a->bs;
-  const cat_geom *g = &a->g;
-  int64_t size;
-  if (bs == NULL || !bs->dirty) return CATERVA_OK;
-  if (bs->broken || bs->n != g->nchunks || bs->nblocks != g->nblocks ||
-      stored_size(bs, g->ndim, &size) < 0) {
-    /* Not stored: what the trailer holds keeps its fingerprints, so it is never misread;
-     * drop it anyway so that the file does not carry statistics nobody maintains. */
-    enc_drop(bs);
-    rc = caterva_schunk_vlmeta_delete(ctx, a->sc, BS_ATTR);
-    if (rc == CATERVA_E_NOTFOUND) rc = CATERVA_OK;
-    if (rc >= 0) bs->dirty = false;
-    if (ctx != NULL && rc >= 0) ctx->errmsg[0] = '\0';
-    return rc;
-  }
-  CAT_TRY(leave, encode_all(ctx, bs, g, size));
-  CAT_TRY(leave, caterva_schunk_vlmeta_set(ctx, a->sc, BS_ATTR, bs->enc, (int32_t)size));
-  bs->dirty = false;
-leave:
-  return rc;
-}
-
-/* Decode the chunk records of a validated stored form. false: out of memory. */
-static bool decode_chunks(cat_bstats *bs, const uint8_t *p) {
-  for (int64_t n = 0; n < bs->n; n++, p += BS_CHUNK_HEAD + (size_t)bs->nblocks * BS_REC) {
-    const uint8_t *q = p + BS_CHUNK_HEAD;
-    bs_rec *r;
-    if (cat_le64(p) == 0) continue;
-    r = rec_new(bs->nblocks);
-    if (r == NULL) return false;
-    r->fp = cat_le64(p);
-    for (int32_t b = 0; b < bs->nblocks; b++, q += BS_REC) {
-      rec_starts(r, bs->nblocks)[b] = cat_le32(q + 36);
-      caterva_block_stats *s = &r->b[b];
-      s->min.u = cat_le64(q);
-      s->max.u = cat_le64(q + 8);
-      s->sum.u = cat_le64(q + 16);
-      s->nvalid = cat_le32(q + 24);
-      s->nnan = cat_le32(q + 28);
-      s->sum_overflow = (cat_le32(q + 32) & BS_FLAG_SUM_OVERFLOW) != 0;
-    }
-    bs->rec[n] = r;
-  }
-  return true;
-}
-
-/* Check the stored form against the array; NULL body when it does not describe it. */
-static const uint8_t *parse_stored(const caterva_array *a, const cat_bstats *bs,
-                                   const uint8_t *v, int32_t len) {
-  const cat_geom *g = &a->g;
-  int64_t size;
-  uint32_t body;
-  if (len < 5 || v[0] != 0xC6) return NULL;
-  body = (uint32_t)v[1] << 24 | (uint32_t)v[2] << 16 | (uint32_t)v[3] << 8 | v[4];
-  if ((int64_t)body != (int64_t)len - 5 || body < BS_HEAD) return NULL;
-  v += 5;
-  if (memcmp(v, BS_MAGIC, 4) != 0 || v[4] != BS_VERSION || v[5] != bs->stype ||
-      v[6] != g->ndim || (int64_t)cat_le32(v + 8) != g->nblocks ||
-      (int64_t)cat_le64(v + 16) != g->nchunks)
-    return NULL;
-  if (stored_size(bs, g->ndim, &size) < 0 || size != len) return NULL;
-  for (int k = 0; k < g->ndim; k++)
-    if ((int64_t)cat_le64(v + BS_HEAD + 8 * k) != g->shape[k]) return NULL;
-  return v + BS_HEAD + 8 * g->ndim;
-}
-
-/* At open: take the stored statistics when they describe this array; otherwise the array
- * has none (queries work without them). Never fails but for lack of memory. */
-int cat_bs_load(caterva_ctx *ctx, caterva_array *a) {
-  int rc = CATERVA_OK, kind, stype = stats_type_of(a->dtype, a->g.itemsize, &kind);
-  uint8_t *v = NULL;
-  int32_t len = 0;
-  const uint8_t *body;
-  cat_bstats *bs = NULL;
-  cat_bs_free(a->bs);
-  a->bs = NULL;
-  if (stype == CATERVA_STATS_NONE) goto leave;
-  rc = caterva_schunk_vlmeta_get(ctx, a->sc, BS_ATTR, &v, &len);
-  if (rc == CATERVA_E_NOMEM) goto leave; /* a writer without them would leave them stale */
-  if (rc < 0) {
-    if (ctx != NULL) ctx->errmsg[0] = '\0';
-    rc = CATERVA_OK;
-    goto leave;
-  }
-  rc = CATERVA_OK;
-  bs = bs_new(a, stype, kind);
-  CAT_CHECK(leave, bs != NULL, CATERVA_E_NOMEM, "out of memory");
-  bs->n = a->g.nchunks;
-  body = parse_stored(a, bs, v, len);
-  if (body == NULL) goto leave;
-  bs->rec = calloc((size_t)(bs->n > 0 ? bs->n : 1), sizeof *bs->rec);
-  bs->cap = bs->rec != NULL && bs->n > 0 ? bs->n : 1;
-  CAT_CHECK(leave, bs->rec != NULL && decode_chunks(bs, body), CATERVA_E_NOMEM,
-            "out of memory");
-  a->bs = bs;
-  bs = NULL;
-leave:
-  cat_bs_free(bs);
-  free(v);
-  return rc;
-}
-
 /* ---- reading ------------------------------------------------------------------------- */
 
 int cat_bs_block_starts(const caterva_array *a, int64_t nchunk, uint32_t *out) {
-  const cat_bstats *bs = a->bs;
+  cat_bstats *bs = a->bs;
   bs_rec *r;
   const uint32_t *st;
   if (bs == NULL || bs->broken || nchunk < 0 || nchunk >= bs->n || bs->n != a->g.nchunks ||
-      bs->nblocks != a->g.nblocks || (r = bs->rec[nchunk]) == NULL)
+      bs->nblocks != a->g.nblocks || (r = cat_bs_rec_at(bs, nchunk)) == NULL)
     return 0;
-  st = rec_starts(r, bs->nblocks);
+  st = cat_bs_rec_starts(r, bs->nblocks);
   for (int32_t j = 0; j < bs->nblocks; j++)
     if (st[j] == 0) return 0;
   memcpy(out, st, (size_t)bs->nblocks * sizeof *out);
@@ -1044,7 +712,7 @@ int caterva_array_block_stats(caterva_ctx *ctx, caterva_array *a, int64_t nchunk
   if (bs == NULL || bs->broken || nchunk < 0 || nchunk >= bs->n || nblock < 0 ||
       nblock >= bs->nblocks || bs->n != a->g.nchunks)
     goto leave;
-  r = bs->rec[nchunk];
+  r = cat_bs_rec_at(bs, nchunk);
   if (r == NULL || r->stale) goto leave;
   if (!r->verified) {
     CAT_TRY(leave, rc = verify(ctx, a, nchunk, r));
@@ -1059,107 +727,6 @@ int caterva_array_block_stats(caterva_ctx *ctx, caterva_array *a, int64_t nchunk
   rc = 1;
 leave:
   return rc;
-}
-
-/* ---- checking decoded blocks ------------------------------------------------------------ */
-
-/*
- * A block decoded from chunk bytes is checked against its record when the record was written
- * for those bytes as far as the chunk's layout tells: every block start recorded for the chunk
- * equals the chunk's own block-start table. The record's fingerprint is not asked: a byte
- * flipped inside a block changes it as much as another writer's new chunk does, and checking
- * it would read the whole chunk. The check computes the block's statistics from the decoded
- * items exactly as the writer did (block_compute: the same items, order and types, so the sum
- * agrees bit for bit) and compares all of them: present and NaN counts, min, max, sum, the
- * overflow flag.
- *
- * What it cannot see: chunks without recorded starts (special chunks, memcpyed chunks, files
- * written before the starts were recorded, chunks of another blocksize), arrays without
- * statistics, and a change that leaves every statistic of the block as it was. A writer that
- * rewrote a chunk into blocks of exactly the same compressed sizes and kept our trailer looks
- * like damage to it (block_checks=off reads such a file).
- */
-
-int cat_array_checks_blocks(const caterva_array *a) {
-  if (a->check_blocks != CATERVA_CHECKS_DEFAULT) return a->check_blocks == CATERVA_CHECKS_ON;
-  return 1;
-}
-
-void caterva_array_set_block_checks(caterva_array *a, int mode) {
-  if (a != NULL && (mode == CATERVA_CHECKS_DEFAULT || mode == CATERVA_CHECKS_ON ||
-                    mode == CATERVA_CHECKS_OFF))
-    a->check_blocks = mode;
-}
-
-int caterva_array_block_checks(const caterva_array *a) {
-  return a != NULL && a->bs != NULL && !a->bs->broken && cat_array_checks_blocks(a);
-}
-
-const cat_bs_rec *cat_bs_check_rec(const caterva_array *a, int64_t nchunk, const uint8_t *chunk,
-                                   int32_t cbytes) {
-  const cat_bstats *bs = a->bs;
-  cat_chunk_span sp;
-  int32_t need;
-  const uint32_t *st;
-  bs_rec *r;
-  if (bs == NULL || bs->broken || !cat_array_checks_blocks(a) || nchunk < 0 ||
-      nchunk >= bs->n || bs->n != a->g.nchunks || bs->nblocks != a->g.nblocks ||
-      (r = bs->rec[nchunk]) == NULL || chunk == NULL ||
-      cat_chunk_span_init(chunk, cbytes, cbytes, &sp, &need) < 0 || sp.table == 0 || sp.plain ||
-      sp.whole_only || sp.nblocks != bs->nblocks || sp.nbytes != a->g.chunksize ||
-      sp.blocksize != a->g.blocksize)
-    return NULL;
-  st = rec_starts(r, bs->nblocks);
-  for (int32_t j = 0; j < bs->nblocks; j++)
-    if (st[j] == 0 || st[j] != cat_le32(chunk + sp.table + 4 * (size_t)j)) return NULL;
-  return r;
-}
-
-/* Which statistic of s differs from the recorded w (CAT_BS_BAD_*), or 0. */
-static int stats_differ(const caterva_block_stats *s, const caterva_block_stats *w) {
-  if (s->nvalid != w->nvalid) return CAT_BS_BAD_COUNT;
-  if (s->nnan != w->nnan) return CAT_BS_BAD_NAN;
-  if (s->nvalid == 0) return 0; /* min, max and sum are the starting values on both sides */
-  if (s->min.u != w->min.u) return CAT_BS_BAD_MIN;
-  if (s->max.u != w->max.u) return CAT_BS_BAD_MAX;
-  if (s->sum_overflow != w->sum_overflow || s->sum.u != w->sum.u) return CAT_BS_BAD_SUM;
-  return 0;
-}
-
-int cat_bs_check_block(const caterva_array *a, const cat_bs_rec *r, int64_t nchunk,
-                       int32_t nblock, const uint8_t *data) {
-  int64_t cc[CATERVA_MAX_DIM];
-  caterva_block_stats s;
-  if (r == NULL || nblock < 0 || nblock >= a->bs->nblocks) return 0;
-  cat_geom_chunk_coords(&a->g, nchunk, cc);
-  block_compute(a->bs, &a->g, cc, nblock, data, &s);
-  return stats_differ(&s, &r->b[nblock]);
-}
-
-int cat_bs_corrupt(caterva_ctx *ctx, const caterva_array *a, int64_t nchunk, int32_t nblock,
-                   int what) {
-  static const char *const names[] = {"", "count of present items", "count of NaN items",
-                                      "minimum", "maximum", "sum"};
-  const char *path = a->sc != NULL && a->sc->path != NULL ? a->sc->path : "(in memory)";
-  const char *q = strchr(path, '?'); /* a presigned URL's signature stays out of messages */
-  if (what < 1 || what > CAT_BS_BAD_SUM) what = CAT_BS_BAD_SUM;
-  return cat_error(ctx, CATERVA_E_CORRUPT,
-                   "corrupt block: %.*s%s, chunk %lld, block %d: its decoded values disagree "
-                   "with the block's recorded statistics (%s)",
-                   q != NULL ? (int)(q - path) : (int)strlen(path), path, q != NULL ? "?..." : "",
-                   (long long)nchunk, (int)nblock, names[what]);
-}
-
-int cat_bs_check_blocks(caterva_ctx *ctx, const caterva_array *a, int64_t nchunk,
-                        const uint8_t *chunk, int32_t cbytes, const int32_t *blocks, int32_t n,
-                        const uint8_t *data) {
-  const cat_bs_rec *r = cat_bs_check_rec(a, nchunk, chunk, cbytes);
-  for (int32_t i = 0; r != NULL && i < n; i++) {
-    int what = cat_bs_check_block(a, r, nchunk, blocks[i],
-                                  data + (size_t)i * (size_t)a->g.blocksize);
-    if (what != 0) return cat_bs_corrupt(ctx, a, nchunk, blocks[i], what);
-  }
-  return CATERVA_OK;
 }
 
 /* ---- building ------------------------------------------------------------------------ */
@@ -1178,7 +745,7 @@ static int build_one(caterva_ctx *ctx, caterva_array *a, int64_t n) {
     CAT_TRY(leave, caterva_schunk_get_chunk(ctx, a->sc, n, &chunk, &cbytes));
   /* a record caterva_array_block_stats did not use (an array of no blocks) is replaced:
    * overwritten, it leaked (tests/fuzz/fuzz_sql) */
-  rec_unref(bs->rec[n]);
+  cat_bs_rec_unref(bs->rec[n]);
   bs->rec[n] = rec_for_chunk(ctx, bs, &a->g, n, chunk, cbytes, special, NULL);
   CAT_CHECK(leave, bs->rec[n] != NULL, CATERVA_E_CORRUPT,
             "chunk %lld cannot be decompressed for statistics", (long long)n);
@@ -1189,13 +756,13 @@ leave:
 
 int cat_bs_build(caterva_ctx *ctx, caterva_array *a,
                  int (*progress)(void *arg, int64_t done, int64_t total), void *arg) {
-  int rc = CATERVA_OK, kind, stype = stats_type_of(a->dtype, a->g.itemsize, &kind);
+  int rc = CATERVA_OK, kind, stype = cat_bs_stats_type(a->dtype, a->g.itemsize, &kind);
   if (a->bs != NULL && (a->bs->broken || a->bs->n != a->g.nchunks)) {
     cat_bs_free(a->bs);
     a->bs = NULL;
   }
   if (a->bs == NULL) {
-    a->bs = bs_new(a, stype, kind);
+    a->bs = cat_bs_new(a, stype, kind);
     CAT_CHECK(leave, a->bs != NULL, CATERVA_E_NOMEM, "out of memory");
     a->bs->n = a->g.nchunks;
     a->bs->rec = calloc((size_t)(a->bs->n > 0 ? a->bs->n : 1), sizeof *a->bs->rec);
@@ -1203,6 +770,7 @@ int cat_bs_build(caterva_ctx *ctx, caterva_array *a,
     CAT_CHECK(leave, a->bs->rec != NULL, CATERVA_E_NOMEM, "out of memory");
     a->bs->dirty = true;
   }
+  CAT_TRY(leave, cat_bs_load_all(ctx, a->bs));
   for (int64_t n = 0; n < a->g.nchunks; n++) {
     CAT_TRY(leave, build_one(ctx, a, n));
     if (progress != NULL && progress(arg, n + 1, a->g.nchunks) != 0)
@@ -1261,18 +829,56 @@ int caterva_block_stats_may_match(int stype, const caterva_block_stats *st, int 
   }
 }
 
-double caterva_array_stats_selectivity(const caterva_array *a, int op, const caterva_bound *b) {
-  const cat_bstats *bs = a != NULL ? a->bs : NULL;
-  int64_t keep = 0, total = 0;
-  if (bs == NULL || bs->broken) return 1.0;
-  for (int64_t n = 0; n < bs->n; n++) {
-    total += bs->nblocks;
-    if (bs->rec[n] == NULL) {
+/* Blocks of positions [first, first + n) whose statistics allow a match (a position without
+ * a record: all of its blocks). */
+static int64_t keep_recs(cat_bstats *bs, int64_t first, int64_t n, int op, const caterva_bound *b) {
+  int64_t keep = 0;
+  for (int64_t i = first; i < first + n; i++) {
+    const bs_rec *r = bs->rec[i];
+    if (r == NULL) {
       keep += bs->nblocks;
       continue;
     }
     for (int32_t k = 0; k < bs->nblocks; k++)
-      keep += caterva_block_stats_may_match(bs->stype, &bs->rec[n]->b[k], op, b);
+      keep += caterva_block_stats_may_match(bs->stype, &r->b[k], op, b);
+  }
+  return keep;
+}
+
+/* Blocks of page pg (n positions, not read yet) whose stored statistics allow a match, read
+ * without keeping records (unreadable: all of them). */
+static int64_t page_keep(cat_bstats *bs, int64_t pg, int64_t n, int op, const caterva_bound *b) {
+  const uint8_t *page = NULL;
+  caterva_block_stats st;
+  int64_t keep = 0;
+  if (cat_bs_page_bytes(bs, pg, &page) != n) return n * bs->nblocks;
+  for (int64_t i = 0; i < n; i++)
+    for (int32_t k = 0; k < bs->nblocks; k++)
+      keep += !cat_bs_page_block(bs, page, i, k, &st) ||
+              caterva_block_stats_may_match(bs->stype, &st, op, b);
+  return keep;
+}
+
+double caterva_array_stats_selectivity(const caterva_array *a, int op, const caterva_bound *b) {
+  cat_bstats *bs = a != NULL ? a->bs : NULL;
+  int64_t keep = 0, total = 0, page, npages, step;
+  if (bs == NULL || bs->broken || bs->n == 0 || bs->nblocks == 0) return 1.0;
+  if (bs->lazy == NULL)
+    return (double)keep_recs(bs, 0, bs->n, op, b) / ((double)bs->n * (double)bs->nblocks);
+  /* stored records not read yet: an estimate from CAT_BS_SAMPLE_PAGES pages spread over the
+   * array when it has more, each read without keeping its records (an estimate should not
+   * cost what the array holds) */
+  page = bs->lazy->page;
+  npages = (bs->n + page - 1) / page;
+  step = npages > CAT_BS_SAMPLE_PAGES ? npages / CAT_BS_SAMPLE_PAGES : 1;
+  for (int64_t pg = 0; pg < npages; pg += step) {
+    int64_t first = pg * page, n = bs->n - first < page ? bs->n - first : page, k;
+    if (bs->lazy->loaded[pg])
+      k = keep_recs(bs, first, n, op, b);
+    else
+      k = page_keep(bs, pg, n, op, b);
+    keep += k;
+    total += n * bs->nblocks;
   }
   return total > 0 ? (double)keep / (double)total : 1.0;
 }

@@ -211,6 +211,14 @@ int cat_frame_parse_contiguous(caterva_ctx *ctx, caterva_schunk *sc, const uint8
 
 /* A new, empty schunk of the given store (no file, no chunks). */
 caterva_schunk *cat_sc_alloc(int store);
+/* The compressed chunk of vlmetalayer name (borrowed: valid until the vlmetalayers change),
+ * or CATERVA_E_NOTFOUND. Reading it a few blocks at a time is the caller's business. */
+int cat_sc_vlmeta_chunk(const caterva_schunk *sc, const char *name, const uint8_t **chunk,
+                        int32_t *cbytes);
+/* caterva_schunk_vlmeta_set with a content of up to max bytes (at most
+ * CATERVA_CHUNK_MAX_NBYTES): the block statistics of very large arrays. */
+int cat_sc_vlmeta_set_max(caterva_ctx *ctx, caterva_schunk *sc, const char *name,
+                          const void *content, int32_t len, int32_t max);
 
 /* ---- frame_file.c (and frame_sparse.c, frame_contig.c, frame_stored.c, frame_pack.c):
  * files and directories ----------------------------------------------------------------- */

@@ -1028,14 +1028,28 @@ static int vlmeta_swap(caterva_ctx *ctx, caterva_schunk *sc, cat_vlmeta *next, i
   return CATERVA_OK;
 }
 
+int cat_sc_vlmeta_chunk(const caterva_schunk *sc, const char *name, const uint8_t **chunk,
+                        int32_t *cbytes) {
+  int k = find_vlmeta(sc, name);
+  if (k < 0) return CATERVA_E_NOTFOUND;
+  *chunk = sc->vlmeta[k].chunk;
+  *cbytes = sc->vlmeta[k].cbytes;
+  return CATERVA_OK;
+}
+
 int caterva_schunk_vlmeta_set(caterva_ctx *ctx, caterva_schunk *sc, const char *name,
                               const void *content, int32_t len) {
+  return cat_sc_vlmeta_set_max(ctx, sc, name, content, len, CAT_VLMETA_MAX);
+}
+
+int cat_sc_vlmeta_set_max(caterva_ctx *ctx, caterva_schunk *sc, const char *name,
+                          const void *content, int32_t len, int32_t max) {
   cat_vlmeta item = {NULL, NULL, 0, NULL, 0}, gone, *next = NULL;
   int k, n, rc = check_writable(ctx, sc);
   if (rc < 0) return rc;
   CAT_TRY(fail, check_name(ctx, name));
-  CAT_CHECK(fail, len >= 0 && len <= CAT_VLMETA_MAX && (content != NULL || len == 0),
-            CATERVA_E_INVALID, "vlmeta_set: content must have 0 to %d bytes", CAT_VLMETA_MAX);
+  CAT_CHECK(fail, len >= 0 && len <= max && (content != NULL || len == 0),
+            CATERVA_E_INVALID, "vlmeta_set: content must have 0 to %d bytes", (int)max);
   k = find_vlmeta(sc, name);
   CAT_CHECK(fail, k >= 0 || sc->nvlmeta < CATERVA_MAX_VLMETALAYERS, CATERVA_E_INVALID,
             "at most %d vlmetalayers", CATERVA_MAX_VLMETALAYERS);

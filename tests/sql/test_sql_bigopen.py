@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Opening a big array costs what one query needs (TAP; issue 38 part 8).
+
+Arrays of a million chunks and more of one block each (int16, chunks of 64 items, zero fill,
+made in a second by the growth path: INSERTs far past the end; real values in the last 1,000
+chunks). Their block statistics (56 bytes a chunk) used to be decoded whole at open, a record
+allocated per chunk: about 140 MB of peak memory for a million chunks; past 60 MB of them
+(about 1.1 million chunks) an array silently had none, so value predicates decoded every
+block. They are now read a page of chunks at a time when a query needs them.
+
+Each array is read in a process of its own (its peak RSS, VmHWM, is its own): opening the
+table, a value predicate on the box of the last 1,000 chunks (whose values are 0 to 6) and a
+one-cell query raise the peak RSS by less than BOUND_MB (about 140 MB before at a million
+chunks; the bound leaves room for a sanitizer's allocator); the predicate `value > 6` decodes
+no block (the statistics answer for all 1,000, also at 1.2 million chunks, where there were
+none), `value > 5` only the blocks holding a 6. The array is then written through (a cell,
+committed) and a fresh connection finds every block's statistics present and right
+(caterva_stats_check).
+
+Environment: top_builddir (the build directory).
+"""
+import json
+import os
+import subprocess
+import sys
+
+from sqltap import connect_ext, report, run_in_tmp
+
+BUILD = os.environ.get("top_builddir", ".")
+EXT = os.path.abspath(os.path.join(BUILD, ".libs", "caterva"))
+SIZES = (1000000, 1200000)  # chunks: 56 and 67 MB of statistics (the old limit: 60 MB)
+C = 64                      # items per chunk (and block)
+BOX = 1000                  # chunks holding values at the end
+BOUND_MB = 60.0             # the open, the box's predicates and a cell (~140 MB before)
+
+CHILD = r"""
+import json, sqlite3, sys
+ext, path, first = sys.argv[1], sys.argv[2], int(sys.argv[3])
+db = sqlite3.connect(":memory:")
+db.enable_load_extension(True)
+db.load_extension(ext)
+def rss():
+    # this process's peak RSS (VmHWM: ru_maxrss also counts the parent it was forked from)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024.0
+def blocks(sql, *args):
+    b0 = db.execute("SELECT caterva_blocks_read()").fetchone()[0]
+    rows = db.execute(sql, args).fetchall()
+    return rows, db.execute("SELECT caterva_blocks_read()").fetchone()[0] - b0
+before = rss()
+db.execute("CREATE VIRTUAL TABLE u USING caterva('%s')" % path)
+none = blocks("SELECT count(*) FROM u WHERE d0 >= ? AND value > 6", first)
+six = blocks("SELECT count(*) FROM u WHERE d0 >= ? AND value > 5", first)
+cell = db.execute("SELECT value FROM u WHERE d0 = ?", (first + 13,)).fetchall()
+print(json.dumps({"rise": rss() - before, "none": none, "six": six, "cell": cell}))
+"""
+
+
+def connect():
+    return connect_ext(EXT, isolation_level=None)
+
+
+def make(path, n):
+    db = connect()
+    db.execute("CREATE VIRTUAL TABLE t USING caterva('%s', shape='%d', dtype='int16', "
+               "chunks='%d', blocks='%d', fill=0)" % (path, C, C, C))
+    db.execute("INSERT INTO t VALUES(0, 1)")
+    db.execute("INSERT INTO t VALUES(?, 0)", (C * (n // 2) - 1,))  # at most 2^20 chunks a time
+    db.execute("INSERT INTO t VALUES(?, 0)", (C * n - 1,))
+    db.execute("CREATE TEMP TABLE v(d0, value)")
+    db.executemany("INSERT INTO v VALUES(?, ?)",
+                   [(d0, d0 % 7) for d0 in range(C * (n - BOX), C * n)])
+    db.execute("INSERT INTO t SELECT d0, value FROM v")  # one statement: one savepoint
+    db.close()
+
+
+def child(path, first):
+    out = subprocess.run([sys.executable, "-c", CHILD, EXT, path, str(first)],
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        report(False, "the reading process ran", out.stderr[-2000:])
+        return None
+    return json.loads(out.stdout)
+
+
+def one(tmp, n):
+    path = os.path.join(tmp, "big_%d.b2nd" % n)
+    first = C * (n - BOX)
+    make(path, n)
+    got = child(path, first)
+    if got is None:
+        return
+    sixes = sum(1 for d0 in range(first, C * n) if d0 % 7 == 6)
+    blocks6 = sum(1 for k in range(BOX) if C >= 7 or (k * C) % 7 + C > 6)
+    report(got["none"] == [[[0]], 0],
+           "%d chunks: a value predicate no cell of a box of %d chunks matches decodes no "
+           "block (their statistics answer)" % (n, BOX), repr(got["none"]))
+    report(got["six"] == [[[sixes]], blocks6],
+           "%d chunks: `value > 5` decodes only the %d blocks holding a 6" % (n, blocks6),
+           repr(got["six"]))
+    report(got["cell"] == [[(first + 13) % 7]], "%d chunks: a one-cell query reads its cell"
+           % n, repr(got["cell"]))
+    report(got["rise"] < BOUND_MB,
+           "%d chunks: the open, the box's predicates and a cell raise the peak RSS by %.1f MB "
+           "(bound %.0f MB)" % (n, got["rise"], BOUND_MB))
+    db = connect()
+    db.execute("CREATE VIRTUAL TABLE u USING caterva('%s')" % path)
+    db.execute("UPDATE u SET value = 9 WHERE d0 = ?", (C * (n // 3),))
+    db.close()
+    db = connect()
+    db.execute("CREATE VIRTUAL TABLE u USING caterva('%s')" % path)
+    chk = json.loads(db.execute("SELECT caterva_stats_check('u')").fetchone()[0])
+    n9 = db.execute("SELECT count(*) FROM u WHERE value = 9").fetchone()[0]
+    db.close()
+    report(chk.get("wrong") == 0 and chk.get("with_stats") == chk.get("blocks") == n and n9 == 1,
+           "%d chunks: written through and reopened, every block's statistics present and "
+           "right" % n, repr(chk))
+    os.unlink(path)
+
+
+def body(tmp):
+    for n in SIZES:
+        one(tmp, n)
+
+
+def main():
+    return run_in_tmp(EXT, "caterva-bigopen-", body, ram=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -60,6 +60,22 @@ static int cvRedOpsItem(const char *z, int n, CvRedOps *p, char **pzErr) {
   return SQLITE_ERROR;
 }
 
+/* The next item of a comma-separated list at *pz: its first character in *pzItem and its
+** length without surrounding blanks returned; *pz moves past the item's comma (*pbLast 0),
+** or to the terminating NUL after the last item (*pbLast 1: 'a,' has an empty last item). */
+static int cvListItem(const char **pz, const char **pzItem, int *pbLast) {
+  const char *z = *pz, *zEnd = strchr(z, ',');
+  int n;
+  if (zEnd == 0) zEnd = z + strlen(z);
+  while (z < zEnd && (*z == ' ' || *z == '\t')) z++;
+  n = (int)(zEnd - z);
+  while (n > 0 && (z[n - 1] == ' ' || z[n - 1] == '\t')) n--;
+  *pzItem = z;
+  *pbLast = *zEnd == 0;
+  *pz = *zEnd ? zEnd + 1 : zEnd;
+  return n;
+}
+
 int cvRedOpsParse(const char *zOp, CvRedOps *p, char **pzErr) {
   const char *z = zOp;
   int rc = SQLITE_OK, nItem = 0, bStats = 0;
@@ -70,17 +86,12 @@ int cvRedOpsParse(const char *zOp, CvRedOps *p, char **pzErr) {
     return SQLITE_ERROR;
   }
   while (rc == SQLITE_OK) {
-    const char *zEnd = strchr(z, ',');
-    int n;
-    if (zEnd == 0) zEnd = z + strlen(z);
-    while (z < zEnd && (*z == ' ' || *z == '\t')) z++;
-    n = (int)(zEnd - z);
-    while (n > 0 && (z[n - 1] == ' ' || z[n - 1] == '\t')) n--;
-    bStats |= n == 5 && sqlite3_strnicmp(z, "stats", 5) == 0;
-    rc = cvRedOpsItem(z, n, p, pzErr);
+    const char *zItem;
+    int bLast, n = cvListItem(&z, &zItem, &bLast);
+    bStats |= n == 5 && sqlite3_strnicmp(zItem, "stats", 5) == 0;
+    rc = cvRedOpsItem(zItem, n, p, pzErr);
     nItem++;
-    if (*zEnd == 0) break;
-    z = zEnd + 1;
+    if (bLast) break;
   }
   p->bValue = nItem == 1 && !bStats;
   return rc;
@@ -140,14 +151,9 @@ int cvRedAxesParse(int nDim, char **az, const char *zAxes, int *aMode, CvRedGrou
   int bAll = zAxes == 0 || zAxes[0] == 0;
   for (k = 0; k < nDim; k++) aMode[k] = bAll ? CATERVA_RED_REDUCE : CATERVA_RED_KEEP;
   while (!bAll && *z && rc == SQLITE_OK) {
-    const char *zEnd = strchr(z, ',');
-    int n;
-    if (zEnd == 0) zEnd = z + strlen(z);
-    while (z < zEnd && (*z == ' ' || *z == '\t')) z++;
-    n = (int)(zEnd - z);
-    while (n > 0 && (z[n - 1] == ' ' || z[n - 1] == '\t')) n--;
-    rc = cvRedAxesItem(nDim, az, z, n, aMode, aGroup, pzErr);
-    z = *zEnd ? zEnd + 1 : zEnd;
+    const char *zItem;
+    int bLast, n = cvListItem(&z, &zItem, &bLast);
+    rc = cvRedAxesItem(nDim, az, zItem, n, aMode, aGroup, pzErr);
   }
   return rc;
 }

@@ -49,20 +49,6 @@ def make_arrays(ext, src):
     db.close()
 
 
-def publish(s, src):
-    for name in ("c.b2nd", "s.b2frame"):
-        p = os.path.join(src, name)
-        if os.path.isdir(p):
-            shutil.copytree(p, os.path.join(s.root, name))
-            for f in sorted(os.listdir(p)):
-                with open(os.path.join(p, f), "rb") as fh:
-                    s.s3_put(name + "/" + f, fh.read())
-        else:
-            shutil.copyfile(p, os.path.join(s.root, name))
-            with open(p, "rb") as fh:
-                s.s3_put(name, fh.read())
-
-
 def hostport(url):
     return url.split("://", 1)[1].split("/", 1)[0]
 
@@ -78,7 +64,7 @@ def main():
         os.makedirs(src)
         make_arrays(ext, src)
         with servers.Servers(os.path.join(tmp, "srv"), what="nginx,s3,fronts") as s:
-            publish(s, src)
+            s.publish(src, ("c.b2nd", "s.b2frame"))
             ups = {"http": hostport(s.nginx_http), "s3": hostport(s.s3_endpoint),
                    "s3tok": hostport(s.s3_endpoint), "s3anon": hostport(s.s3_anon_endpoint)}
             n = 0

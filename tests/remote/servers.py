@@ -280,6 +280,21 @@ class Servers:
         return s3_request(endpoint or self.s3_endpoint, "PUT", f"/{self.bucket}/{key}",
                           self.credentials[credential], self.region, data)
 
+    def publish(self, src, names):
+        """Every array of src named in names under nginx's root and in the S3 bucket (a sparse
+        frame: each of its files)."""
+        for name in names:
+            p = os.path.join(src, name)
+            if os.path.isdir(p):
+                shutil.copytree(p, os.path.join(self.root, name))
+                for f in sorted(os.listdir(p)):
+                    with open(os.path.join(p, f), "rb") as fh:
+                        self.s3_put(name + "/" + f, fh.read())
+            else:
+                shutil.copyfile(p, os.path.join(self.root, name))
+                with open(p, "rb") as fh:
+                    self.s3_put(name, fh.read())
+
 
 
 

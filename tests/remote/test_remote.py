@@ -119,21 +119,6 @@ def make_arrays(src):
     return made
 
 
-def publish(s, src, names):
-    """Every array under nginx's root and in the S3 bucket (sparse: each file)."""
-    for name in names:
-        p = os.path.join(src, name)
-        if os.path.isdir(p):
-            shutil.copytree(p, os.path.join(s.root, name))
-            for f in sorted(os.listdir(p)):
-                with open(os.path.join(p, f), "rb") as fh:
-                    s.s3_put(name + "/" + f, fh.read())
-        else:
-            shutil.copyfile(p, os.path.join(s.root, name))
-            with open(p, "rb") as fh:
-                s.s3_put(name, fh.read())
-
-
 def queries(dims, labels):
     """(description, SQL) over table {t} and path {p}."""
     d0, d1 = dims[0], dims[1]
@@ -395,7 +380,7 @@ def hinted_blocks(s, src):
     stale = os.path.join(src, "hint_stale.b2nd")
     shutil.copyfile(a, stale)
     subprocess.run([os.path.join(tools, "cpstats"), b, stale], check=True)
-    publish(s, src, ["hint_a.b2nd", "hint_stale.b2nd"])
+    s.publish(src, ["hint_a.b2nd", "hint_stale.b2nd"])
     box = "SELECT count(*), sum(value) FROM {t} WHERE d0 BETWEEN 12 AND 17 AND d1 BETWEEN 21 " \
           "AND 28 AND d2 BETWEEN 44 AND 57"
     pred = "SELECT count(*), sum(value) FROM {t} WHERE d0 < 20 AND value > 9.9"
@@ -449,7 +434,7 @@ def flipped_blocks(s, src):
         subprocess.run([os.path.join(tools, "flipblock"), os.path.join(src, bad), "1", "4"],
                        check=True, capture_output=True)
         names += [good, bad]
-    publish(s, src, names)
+    s.publish(src, names)
     base = s.nginx_http.rstrip("/")
     for sparse in (0, 1):
         local = os.path.join(src, "flipgood%d.b2nd" % sparse)
@@ -496,7 +481,7 @@ def fetch_ahead(s, src):
                "b.value, c.value, (a.value * 3 + b.value) % 17 + c.value * 0.5 FROM n a, n b, n c "
                "WHERE a.value < 170")
     db.execute("DROP TABLE g")
-    publish(s, src, ["long.b2nd"])
+    s.publish(src, ["long.b2nd"])
     open_table(db, "l", path)
     queries = ["SELECT count(*), sum(value), min(value), max(value) FROM {t}",
                "SELECT count(*), sum(value) FROM {t} WHERE d1 BETWEEN 100 AND 140",
@@ -669,7 +654,7 @@ def main():
             for k in ("AWS_SESSION_TOKEN", "AWS_NO_SIGN_REQUEST", "AWS_DEFAULT_REGION"):
                 os.environ.pop(k, None)
             made = make_arrays(src)
-            publish(s, src, [m[0] for m in made])
+            s.publish(src, [m[0] for m in made])
             differential(s, src, made)
             requests_and_bytes(s, src)
             faults(s, src)

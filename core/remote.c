@@ -240,14 +240,15 @@ static const char *env_nonempty(const char *name) {
 
 /* ---- URLs ---------------------------------------------------------------------------------- */
 
-/* Percent-encode a key for a URL path: unreserved characters and '/' stay. */
-static char *encode_key(const char *key) {
-  size_t n = strlen(key);
-  char *s = malloc(3 * n + 1), *p = s;
-  if (s == NULL) return NULL;
-  for (const unsigned char *k = (const unsigned char *)key; *k; k++) {
+/* Percent-encode s: unreserved characters stay, and '/' too with keep_slash (a key in a URL
+ * path; not in a query value). A new string (free), NULL without memory. */
+static char *percent_encode(const char *s, int keep_slash) {
+  size_t n = strlen(s);
+  char *out = n < SIZE_MAX / 3 ? malloc(3 * n + 1) : NULL, *p = out;
+  if (out == NULL) return NULL;
+  for (const unsigned char *k = (const unsigned char *)s; *k; k++) {
     if ((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') || (*k >= '0' && *k <= '9') ||
-        *k == '-' || *k == '.' || *k == '_' || *k == '~' || *k == '/') {
+        *k == '-' || *k == '.' || *k == '_' || *k == '~' || (keep_slash && *k == '/')) {
       *p++ = (char)*k;
     } else {
       snprintf(p, 4, "%%%02X", *k);
@@ -255,8 +256,10 @@ static char *encode_key(const char *key) {
     }
   }
   *p = '\0';
-  return s;
+  return out;
 }
+
+static char *encode_key(const char *key) { return percent_encode(key, 1); }
 
 /* s3://bucket/key as the URL to request. */
 static int s3_url(caterva_ctx *ctx, const char *path, const caterva_remote_opts *o,
@@ -1066,23 +1069,7 @@ int cat_remote_delete(caterva_ctx *ctx, cat_remote *rm, char *const *urls, int n
 
 int64_t cat_remote_gc_grace(const cat_remote *rm) { return rm->gc_grace_s; }
 
-/* Percent-encode a query value: only unreserved characters stay. */
-static char *encode_value(const char *v) {
-  size_t n = strlen(v);
-  char *s = malloc(3 * n + 1), *p = s;
-  if (s == NULL) return NULL;
-  for (const unsigned char *k = (const unsigned char *)v; *k; k++) {
-    if ((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') || (*k >= '0' && *k <= '9') ||
-        *k == '-' || *k == '.' || *k == '_' || *k == '~') {
-      *p++ = (char)*k;
-    } else {
-      snprintf(p, 4, "%%%02X", *k);
-      p += 3;
-    }
-  }
-  *p = '\0';
-  return s;
-}
+static char *encode_value(const char *v) { return percent_encode(v, 0); }
 
 /* The text between <tag> and </tag> from *pos in body (bounded by end), XML entities decoded,
  * into out; *pos moves past it. 0 when there is none. */

@@ -425,13 +425,20 @@ leave:
   free(live);
 }
 
+/* Milliseconds on the monotonic clock (durations only). */
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int cat_s3_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
                   int64_t nbytes, int64_t cbytes) {
   cat_plan pl;
   cat_s3w *w;
   uint8_t *body = NULL;
   int64_t len = 0, *replaced = NULL, nreplaced = 0, grace, base_mtime, now;
-  int64_t start = (int64_t)time(NULL);
+  int64_t start = mono_ms();
   char *iurl = NULL, version[CAT_RVERSION];
   int rc = CATERVA_OK;
   memset(&pl, 0, sizeof pl);
@@ -451,7 +458,9 @@ int cat_s3_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_
   CAT_TRY(leave, index_bytes(ctx, &pl, &body, &len));
   /* chunks uploaded longer ago than half the grace might be collected by another writer
    * (they are named by no index yet): such a commit is given up */
-  CAT_CHECK(leave, grace < 0 || (int64_t)time(NULL) - start <= grace / 2, CATERVA_E_REMOTE,
+  CAT_CHECK(leave,
+            grace < 0 || grace > INT64_MAX / 1000 || (mono_ms() - start) * 2 <= grace * 1000,
+            CATERVA_E_REMOTE,
             "'%s': uploading this transaction's chunks took longer than half of gc_grace (%lld "
             "s); nothing of it is visible: run it again", sc->path, (long long)grace);
   CAT_TRY(leave, cat_txn_replaced(ctx, sc, &replaced, &nreplaced));

@@ -16,7 +16,7 @@ and our fault front (servers.py, what="s3w").
   server applied it is found to have landed and reported as a success, committed once; one
   refused without being applied is sent again; one that never lands is an error and nothing
   of the transaction is visible; 403 on a PUT says access denied.
-- Collection: with gc_grace=1 a later commit deletes the chunk objects that left the index
+- Collection: with gc_grace=2 a later commit deletes the chunk objects that left the index
   more than 1 s ago and keeps the ones just replaced; with the default (1 hour) none.
 - Wrong credentials: a clear error with SignatureDoesNotMatch, the secret never in it.
 - The functions that write: caterva_set_coords and caterva_build_stats on a table or path in
@@ -598,7 +598,8 @@ def collection(s):
     """Unreferenced chunk objects go once they left the index more than gc_grace ago."""
     url = "s3://%s/gc/" % s.bucket
     db = connect()
-    table(db, "t", url, ", shape='4,4', dtype='int32', chunks='2,2', fill=0, gc_grace=1")
+    # gc_grace=2: a commit must upload its chunks within half of it (1 s, also under ASan)
+    table(db, "t", url, ", shape='4,4', dtype='int32', chunks='2,2', fill=0, gc_grace=2")
 
     def objs():
         return {k for k in s3_list(s, "gc/") if k.endswith(".chunk")}
@@ -609,11 +610,11 @@ def collection(s):
     c12 = objs()
     report(len(c1) == 4 and c1 < c12 and len(c12) == 8,
            "chunks replaced by a commit stay (they left the index just now)", (c1, c12))
-    time.sleep(2.5)
+    time.sleep(4.5)
     db.execute("UPDATE t SET value = -5 WHERE d0 = 0 AND d1 = 0")
     c3 = objs()
     report(not (c1 & c3) and len(c3) == 5 and (c12 - c1) < c3,
-           "with gc_grace=1, a later commit deletes the chunks that left the index more than 1 s "
+           "with gc_grace=2, a later commit deletes the chunks that left the index more than 2 s "
            "ago, and keeps the one it just replaced", (sorted(c1), sorted(c3)))
     fresh = connect()
     table(fresh, "t", url)

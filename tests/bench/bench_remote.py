@@ -14,10 +14,12 @@ Writes (issue 36, item 6): the demo grid copied (unshaped) to an s3:// prefix on
 behind the SigV4 front, then written through the fault front before it, shaped the same way
 (tests/remote/servers.py, what="s3w"): a one-day append (INSERT of day 365, 180 x 360 cells),
 a one-cell UPDATE commit (the median of RUNS), and two processes appending days 366 and 367 at
-once (each making its transaction again after BUSY). For each: the requests by kind from the
-front's log, the sequential waves (requests whose times overlap form one wave), the bytes
-uploaded (the sizes of the objects PUT) against the chunks whose bytes changed plus the new
-index (compared position by position through the library), and the time.
+once (each making its transaction again after BUSY, each through a front of its own shaped the
+same, so that its requests are counted apart; both days then checked cell by cell). For each:
+the requests by kind from the front's log, the sequential waves (requests whose times from
+arrival to the answer's end overlap form one wave), the bytes uploaded (the request bodies the
+front read, 412s included) against the chunks whose bytes changed plus the new index (compared
+position by position through the library), and the time. The fronts shape uploads as well.
 
 Usage: bench_remote.py [DEMO_DIR] (default: $top_builddir/demo, written by tests/tools/mkdemo
 when missing). Environment: top_builddir, DELAY_MS (20), RATE (10000000), RUNS (3: the median),

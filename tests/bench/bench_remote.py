@@ -14,20 +14,24 @@ Writes (issue 36, item 6): the demo grid copied (unshaped) to an s3:// prefix on
 behind the SigV4 front, then written through the fault front before it, shaped the same way
 (tests/remote/servers.py, what="s3w"): a one-day append (INSERT of day 365, 180 x 360 cells),
 a one-cell UPDATE commit (the median of RUNS), and two processes appending days 366 and 367 at
-once (each making its transaction again after BUSY). For each: the requests by kind from the
-front's log, the sequential waves (requests whose times overlap form one wave), the bytes
-uploaded (the sizes of the objects PUT) against the chunks whose bytes changed plus the new
-index (compared position by position through the library), and the time.
+once (each making its transaction again after BUSY, each through a front of its own shaped the
+same, so that its requests are counted apart; both days then checked cell by cell). For each:
+the requests by kind from the front's log, the sequential waves (requests whose times from
+arrival to the answer's end overlap form one wave), the bytes uploaded (the request bodies the
+front read, 412s included) against the chunks whose bytes changed plus the new index (compared
+position by position through the library), and the time. The fronts shape uploads as well.
 
 Usage: bench_remote.py [DEMO_DIR] (default: $top_builddir/demo, written by tests/tools/mkdemo
 when missing). Environment: top_builddir, DELAY_MS (20), RATE (10000000), RUNS (3: the median),
-PART (reads, the default; writes; or all).
+PART (reads, the default; writes; or all), WRITES_LOG (a file: each write's lines of the
+front's log are appended there, a blank line after each write).
 """
 import json
 import os
 import shutil
 import sqlite3
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -44,6 +48,7 @@ DELAY_MS = int(os.environ.get("DELAY_MS", "20"))
 RATE = int(os.environ.get("RATE", "10000000"))
 RUNS = int(os.environ.get("RUNS", "3"))
 PART = os.environ.get("PART", "reads")
+WRITES_LOG = os.environ.get("WRITES_LOG")  # append each write's front log lines there
 
 QUERIES = [
     ("one day's map: min, avg, max",
@@ -92,17 +97,51 @@ def median_run(url, sql, extra=""):
 
 # ---- writes to S3 -------------------------------------------------------------------------
 
-def waves_of(entries):
-    """Sequential waves: requests whose [start, end] intervals overlap are one wave."""
-    iv = sorted((e["t"], e["t"] + e["ms"] / 1000.0) for e in entries)
-    n, end = 0, None
-    for a, b in iv:
+def f32(x):
+    """x rounded to float32, as the array stores it."""
+    return None if x is None else struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def wave_groups(entries):
+    """Sequential waves: requests whose [arrival, end] intervals overlap (directly or through
+    others) are one wave. A list of waves, each a list of log entries, in time order."""
+    waves, end = [], None
+    for e in sorted(entries, key=lambda e: e["t"]):
+        a, b = e["t"], e["t"] + e["ms"] / 1000.0
         if end is None or a > end:
-            n += 1
+            waves.append([])
             end = b
         else:
             end = max(end, b)
-    return n
+        waves[-1].append(e)
+    return waves
+
+
+def waves_of(entries):
+    return len(wave_groups(entries))
+
+
+def kind_of(e):
+    """What a request is: 'PUT chunk', 'PUT index', 'GET chunk', 'GET index', 'LIST', ..."""
+    path, _, query = e["target"].partition("?")
+    what = "index" if path.endswith("/chunks.b2frame") else \
+        "chunk" if path.endswith(".chunk") else "object"
+    if e["method"] == "GET" and "list-type" in query:
+        return "LIST"
+    return "%s %s" % (e["method"], what)
+
+
+def describe_waves(entries):
+    """'GET index 1 | GET chunk 8 | PUT chunk 8 | PUT index 1': each wave's requests by kind."""
+    out = []
+    for w in wave_groups(entries):
+        kinds = {}
+        for e in w:
+            k = kind_of(e) + ("" if e.get("status") in (200, 206, 204) else
+                              " (%s)" % e.get("status"))
+            kinds[k] = kinds.get(k, 0) + 1
+        out.append(", ".join("%s %d" % kv for kv in sorted(kinds.items())))
+    return " | ".join(out)
 
 
 def object_sizes(s):
@@ -126,43 +165,49 @@ def object_sizes(s):
 
 
 class Writes:
-    """The shaped S3 endpoint, its log, and what a write did."""
+    """The shaped S3 endpoints (one front each, so that each writer's requests are told apart),
+    their logs, and what a write did."""
 
-    def __init__(self, s, url, chunks):
-        self.s, self.url, self.chunks = s, url, chunks
-        self.log = s.s3w_fault.log_path
+    def __init__(self, s, url, chunks, logs):
+        self.s, self.url, self.chunks, self.logs = s, url, chunks, logs
 
     def mark(self):
         time.sleep(0.3)  # the front logs a request after its answer has gone out
-        return len(servers.read_json_log(self.log))
+        return [len(servers.read_json_log(log)) for log in self.logs]
 
-    def measure(self, n0, before_chunks):
-        """Requests by method, waves, bytes uploaded, bytes of the changed chunks + index."""
+    def measure(self, n0, before_chunks, since=None):
+        """Requests by kind, waves (of each front's requests), bytes uploaded (the request
+        bodies the fronts read), the bytes of the chunks whose bytes changed plus the new index.
+        The requests: those each front logged after mark() gave n0 (and that arrived at or
+        after the time since)."""
         time.sleep(0.3)
-        ent = servers.read_json_log(self.log)[n0:]
+        per = [[e for e in servers.read_json_log(log)[k:] if since is None or e["t"] >= since]
+               for log, k in zip(self.logs, n0)]
+        per = [p for p in per if p]
+        ent = [e for p in per for e in p]
+        if WRITES_LOG:
+            with open(WRITES_LOG, "a") as f:
+                f.write("".join(json.dumps(e, sort_keys=True) + "\n" for e in ent) + "\n")
         sizes = object_sizes(self.s)
-        puts = [e for e in ent if e["method"] == "PUT"]
-        up = sum(sizes.get(urllib_key(self.s, e["target"]), 0) for e in puts
-                 if e.get("status") == 200)
+        up = sum(e.get("up", 0) for e in ent)
         after = self.chunks.of(self.url)
+        assert isinstance(after, list), after
         changed = [i for i in range(len(after))
                    if i >= len(before_chunks) or after[i] != before_chunks[i]]
         index = sizes.get(self.url.split("/", 3)[3] + "chunks.b2frame", 0)
         need = sum(len(after[i]) for i in changed) + index
         kinds = {}
         for e in ent:
-            kinds[e["method"]] = kinds.get(e["method"], 0) + 1
-        commit = [e for e in ent if e["method"] == "PUT"]
-        return {"requests": len(ent), "kinds": kinds, "waves": waves_of(ent),
-                "commit_waves": waves_of(commit), "uploaded": up, "changed": len(changed),
-                "needed": need, "after": after}
+            kinds[kind_of(e)] = kinds.get(kind_of(e), 0) + 1
 
-
-def urllib_key(s, target):
-    """The object key of a request target /bucket/key?query."""
-    import urllib.parse
-    path = urllib.parse.unquote(target.split("?", 1)[0])
-    return path[len("/" + s.bucket + "/"):]
+        def from_first_put(p):
+            first = min((e["t"] for e in p if e["method"] == "PUT"), default=None)
+            return [e for e in p if first is not None and e["t"] >= first]
+        return {"requests": len(ent), "kinds": kinds,
+                "waves": " + ".join(str(waves_of(p)) for p in per),
+                "commit_waves": " + ".join(str(waves_of(from_first_put(p))) for p in per),
+                "uploaded": up, "changed": len(changed), "needed": need, "index": index,
+                "after": after, "detail": " || ".join(describe_waves(p) for p in per)}
 
 
 APPENDER = r"""
@@ -181,11 +226,17 @@ t0, tries = time.perf_counter(), 0
 while True:
     tries += 1
     try:
+        db.execute("BEGIN")
         db.execute("INSERT INTO t(time_index, lat_index, lon_index, value) "
                    "SELECT %%d, la, lo, v FROM day" %% day)
+        db.execute("COMMIT")
         break
-    except sqlite3.OperationalError as e:
-        if "another writer committed first" not in str(e):
+    except sqlite3.Error as e:
+        try:
+            db.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        if "another writer committed first" not in str(e) or tries >= 20:
             raise
 print("%%d %%.3f" %% (tries, time.perf_counter() - t0))
 """
@@ -211,20 +262,26 @@ def writes(demo, work):
         print("\nwrites: demo/temp.b2nd copied to %s in %.1f s (unshaped); writes through the "
               "shaped front (%d ms, %.1f MB/s per connection)"
               % (url, time.perf_counter() - t0, DELAY_MS, RATE / 1e6))
-        w = Writes(s, url, chunks)
+        second = servers.FaultFront("127.0.0.1", s.s3w_sigv4.port,
+                                    os.path.join(work, "s3w-fault-2.log"), None, 1, DELAY_MS,
+                                    RATE).start()  # the second concurrent writer's link
+        w = Writes(s, url, chunks, [s.s3w_fault.log_path, second.log_path])
         db.execute("CREATE VIRTUAL TABLE t USING caterva('%s', endpoint='%s')" % (url, ep))
         db.execute("CREATE TEMP TABLE day AS SELECT lat_index AS la, lon_index AS lo, "
                    "value + 1 AS v FROM t WHERE time_index = 364")
-        print("\n| write | time | requests (by kind) | sequential waves (all / PUT) | chunks "
-              "changed | bytes uploaded | changed chunks + index | ratio |")
+        print("\n| write | time | requests (by kind) | sequential waves, each writer's (all / from the first "
+              "PUT) | chunks changed | bytes uploaded | changed chunks + index | ratio |")
         print("|---|---:|---|---:|---:|---:|---:|---:|")
+        details = []
 
         def row(what, secs, m):
-            print("| %s | %.3f s | %d (%s) | %d / %d | %d | %d | %d | %.3f |"
+            print("| %s | %.3f s | %d (%s) | %s / %s | %d | %d | %d | %.3f |"
                   % (what, secs, m["requests"], ", ".join("%s %d" % kv for kv in
                                                           sorted(m["kinds"].items())),
                      m["waves"], m["commit_waves"], m["changed"], m["uploaded"], m["needed"],
                      m["uploaded"] / m["needed"] if m["needed"] else 0.0))
+            details.append("%s: index %d bytes; waves: %s" % (what, m["index"], m["detail"]))
+            sys.stdout.flush()
 
         before = chunks.of(url)
         n0 = w.mark()
@@ -234,9 +291,10 @@ def writes(demo, work):
         secs = time.perf_counter() - t0
         m = w.measure(n0, before)
         row("one-day append (day 365, 180 x 360 float32)", secs, m)
-        got = db.execute("SELECT count(*), sum(value) FROM t WHERE time_index = 365").fetchall()
-        want = db.execute("SELECT count(*), sum(v) FROM day").fetchall()
-        assert got == want, (got, want)
+        got = db.execute("SELECT value FROM t WHERE time_index = 365 ORDER BY lat_index, "
+                         "lon_index").fetchall()
+        want = db.execute("SELECT v FROM day ORDER BY la, lo").fetchall()
+        assert [r[0] for r in got] == [f32(r[0]) for r in want], "day 365 reads back wrong"
         # one-cell UPDATE commits
         res = []
         for k in range(RUNS):
@@ -258,20 +316,30 @@ def writes(demo, work):
         before = m["after"]
         n0 = w.mark()
         go = time.time() + 3.0
-        procs = [subprocess.Popen([sys.executable, script, url, ep, str(d), str(go)],
-                                  stdout=subprocess.PIPE, text=True) for d in (366, 367)]
+        procs = [subprocess.Popen([sys.executable, script, url, e, str(d), str(go)],
+                                  stdout=subprocess.PIPE, text=True)
+                 for d, e in ((366, ep), (367, second.url))]
         outs = [p.communicate(timeout=600)[0].split() for p in procs]
-        m = w.measure(n0, before)
+        m = w.measure(n0, before, since=go)  # not the opens and the reads of day 364 before
         tries = [int(o[0]) for o in outs]
         times = [float(o[1]) for o in outs]
         row("two writers appending days 366 and 367 at once (%s tries; %.3f / %.3f s each)"
             % ("+".join(map(str, tries)), times[0], times[1]), max(times), m)
         db = connect()
         db.execute("CREATE VIRTUAL TABLE t USING caterva('%s')" % url)
-        n = db.execute("SELECT count(*) FROM t WHERE time_index IN (366, 367) AND value IS NOT "
-                       "NULL").fetchall()
-        assert n == [(2 * 180 * 360,)], n
+        def day_of(d):
+            return db.execute("SELECT value FROM t WHERE time_index = %d ORDER BY lat_index, "
+                              "lon_index" % d).fetchall()
+        base = day_of(364)
+        for d in (366, 367):  # each writer's day: day 364 + (d - 364), both commits present
+            got = day_of(d)
+            assert len(got) == len(base) == 180 * 360, (d, len(got))
+            bad = sum(1 for (a,), (b,) in zip(got, base)
+                      if a is None or b is None or a != f32(b + d - 364))
+            assert bad == 0, (d, bad)
         db.close()
+        second.stop()
+        print("\n" + "\n".join("- " + d for d in details))
 
 
 def main():

@@ -592,8 +592,12 @@ class FaultFront(_Front):
     def handle(self, h):
         if h.path.startswith(CONTROL):
             return self._control(h)
-        t0 = time.monotonic()
+        t0, wall0 = time.monotonic(), time.time()
         body = read_body(h)
+        with self._lock:
+            up_rate = self.rate
+        if up_rate and body:  # the upload shaped like the answers: rate bytes/s per connection
+            self.sleep(t0 + len(body) / up_rate - time.monotonic())
         headers = h.headers.items()
         target, path, _ = _split_target(h.path)
         rng_header = h.headers.get("Range")
@@ -611,8 +615,9 @@ class FaultFront(_Front):
             shaping = {"rate": self.rate, "sent": 0, "t0": time.monotonic()}
             delay = self.delay_ms / 1000.0
         rule = rule or {}
-        entry = {"n": n, "t": round(time.time(), 3), "conn": h.conn_id, "method": h.command,
-                 "target": target, "range": rng_header, "fault": None if fault == "pass" else fault}
+        entry = {"n": n, "t": round(wall0, 6), "conn": h.conn_id, "method": h.command,
+                 "target": target, "range": rng_header, "up": len(body or b""),
+                 "fault": None if fault == "pass" else fault}
         if self.log_headers:
             entry["headers"] = [[k, v] for k, v in headers]
         status, sent, error = None, 0, None

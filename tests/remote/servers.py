@@ -23,7 +23,8 @@ What it starts (each on a free port of 127.0.0.1, all in one new temporary folde
               The signing code checks itself at import against Amazon's worked "GET Object" example.
   fault front forwards to nginx's HTTP port (and a second one to the sigv4 front), and per a script
               answers chosen requests with a fault, and shapes every connection (delay before each
-              response, bytes/s per connection). It logs every request as one JSON line.
+              response, bytes/s per connection both ways: a request body is read no faster). It
+              logs every request as one JSON line.
 
 Fault scripts: a list of rules; the first rule that matches a request decides (no match: forward).
   match keys (all optional, all must hold): "nth": N or [N, ...] (1-based count of the requests this
@@ -53,8 +54,8 @@ Fault scripts: a list of rules; the first rule that matches a request decides (n
   Control endpoint on each fault front (not counted, not logged): PUT /__fault__/script (JSON list, or
   {"rules": [...], "seed": S}), PUT /__fault__/shape ({"delay_ms": D, "rate": R}), POST /__fault__/reset,
   GET /__fault__/stats.
-Fault-front log lines (JSON): n, t, conn, method, target, range, status, bytes (body bytes sent), fault,
-  ms, error. Sigv4-front log lines: n, t, method, target, range, status, bytes, key, verdict.
+Fault-front log lines (JSON): n, t (when the request arrived), conn, method, target, range, up (request
+  body bytes), status, bytes (body bytes sent), fault, ms (from arrival to the answer's end), error. Sigv4-front log lines: n, t, method, target, range, status, bytes, key, verdict.
 
 From a Python test:
     import sys; sys.path.insert(0, "tests/remote"); import servers

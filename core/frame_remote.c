@@ -469,6 +469,21 @@ leave:
   return rc;
 }
 
+/* A new remote store for path attached to sc (sc owns it from here, whatever follows). */
+static int rstore_attach(caterva_ctx *ctx, caterva_schunk *sc, const char *path,
+                         const caterva_remote_opts *o, cat_rstore **out) {
+  cat_rstore *rs = calloc(1, sizeof *rs);
+  int rc = CATERVA_OK;
+  *out = rs;
+  CAT_CHECK(leave, rs != NULL, CATERVA_E_NOMEM, "out of memory");
+  pthread_mutex_init(&rs->mu, NULL);
+  sc->remote = rs;
+  CAT_TRY(leave, cat_remote_new(ctx, path, o, &rs->rm, &rs->url));
+  rs->budget = cat_remote_cache_budget(rs->rm);
+leave:
+  return rc;
+}
+
 int cat_remote_open_new(caterva_ctx *ctx, caterva_schunk *sc, const char *path,
                         const caterva_remote_opts *o) {
   cat_rstore *rs;
@@ -478,12 +493,7 @@ int cat_remote_open_new(caterva_ctx *ctx, caterva_schunk *sc, const char *path,
             path);
   CAT_CHECK(leave, sc->store == CATERVA_STORE_SPARSE, CATERVA_E_INVALID,
             "'%s': arrays in S3 are sparse frames (a prefix of chunk objects)", path);
-  rs = calloc(1, sizeof *rs);
-  CAT_CHECK(leave, rs != NULL, CATERVA_E_NOMEM, "out of memory");
-  pthread_mutex_init(&rs->mu, NULL);
-  sc->remote = rs;
-  CAT_TRY(leave, cat_remote_new(ctx, path, o, &rs->rm, &rs->url));
-  rs->budget = cat_remote_cache_budget(rs->rm);
+  CAT_TRY(leave, rstore_attach(ctx, sc, path, o, &rs));
   rs->index_mtime = -1;
 leave:
   return rc;
@@ -496,12 +506,7 @@ int cat_remote_open(caterva_ctx *ctx, caterva_schunk *sc, const char *path,
   char *iurl = NULL;
   int rc = CATERVA_OK;
   memset(g, 0, sizeof g);
-  rs = calloc(1, sizeof *rs);
-  CAT_CHECK(leave, rs != NULL, CATERVA_E_NOMEM, "out of memory");
-  pthread_mutex_init(&rs->mu, NULL);
-  sc->remote = rs;
-  CAT_TRY(leave, cat_remote_new(ctx, path, o, &rs->rm, &rs->url));
-  rs->budget = cat_remote_cache_budget(rs->rm);
+  CAT_TRY(leave, rstore_attach(ctx, sc, path, o, &rs));
   iurl = cat_remote_sibling(rs->url, CAT_RSPARSE_INDEX);
   CAT_CHECK(leave, iurl != NULL, CATERVA_E_NOMEM, "out of memory");
   CAT_TRY(leave, open_kind(ctx, sc, rs, g, iurl));

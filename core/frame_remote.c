@@ -441,6 +441,9 @@ static int open_kind(caterva_ctx *ctx, caterva_schunk *sc, cat_rstore *rs, cat_g
   if (answered(&g[1])) return open_sparse(ctx, sc, rs, &g[1]);
   if (!dir && answered(&g[0])) /* not a frame: the header parser says why */
     return open_contiguous(ctx, sc, rs, &g[0]);
+  for (int k = dir; k < 2; k++) /* 416 to a range from byte 0: the object exists, empty */
+    CAT_CHECK(leave, g[k].status != 416, CATERVA_E_CORRUPT,
+              "'%s' is an empty object (0 bytes), not a Blosc2 frame", g[k].url);
   rc = cat_error(ctx, g[dir].status == 404 ? CATERVA_E_NOTFOUND : CATERVA_E_REMOTE, "%s",
                  g[dir].errmsg[0] ? g[dir].errmsg : "not found");
 leave:

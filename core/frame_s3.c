@@ -233,7 +233,11 @@ static int busy(caterva_ctx *ctx, const char *url) {
 }
 
 /* After an index PUT with no answer or a 5xx: what the index holds now. 1 ours (landed,
- * *version set), 0 still the base version (not landed), < 0 an error (BUSY: someone else's). */
+ * *version set), 0 still the base version (not landed), < 0 an error. An index that is
+ * neither ours nor the base tells nothing: another writer may have committed instead of this
+ * transaction, or after it on top of it (then this one is visible). Neither BUSY ("nothing
+ * visible") nor success can be said, so it is an error saying so, and this transaction's
+ * chunks are not taken for garbage. */
 static int find_out(caterva_ctx *ctx, cat_remote *rm, const char *iurl, const uint8_t *body,
                     int64_t len, const char *base, char *version) {
   cat_get g;
@@ -260,9 +264,10 @@ static int find_out(caterva_ctx *ctx, cat_remote *rm, const char *iurl, const ui
   } else if (base[0] != '\0' ? strcmp(g.version, base) == 0 : g.status == 404) {
     rc = 0;
   } else {
-    rc = base[0] != '\0' ? busy(ctx, iurl)
-                         : cat_error(ctx, CATERVA_E_EXISTS, "'%s' was created by someone else "
-                                     "meanwhile", iurl);
+    rc = cat_error(ctx, CATERVA_E_REMOTE, "the commit of '%s' may or may not have landed: its "
+                   "index PUT got no usable answer, and the index has changed since (another "
+                   "writer committed, instead of this transaction or after it): open the array "
+                   "again to see whether this transaction's changes are there", iurl);
   }
   free(g.dst);
   return rc;

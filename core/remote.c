@@ -625,8 +625,12 @@ static size_t on_read(char *buf, size_t size, size_t nitems, void *arg) {
   return (size_t)n;
 }
 
+/* libcurl rewinds a body to send the request again by itself (a reused connection that closed
+ * with no answer), even a PUT the server may have applied: never a no_retry PUT (the commit
+ * point), whose transfer fails instead so that the caller finds out what landed. */
 static int on_seek(void *arg, curl_off_t off, int origin) {
   xfer *x = arg;
+  if (x->put->no_retry && off < x->upos) return CURL_SEEKFUNC_FAIL;
   if (origin != SEEK_SET || off < 0 || off > x->put->len) return CURL_SEEKFUNC_CANTSEEK;
   x->upos = off;
   return CURL_SEEKFUNC_OK;

@@ -99,19 +99,36 @@ class _Server(http.server.ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
+class IncompleteBody(ConnectionResetError):
+    """The client went away before sending the whole body (a killed writer). S3 never stores such
+    a request's object (its error IncompleteBody: fewer bytes than Content-Length); a front must
+    not forward it as a complete request either, or a killed writer's index PUT would replace the
+    index with the part it sent. The connection is ended without forwarding anything."""
+
+
+def _read_exactly(h, n):
+    data = h.rfile.read(n)
+    if len(data) != n:
+        raise IncompleteBody(f"the client sent {len(data)} of {n} bytes and went away")
+    return data
+
+
 def read_body(h):
-    """The request body (chunked or Content-Length), or None when there is none."""
+    """The request body (chunked or Content-Length), or None when there is none; IncompleteBody
+    when the client goes away before its end."""
     if "chunked" in h.headers.get("Transfer-Encoding", "").lower():
         parts, total = [], 0
         for _ in range(1 << 20):
             line = h.rfile.readline(65537)
+            if not line.endswith(b"\n"):
+                raise IncompleteBody("the client went away inside a chunked body")
             size = int(line.split(b";")[0].strip() or b"0", 16)
             if size == 0:
                 for _ in range(1000):
                     if h.rfile.readline(65537) in (b"\r\n", b"\n", b""):
                         break
                 break
-            parts.append(h.rfile.read(size))
+            parts.append(_read_exactly(h, size))
             h.rfile.readline(3)
             total += size
             if total > MAX_BODY:
@@ -122,7 +139,7 @@ def read_body(h):
         n = int(n)
         if n > MAX_BODY:
             raise ValueError("request body too large")
-        return h.rfile.read(n)
+        return _read_exactly(h, n)
     return None
 
 
@@ -466,7 +483,7 @@ class SigV4Front(_Front):
 # ---------------------------------------------------------------------------------------------- faults
 
 FAULT_NAMES = {"reset", "truncate", "short", "ignore_range", "garbage", "delay", "stall", "slowdown",
-               "applied_500", "applied_reset", "pass"}
+               "applied_500", "applied_reset", "applied_close", "pass"}
 # Hostile answers (tests/remote/test_hostile.py): no proxy answers so, a misbehaving server might.
 HOSTILE_NAMES = {"endless", "huge_length", "trickle", "redirect", "long_body", "wrong_range",
                  "gzip", "claim_200", "bad_chunked", "silent"}
@@ -669,11 +686,20 @@ class FaultFront(_Front):
         self._finish_origin(h, resp)
         resp_headers = resp.getheaders()
         self.sleep(delay)
+        if fault == "applied_500" and rule.get("delay_ms"):  # held, then the 500
+            self.sleep(rule["delay_ms"] / 1000.0)
         if fault == "applied_500":  # the origin applied the request; the client hears a 500
             return 500, self.send_error_xml(h, 500, "InternalError", "injected 500 after the "
                                             f"origin answered {resp.status}")
         if fault == "applied_reset":  # the origin applied the request; the client hears nothing
             self._reset(h)
+            return None, 0
+        if fault == "applied_close":  # applied, then the connection closed cleanly (FIN), no answer
+            h.close_connection = True
+            try:
+                h.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             return None, 0
         if fault == "garbage":
             data = random.Random(self.seed * 1000003 + len(data)).randbytes(

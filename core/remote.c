@@ -86,48 +86,20 @@ int cat_remote_head(caterva_ctx *ctx, cat_remote *rm, const char *url, int64_t *
   (void)rm, (void)url, (void)size, (void)version, (void)cap;
   return cat_error(ctx, CATERVA_E_UNSUPPORTED, "built without libcurl");
 }
-/* n transfers for a PUT (p) or DELETE (urls) wave, run and freed: the caller's request
- * records (p) get their outcome. */
-static int run_writes(caterva_ctx *ctx, cat_remote *rm, cat_put *p, char *const *urls, int n) {
-  xfer *x;
-  cat_get *g;
-  int rc;
-  if (n <= 0) return CATERVA_OK;
-  x = calloc((size_t)n, sizeof *x);
-  g = calloc((size_t)n, sizeof *g);
-  if (x == NULL || g == NULL) {
-    free(x);
-    free(g);
-    return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
-  }
-  for (int i = 0; i < n; i++) {
-    x[i].g = &g[i];
-    x[i].ctx = ctx;
-    if (p != NULL) {
-      g[i].url = p[i].url;
-      x[i].put = &p[i];
-      p[i].status = 0;
-      p[i].outcome = CAT_PUT_UNKNOWN;
-      p[i].version[0] = '\0';
-    } else {
-      g[i].url = urls[i];
-      x[i].del = true;
-    }
-  }
-  rc = run(ctx, rm, x, n);
-  free(x);
-  free(g);
-  return rc;
-}
-
 int cat_remote_put(caterva_ctx *ctx, cat_remote *rm, cat_put *p, int n) {
-  return run_writes(ctx, rm, p, NULL, n);
+  (void)rm, (void)p, (void)n;
+  return cat_error(ctx, CATERVA_E_UNSUPPORTED, "built without libcurl");
 }
-
 int cat_remote_delete(caterva_ctx *ctx, cat_remote *rm, char *const *urls, int n) {
-  return run_writes(ctx, rm, NULL, urls, n);
+  (void)rm, (void)urls, (void)n;
+  return cat_error(ctx, CATERVA_E_UNSUPPORTED, "built without libcurl");
 }
-
+int cat_remote_list_dir(caterva_ctx *ctx, cat_remote *rm, cat_obj **out, int64_t *n) {
+  (void)rm;
+  *out = NULL;
+  *n = 0;
+  return cat_error(ctx, CATERVA_E_UNSUPPORTED, "built without libcurl");
+}
 int64_t cat_remote_gc_grace(const cat_remote *rm) {
   (void)rm;
   return -1;
@@ -1050,7 +1022,9 @@ int cat_remote_head(caterva_ctx *ctx, cat_remote *rm, const char *url, int64_t *
   return rc;
 }
 
-int cat_remote_put(caterva_ctx *ctx, cat_remote *rm, cat_put *p, int n) {
+/* n transfers for a PUT (p) or DELETE (urls) wave, run and freed: the caller's request
+ * records (p) get their outcome. */
+static int run_writes(caterva_ctx *ctx, cat_remote *rm, cat_put *p, char *const *urls, int n) {
   xfer *x;
   cat_get *g;
   int rc;
@@ -1063,13 +1037,18 @@ int cat_remote_put(caterva_ctx *ctx, cat_remote *rm, cat_put *p, int n) {
     return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
   }
   for (int i = 0; i < n; i++) {
-    g[i].url = p[i].url;
     x[i].g = &g[i];
-    x[i].put = &p[i];
     x[i].ctx = ctx;
-    p[i].status = 0;
-    p[i].outcome = CAT_PUT_UNKNOWN;
-    p[i].version[0] = '\0';
+    if (p != NULL) {
+      g[i].url = p[i].url;
+      x[i].put = &p[i];
+      p[i].status = 0;
+      p[i].outcome = CAT_PUT_UNKNOWN;
+      p[i].version[0] = '\0';
+    } else {
+      g[i].url = urls[i];
+      x[i].del = true;
+    }
   }
   rc = run(ctx, rm, x, n);
   free(x);
@@ -1077,28 +1056,12 @@ int cat_remote_put(caterva_ctx *ctx, cat_remote *rm, cat_put *p, int n) {
   return rc;
 }
 
+int cat_remote_put(caterva_ctx *ctx, cat_remote *rm, cat_put *p, int n) {
+  return run_writes(ctx, rm, p, NULL, n);
+}
+
 int cat_remote_delete(caterva_ctx *ctx, cat_remote *rm, char *const *urls, int n) {
-  xfer *x;
-  cat_get *g;
-  int rc;
-  if (n <= 0) return CATERVA_OK;
-  x = calloc((size_t)n, sizeof *x);
-  g = calloc((size_t)n, sizeof *g);
-  if (x == NULL || g == NULL) {
-    free(x);
-    free(g);
-    return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
-  }
-  for (int i = 0; i < n; i++) {
-    g[i].url = urls[i];
-    x[i].g = &g[i];
-    x[i].del = true;
-    x[i].ctx = ctx;
-  }
-  rc = run(ctx, rm, x, n);
-  free(x);
-  free(g);
-  return rc;
+  return run_writes(ctx, rm, NULL, urls, n);
 }
 
 int64_t cat_remote_gc_grace(const cat_remote *rm) { return rm->gc_grace_s; }

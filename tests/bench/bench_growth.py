@@ -12,7 +12,8 @@ cell and the mean over everything -- whose results must agree (exit status 1 oth
 
 Values: a smooth field with a seasonal cycle and a diurnal-scale wobble, rounded to 0.01 (the
 precision of a typical gridded product), the same SQL expression for both arrays.
-Usage: bench_growth.py [DIR] (default: a temporary folder). Environment: top_builddir.
+Usage: bench_growth.py [DIR] (default: a temporary folder). Environment: top_builddir, DTYPES
+(default float32,float64).
 """
 import json
 import os
@@ -111,7 +112,7 @@ def main():
     print("|---|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|")
     ok, worst = True, 0.0
     for nlat, nlon in GRIDS:
-        for dtype in ("float32", "float64"):
+        for dtype in os.environ.get("DTYPES", "float32,float64").split(","):
             db = connect(nlat, nlon)
             sizes, gdt, gpart, gq = grow(db, folder, dtype, nlat, nlon)
             for n in NS:

@@ -458,17 +458,10 @@ void cat_s3stage_clear(cat_s3stage *st) {
  * looked for in the version the transaction started from (the commit's If-Match is that
  * version), so a mark published meanwhile makes the commit BUSY and its retry sees it. */
 static int check_group_mark(caterva_ctx *ctx, caterva_schunk *sc) {
-  uint8_t *v = NULL;
-  int32_t len = 0;
   int rc;
   if (sc->s3_group) return CATERVA_OK;
-  rc = caterva_schunk_vlmeta_get(ctx, sc, CAT_S3_GROUP_VLMETA, &v, &len);
-  free(v);
-  if (rc == CATERVA_E_NOTFOUND) {
-    if (ctx != NULL) ctx->errmsg[0] = '\0';
-    return CATERVA_OK;
-  }
-  if (rc < 0) return rc;
+  rc = cat_s3_group_member(ctx, sc);
+  if (rc <= 0) return rc;
   return cat_error(ctx, CATERVA_E_READONLY,
                    "'%s' belongs to a group of arrays in S3 that commit together (vlmetalayer "
                    "%s): it is written only through a table over all of them", sc->path,
@@ -513,7 +506,7 @@ leave:
 }
 
 void cat_s3_staged_published(caterva_ctx *ctx, caterva_schunk *sc, cat_s3stage *st,
-                             const char *version) {
+                             const char *version, bool do_collect) {
   cat_s3w *w;
   int64_t now = (int64_t)time(NULL);
   cat_rstore_lock(sc);
@@ -524,7 +517,7 @@ void cat_s3_staged_published(caterva_ctx *ctx, caterva_schunk *sc, cat_s3stage *
   if (w == NULL && (w = *cat_rstore_writes(sc) = calloc(1, sizeof *w)) == NULL) goto leave;
   while (w->n > 0) drop_at(w, w->n - 1);
   for (int64_t k = 0; k < st->nreplaced; k++) note_gone(w, st->replaced[k], now);
-  collect(ctx, sc, w, st->replaced, st->nreplaced, st->base_mtime, now);
+  if (do_collect) collect(ctx, sc, w, st->replaced, st->nreplaced, st->base_mtime, now);
 leave:
   cat_rstore_unlock(sc);
 }

@@ -76,11 +76,14 @@ typedef struct cat_s3stage {
 } cat_s3stage;
 void cat_s3stage_clear(cat_s3stage *st);
 /* The staged index became chunks.b2frame at version (by this writer): the store reflects
- * it; unreferenced objects are collected as after a commit. */
+ * it; with collect, unreferenced objects are collected as after a commit. */
 void cat_s3_staged_published(caterva_ctx *ctx, caterva_schunk *sc, cat_s3stage *st,
-                             const char *version);
+                             const char *version, bool collect);
 /* The vlmetalayer that marks an array written only through group commits (group_s3.c). */
 #define CAT_S3_GROUP_VLMETA "_caterva_group"
+/* 1 when sc carries a group mark that names its own prefix (a member: group_s3.c), 0 when
+ * not (no mark, or a copy's), < 0 an error. */
+int cat_s3_group_member(caterva_ctx *ctx, caterva_schunk *sc);
 /* Milliseconds on the monotonic clock (durations only). */
 int64_t cat_mono_ms(void);
 /* The bytes of pending chunk num (the lock held), or 0 when it is not pending. */

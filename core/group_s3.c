@@ -228,6 +228,28 @@ static int mark_get(caterva_ctx *ctx, caterva_schunk *sc, gs_mark *m) {
   return rc < 0 ? rc : 1;
 }
 
+/* Does m name path's prefix? A mark that does not came with a copy of a member (caterva_copy
+ * copies the attributes): it means nothing for the copy. */
+static int names_prefix(const gs_mark *m, const char *path) {
+  char *p = norm_prefix(path);
+  int found = 0;
+  if (p == NULL) return CATERVA_E_NOMEM;
+  for (int i = 0; i < m->n && !found; i++) found = strcmp(m->mem[i], p) == 0;
+  free(p);
+  return found;
+}
+
+int cat_s3_group_member(caterva_ctx *ctx, caterva_schunk *sc) {
+  gs_mark m;
+  int rc = mark_get(ctx, sc, &m);
+  if (rc == 1) {
+    rc = names_prefix(&m, sc->path);
+    if (rc == CATERVA_E_NOMEM) rc = cat_error(ctx, rc, "out of memory");
+  }
+  mark_free(&m);
+  return rc;
+}
+
 static bool same_members(const gs_mark *m, const gs_set *s) {
   if (m->n != s->n) return false;
   for (int i = 0; i < m->n; i++)
@@ -403,6 +425,7 @@ int caterva_group_s3_ready(caterva_ctx *ctx, caterva_array **a, int n, int *reop
   for (int i = 0; i < n; i++) {
     rc = mark_get(ctx, a[i]->sc, &m);
     CAT_TRY(leave, rc);
+    if (rc == 1 && names_prefix(&m, a[i]->sc->path) == 0) rc = 0; /* a copy's */
     CAT_CHECK(leave, rc == 0 || same_members(&m, &s), CATERVA_E_READONLY,
               "'%s' belongs to a group of arrays in S3 led by '%s' (%d arrays): it is written "
               "only through a table over exactly those arrays", a[i]->sc->path, m.mem[0], m.n);
@@ -411,8 +434,7 @@ int caterva_group_s3_ready(caterva_ctx *ctx, caterva_array **a, int n, int *reop
   }
   for (int i = 0; i < n; i++) again |= reopen[i];
   for (int i = 0; i < n && !again; i++) {
-    rc = mark_get(ctx, a[i]->sc, &m);
-    mark_free(&m);
+    rc = cat_s3_group_member(ctx, a[i]->sc);
     CAT_TRY(leave, rc);
     if (rc == 1) continue;
     rc = enroll(ctx, a[i], &s);
@@ -454,7 +476,7 @@ int caterva_group_s3_commit(caterva_ctx *ctx, caterva_array **a, const int *writ
   gs_mark m;
   cat_s3stage *st = NULL;
   int rc, lead;
-  int64_t first = -1, grace;
+  int64_t first = -1, grace, committed;
   CAT_TRY(out, set_build(ctx, a, n, &s));
   for (int i = 0; i < n; i++) reopen[i] = 0;
   lead = s.idx[0];
@@ -483,13 +505,18 @@ int caterva_group_s3_commit(caterva_ctx *ctx, caterva_array **a, const int *writ
   rc = caterva_array_commit(ctx, a[lead], CATERVA_SYNC_FULL);
   a[lead]->sc->s3_group = false;
   if (rc < 0) goto undo;
+  committed = cat_mono_ms();
   /* step 3: roll forward; a failure leaves it to the next writer (the group is committed) */
   for (int q = 0; q < m.npend; q++) {
     int i = s.idx[m.pend[q].k];
     char version[CAT_RVERSION];
     int r = roll_one(ctx, a[i]->sc, m.txn, &m.pend[q], st[i].body, version);
     if (r == 1) {
-      cat_s3_staged_published(ctx, a[i]->sc, &st[i], version);
+      /* a collection long after the commit point might take chunks of a later group
+       * commit staged meanwhile (they are younger than this commit point): none then */
+      bool fresh = grace < 0 || grace > INT64_MAX / 1000 ||
+                   (cat_mono_ms() - committed) * 2 <= grace * 1000;
+      cat_s3_staged_published(ctx, a[i]->sc, &st[i], version, fresh);
       reopen[i] = 0;
     }
   }

@@ -299,6 +299,13 @@ int cvVarsPrepareRead(CvVtab *pTab) {
 
 /* ---- what a statement reads ------------------------------------------------------------ */
 
+/* Is every array of the table under an s3:// prefix (a group in S3: vtab_vars_s3.c)? */
+static int cvVarsAllS3(CvVtab *pTab) {
+  for (int i = 0; i <= pTab->nVar; i++)
+    if (sqlite3_strnicmp(cvPathOf(pTab, i), "s3://", 5) != 0) return 0;
+  return 1;
+}
+
 /* Every array's generation counter (0 without a sidecar; one that appeared is used). */
 static void cvVarsGens(CvVtab *pTab, uint64_t *aGen) {
   caterva_ctx *pCtx = pTab->pConn->pCtx;
@@ -336,7 +343,7 @@ int cvVarsStatementStart(CvVtab *pTab) {
   uint64_t aG1[CV_NARR_MAX], aG2[CV_NARR_MAX];
   int rc, waited = 0, timeout = -1, iJ;
   if (pTab->bInTxn || pTab->nCursor > 0) return SQLITE_OK;
-  if (pTab->bRemote) return cvVarsS3StatementStart(pTab);
+  if (pTab->bRemote && cvVarsAllS3(pTab)) return cvVarsS3StatementStart(pTab);
   for (;;) {
     cvVarsGens(pTab, aG1);
     iJ = cvVarsPending(pTab);

@@ -161,6 +161,15 @@ def differential(s, work, chunks):
     r6 = rows(fresh, "SELECT sum(a), sum(b) FROM w WHERE d0 = 0")
     report(r5[0] == "ok" and r6 == ("ok", [(-24.0, -32)]),
            "a table over the same arrays in the other order writes the same group", (r5, r6))
+    # a copy of a member carries the mark, which names other prefixes: the copy is free
+    uk = "s3://%s/dv/copy_b/" % s.bucket
+    r7 = rows(one, "SELECT caterva_copy(?, ?)", (ub, uk))
+    one.execute("CREATE VIRTUAL TABLE k1 USING caterva('%s')" % uk)
+    r8 = rows(one, "UPDATE k1 SET value = 9 WHERE d0 = 1")
+    report(r7[0] == "ok" and r8[0] == "ok" and
+           rows(one, "SELECT sum(value) FROM k1 WHERE d0 = 1") == ("ok", [(72,)]),
+           "a caterva_copy of a member to a new prefix is a free array (its copied mark names "
+           "other prefixes)", (r7, r8))
     for d in (dl, ds, fresh, dd, one):
         d.close()
 
@@ -355,6 +364,14 @@ while True:
 """
 
 
+def tried_line(log, k):
+    try:
+        with open(log) as f:
+            return ("try %d\n" % k) in f.read()
+    except OSError:
+        return False
+
+
 def kills(s, work, nkill):
     ua, ub = "s3://%s/kv/a/" % s.bucket, "s3://%s/kv/b/" % s.bucket
     db = connect()
@@ -371,8 +388,12 @@ def kills(s, work, nkill):
     for i in range(nkill):
         p = subprocess.Popen([sys.executable, script, ua, ub, log, str(k0)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 0.3 + rng.random() * 1.2
-        while time.monotonic() < deadline:
+        # the kill lands while the writer commits: a random instant after its first try
+        started = time.monotonic()
+        while time.monotonic() - started < 30 and not tried_line(log, k0):
+            time.sleep(0.01)
+        deadline = time.monotonic() + rng.random() * 1.5
+        while True:
             r = rows(db, q)
             if r[0] == "ok":
                 lo, hi, lo2, hi2, n = r[1][0]
@@ -383,6 +404,8 @@ def kills(s, work, nkill):
                 refused += 1
             else:
                 mixed.append(r)
+            if time.monotonic() >= deadline:
+                break
         p.send_signal(signal.SIGKILL)
         p.wait()
         k0 += 10000

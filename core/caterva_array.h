@@ -347,6 +347,33 @@ void caterva_group_free_paths(char **paths, int n);
  * Sparse chunk files of the undone commit are left to caterva_schunk_collect. */
 int caterva_group_recover(caterva_ctx *ctx, const char *path, int *outcome);
 
+/* -- one commit across several arrays in S3 (group_s3.c; docs/guarantees.md) -- */
+
+/** Before a write transaction over the arrays a[0..n) (sparse frames under s3:// prefixes,
+ * opened for writing at their newest version, no transaction open): rolls forward the group
+ * commit the leader's record names, and marks every array as a member of the group (an
+ * unmarked one gets a commit of its own adding the mark). reopen (n ints, out): the handles
+ * that no longer hold the newest version.
+ * @return 0 ready; 1 some reopen[i] set: open those arrays again and call again;
+ *         CATERVA_E_READONLY when an array belongs to a group of other arrays; other errors. */
+int caterva_group_s3_ready(caterva_ctx *ctx, caterva_array **a, int n, int *reopen);
+/** Commit the open transactions of a[0..n) as one: written[i] says array i changed; the
+ * leader (the smallest prefix) always commits (it carries the record), other unwritten
+ * arrays stay in their transaction for the caller to roll back. reopen (out): handles that
+ * must be opened again before their next use (on failure, every one staged; on success, a
+ * member whose roll-forward is left to the next writer).
+ * @return CATERVA_OK committed; CATERVA_E_BUSY another writer committed first (nothing
+ *         visible); other errors (nothing visible, unless the message says the commit may
+ *         have landed). */
+int caterva_group_s3_commit(caterva_ctx *ctx, caterva_array **a, const int *written, int n,
+                            int *reopen);
+/** Do the handles a[0..n), read after the leader, hold one group commit's state? 1 yes (when
+ * the leader has not changed since it was read), 0 a member's roll-forward has not landed
+ * (wait, or let the group's next write finish it), < 0 an error. */
+int caterva_group_s3_consistent(caterva_ctx *ctx, caterva_array **a, int n);
+/** The position in a[0..n) of the group's leader (the smallest prefix), or a negative error. */
+int caterva_group_s3_leader(caterva_ctx *ctx, caterva_array **a, int n);
+
 /* -- block statistics (blockstats.c) -- */
 
 /** Per-block statistics: for numeric and boolean little-endian dtypes, every block of every

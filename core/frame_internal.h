@@ -147,6 +147,10 @@ struct caterva_schunk {
   void *edit_arg;
   cat_rstore *remote;        /* a frame on an HTTP(S) server or in S3 (frame_remote.c), read
                               * only; NULL for local and memory stores */
+  bool s3_group;             /* S3: this commit belongs to a group commit (group_s3.c), which
+                              * may write an array that carries a group mark */
+  struct cat_s3stage *s3stage; /* S3: the commit stages its index under a pending name
+                              * instead of publishing it (group_s3.c), or NULL */
 };
 
 /* ---- frame_format.c: bytes <-> schunk fields ---------------------------------------- */

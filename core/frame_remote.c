@@ -184,6 +184,12 @@ void cat_rstore_committed(caterva_schunk *sc) {
   sc->remote->pending = false;
 }
 
+void cat_rstore_forsake(caterva_schunk *sc) {
+  pthread_mutex_lock(&sc->remote->mu);
+  sc->remote->changed = true;
+  pthread_mutex_unlock(&sc->remote->mu);
+}
+
 /* Ask for pieces in as few requests as the merge rule allows: one wave. Pieces of the same
  * object closer than the merge gap are one request into a temporary buffer. */
 static int cmp_piece(const void *a, const void *b) {

@@ -383,6 +383,13 @@ leave:
 
 /* ---- collecting unreferenced chunk objects --------------------------------------------- */
 
+/* A staged index of a group commit: "chunks.b2frame.<id>.pending" (group_s3.c). */
+static bool is_staged_name(const char *name) {
+  size_t n = strlen(name), p = strlen(CAT_SPARSE_INDEX ".");
+  return n > p + 8 && strncmp(name, CAT_SPARSE_INDEX ".", p) == 0 &&
+         strcmp(name + n - 8, ".pending") == 0;
+}
+
 /* After a commit (the lock held): delete the chunk objects that no index names any more and
  * that left the last index more than the grace period ago -- so that a statement still
  * reading an older version on another machine finds them. S3 does not say when an object
@@ -410,6 +417,12 @@ static void collect(caterva_ctx *ctx, caterva_schunk *sc, cat_s3w *w, const int6
   for (int64_t k = 0; k < nobj && nurl < CAT_S3_WAVE_OBJECTS * 4; k++) {
     int64_t num = cat_file_chunk_number(obj[k].name), left;
     bool by_age = true;
+    if (num < 0 && is_staged_name(obj[k].name) && obj[k].mtime >= 0 &&
+        now - obj[k].mtime > grace) { /* a staged index no pending group commit names */
+      urls[nurl] = cat_remote_sibling(cat_rstore_url(sc), obj[k].name);
+      if (urls[nurl] != NULL) nurl++;
+      continue;
+    }
     if (num < 0 || cat_file_is_live(live, nlive, num)) continue;
     for (int64_t q = 0; q < nreplaced; q++) by_age &= replaced[q] != num;
     by_age = by_age && base_mtime >= 0 && now - base_mtime > grace && obj[k].mtime >= 0 &&
@@ -430,11 +443,88 @@ leave:
   free(live);
 }
 
-/* Milliseconds on the monotonic clock (durations only). */
-static int64_t mono_ms(void) {
+int64_t cat_mono_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void cat_s3stage_clear(cat_s3stage *st) {
+  if (st == NULL) return;
+  free(st->body);
+  free(st->replaced);
+  st->body = NULL;
+  st->replaced = NULL;
+  st->len = st->nreplaced = 0;
+}
+
+/* A commit of an array that carries a group mark, outside a group commit: refused (the
+ * group's writers publish its index only after their record, group_s3.c). The mark is
+ * looked for in the version the transaction started from (the commit's If-Match is that
+ * version), so a mark published meanwhile makes the commit BUSY and its retry sees it. */
+static int check_group_mark(caterva_ctx *ctx, caterva_schunk *sc) {
+  int rc;
+  if (sc->s3_group) return CATERVA_OK;
+  rc = cat_s3_group_member(ctx, sc);
+  if (rc <= 0) return rc;
+  return cat_error(ctx, CATERVA_E_READONLY,
+                   "'%s' belongs to a group of arrays in S3 that commit together (vlmetalayer "
+                   "%s): it is written only through a table over all of them", sc->path,
+                   CAT_S3_GROUP_VLMETA);
+}
+
+/* The staged path of cat_s3_commit (the lock held): the index created under st->leaf. */
+static int stage(caterva_ctx *ctx, caterva_schunk *sc, cat_s3w *w, const cat_plan *pl,
+                 uint8_t **body, int64_t len, int64_t **replaced, int64_t nreplaced,
+                 int64_t start) {
+  cat_s3stage *st = sc->s3stage;
+  cat_put p;
+  char *url = cat_remote_sibling(cat_rstore_url(sc), st->leaf);
+  int rc = CATERVA_OK;
+  CAT_CHECK(leave, url != NULL, CATERVA_E_NOMEM, "out of memory");
+  memset(&p, 0, sizeof p);
+  p.url = url;
+  p.body = *body;
+  p.len = len;
+  p.if_none_match = true;
+  CAT_TRY(leave, cat_remote_put(ctx, cat_rstore_session(sc), &p, 1));
+  /* the name is this transaction's alone: a 412 means a retry found its first try landed */
+  CAT_CHECK(leave, p.outcome != CAT_PUT_UNKNOWN, CATERVA_E_REMOTE,
+            "PUT %s: no answer (HTTP %ld); nothing of this transaction is visible", url,
+            p.status);
+  cat_s3stage_clear(st);
+  st->body = *body;
+  st->len = len;
+  *body = NULL;
+  st->replaced = *replaced;
+  st->nreplaced = nreplaced;
+  *replaced = NULL;
+  snprintf(st->base, sizeof st->base, "%s", cat_rstore_version(sc));
+  st->base_mtime = *cat_rstore_index_mtime(sc);
+  st->start_ms = start;
+  sc->header_len = pl->header_len;
+  sc->frame_len = pl->frame_len;
+  while (w != NULL && w->n > 0) drop_at(w, w->n - 1); /* uploaded */
+leave:
+  free(url);
+  return rc;
+}
+
+void cat_s3_staged_published(caterva_ctx *ctx, caterva_schunk *sc, cat_s3stage *st,
+                             const char *version, bool do_collect) {
+  cat_s3w *w;
+  int64_t now = (int64_t)time(NULL);
+  cat_rstore_lock(sc);
+  snprintf(cat_rstore_version(sc), CAT_RVERSION, "%s", version);
+  cat_rstore_committed(sc);
+  *cat_rstore_index_mtime(sc) = now;
+  w = *cat_rstore_writes(sc);
+  if (w == NULL && (w = *cat_rstore_writes(sc) = calloc(1, sizeof *w)) == NULL) goto leave;
+  while (w->n > 0) drop_at(w, w->n - 1);
+  for (int64_t k = 0; k < st->nreplaced; k++) note_gone(w, st->replaced[k], now);
+  if (do_collect) collect(ctx, sc, w, st->replaced, st->nreplaced, st->base_mtime, now);
+leave:
+  cat_rstore_unlock(sc);
 }
 
 int cat_s3_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
@@ -443,7 +533,7 @@ int cat_s3_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_
   cat_s3w *w;
   uint8_t *body = NULL;
   int64_t len = 0, *replaced = NULL, nreplaced = 0, grace, base_mtime, now;
-  int64_t start = mono_ms();
+  int64_t start = cat_mono_ms();
   char *iurl = NULL, version[CAT_RVERSION];
   int rc = CATERVA_OK;
   memset(&pl, 0, sizeof pl);
@@ -454,6 +544,7 @@ int cat_s3_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_
   iurl = cat_remote_sibling(cat_rstore_url(sc), CAT_SPARSE_INDEX);
   CAT_CHECK(leave, iurl != NULL, CATERVA_E_NOMEM, "out of memory");
   grace = cat_remote_gc_grace(cat_rstore_session(sc));
+  CAT_TRY(leave, check_group_mark(ctx, sc));
   CAT_TRY(leave, upload_pending(ctx, sc, w, entries, n));
   pl.entries = entries;
   pl.cbytes = cbytes;
@@ -464,11 +555,15 @@ int cat_s3_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_
   /* chunks uploaded longer ago than half the grace might be collected by another writer
    * (they are named by no index yet): such a commit is given up */
   CAT_CHECK(leave,
-            grace < 0 || grace > INT64_MAX / 1000 || (mono_ms() - start) * 2 <= grace * 1000,
+            grace < 0 || grace > INT64_MAX / 1000 || (cat_mono_ms() - start) * 2 <= grace * 1000,
             CATERVA_E_REMOTE,
             "'%s': uploading this transaction's chunks took longer than half of gc_grace (%lld "
             "s); nothing of it is visible: run it again", sc->path, (long long)grace);
   CAT_TRY(leave, cat_txn_replaced(ctx, sc, &replaced, &nreplaced));
+  if (sc->s3stage != NULL) {
+    rc = stage(ctx, sc, w, &pl, &body, len, &replaced, nreplaced, start);
+    goto leave;
+  }
   rc = publish(ctx, cat_rstore_session(sc), iurl, body, len, cat_rstore_version(sc), version);
   if (rc == CATERVA_E_BUSY && w != NULL) /* uploaded for nothing: garbage from now on */
     for (int64_t k = 0; k < w->n; k++) note_gone(w, w->c[k].num, (int64_t)time(NULL));

@@ -35,6 +35,10 @@ const char *cat_rstore_url(const caterva_schunk *sc);
 char *cat_rstore_version(caterva_schunk *sc);
 /* A commit published a new version: no reopen is due. */
 void cat_rstore_committed(caterva_schunk *sc);
+/* What this store holds is not what is published (a staged group commit that did not
+ * become visible, or was published by another writer): caterva_schunk_stale says 1, so the
+ * array is opened again before it is read or written. */
+void cat_rstore_forsake(caterva_schunk *sc);
 /* When the index this store reflects was written (seconds since the epoch, -1 unknown). */
 int64_t *cat_rstore_index_mtime(caterva_schunk *sc);
 /* The pending chunks of a writable store (NULL until the first write). */
@@ -57,6 +61,31 @@ void cat_s3_forget(caterva_schunk *sc, int64_t num);
 /* cat_sparse_write_index for a store in S3: the commit protocol above. */
 int cat_s3_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
                   int64_t nbytes, int64_t cbytes);
+/* A commit that stages its index (sc->s3stage, group_s3.c): the chunks are uploaded as
+ * usual, the index is created under `leaf` (If-None-Match: *) instead of replacing
+ * chunks.b2frame, and nothing is published. The store keeps its version (the base) until
+ * cat_s3_staged_published. */
+typedef struct cat_s3stage {
+  char leaf[64];                /* in: the pending object's name in the prefix */
+  uint8_t *body;                /* out: the index bytes staged (owned) */
+  int64_t len;
+  char base[CAT_RVERSION];      /* out: the version of chunks.b2frame they replace */
+  int64_t *replaced, nreplaced; /* out: the chunks the commit took out of the index */
+  int64_t base_mtime;           /* out: when the base was written (-1 unknown) */
+  int64_t start_ms;             /* out: when the commit began uploading (monotonic ms) */
+} cat_s3stage;
+void cat_s3stage_clear(cat_s3stage *st);
+/* The staged index became chunks.b2frame at version (by this writer): the store reflects
+ * it; with collect, unreferenced objects are collected as after a commit. */
+void cat_s3_staged_published(caterva_ctx *ctx, caterva_schunk *sc, cat_s3stage *st,
+                             const char *version, bool collect);
+/* The vlmetalayer that marks an array written only through group commits (group_s3.c). */
+#define CAT_S3_GROUP_VLMETA "_caterva_group"
+/* 1 when sc carries a group mark that names its own prefix (a member: group_s3.c), 0 when
+ * not (no mark, or a copy's), < 0 an error. */
+int cat_s3_group_member(caterva_ctx *ctx, caterva_schunk *sc);
+/* Milliseconds on the monotonic clock (durations only). */
+int64_t cat_mono_ms(void);
 /* The bytes of pending chunk num (the lock held), or 0 when it is not pending. */
 int cat_s3_pending(const cat_s3w *w, int64_t num, const uint8_t **p, int32_t *cbytes);
 void cat_s3w_free(cat_s3w *w);

@@ -583,6 +583,8 @@ char *cvRealPath(const char *zPath);
 /* The first array's part of xBegin, its lock held: reopened for writing if needed, leftovers
 ** collected once, its transaction begun. */
 int cvBeginFirst(CvVtab *pTab);
+/* Open the first array again (mode CATERVA_OPEN_READ or _WRITE) and install it. */
+int cvReopen(CvVtab *pTab, int mode);
 /* The first array's part of a statement's start (reopened if another handle committed). */
 int cvStatementStartFirst(CvVtab *pTab);
 /* The end of a transaction either way: flags reset, the first array's lock released. */
@@ -593,6 +595,13 @@ void cvSleepMs(int ms);
 /* ---- vtab_vars_txn.c: transactions of tables over several arrays ------------------------ */
 
 int cvVarsBegin(CvVtab *pTab);
+
+/* ---- vtab_vars_s3.c: the same for tables over several arrays in S3 ---------------------- */
+
+int cvVarsS3Begin(CvVtab *pTab);
+int cvVarsS3Sync(CvVtab *pTab);
+int cvVarsS3StatementStart(CvVtab *pTab);
+
 int cvVarsSync(CvVtab *pTab);
 int cvVarsCommit(CvVtab *pTab);
 int cvVarsRollback(CvVtab *pTab);

@@ -132,7 +132,7 @@ static int cvInstall(CvVtab *pTab, caterva_array *pArr) {
 }
 
 /* Open the array again (mode CATERVA_OPEN_READ or _WRITE) and install it. */
-static int cvReopen(CvVtab *pTab, int mode) {
+int cvReopen(CvVtab *pTab, int mode) {
   caterva_array *pNew = 0;
   int rc = cvArrayOpen(pTab->pConn, pTab->zPath, mode, &pTab->remote, &pNew);
   if (rc < 0) return cvLibError(pTab, rc);
@@ -313,11 +313,6 @@ static int cvRemoteBegin(CvVtab *pTab) {
   if (sqlite3_strnicmp(pTab->zPath, "s3://", 5) != 0) {
     cvSetError(pTab, "caterva: '%s' is served over http(s), which is read-only: arrays are "
                "written in S3 (s3://bucket/prefix/, a sparse frame)", pTab->zPath);
-    return SQLITE_READONLY;
-  }
-  if (pTab->nVar > 0) { /* no commit across several objects' indexes yet */
-    cvSetError(pTab, "caterva: '%s': a table over several variables in S3 is read-only for "
-               "now; write each variable through a table of its own", pTab->zPath);
     return SQLITE_READONLY;
   }
   if (!pTab->bWritable || caterva_schunk_stale(pCtx, caterva_array_schunk(pTab->pArr)) != 0)

@@ -10,8 +10,11 @@ SQLITE_EXTENSION_INIT3
 
 #include "vtab_internal.h"
 
-/* Writes to a table over several arrays (not a remote one: that refuses as one array). */
-static int cvVarsWrite(const CvVtab *pTab) { return pTab->nVar > 0 && !pTab->bRemote; }
+/* Writes to a table over several arrays (in S3: vtab_vars_s3.c; http(s) refuses as one
+** array does). */
+static int cvVarsWrite(const CvVtab *pTab) {
+  return pTab->nVar > 0 && (!pTab->bRemote || sqlite3_strnicmp(pTab->zPath, "s3://", 5) == 0);
+}
 
 int cvTxnBegin(sqlite3_vtab *pVtab) {
   CvVtab *pTab = (CvVtab *)pVtab;

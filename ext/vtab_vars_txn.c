@@ -153,6 +153,7 @@ static void cvVarsAbort(CvVtab *pTab) {
 int cvVarsBegin(CvVtab *pTab) {
   CvOrder o;
   int rc, i;
+  if (pTab->bRemote) return cvVarsS3Begin(pTab);
   if (pTab->bReadLocked) { /* lock_reads: our own shared lock would block us */
     caterva_lock_release(pTab->pLock);
     pTab->bReadLocked = 0;
@@ -191,6 +192,7 @@ int cvVarsSync(CvVtab *pTab) {
   caterva_lock *aL[CV_NARR_MAX];
   int aI[CV_NARR_MAX], nW = 0, i, r = CATERVA_OK, rc = SQLITE_OK;
   if (pTab->bCommitted) return SQLITE_OK;
+  if (pTab->bRemote) return cvVarsS3Sync(pTab);
   for (i = 0; i <= pTab->nVar; i++) {
     if (!(i == 0 ? pTab->bWrote : pTab->aVar[i - 1].bWrote)) continue;
     aI[nW] = i;
@@ -297,6 +299,13 @@ int cvVarsPrepareRead(CvVtab *pTab) {
 
 /* ---- what a statement reads ------------------------------------------------------------ */
 
+/* Is every array of the table under an s3:// prefix (a group in S3: vtab_vars_s3.c)? */
+static int cvVarsAllS3(CvVtab *pTab) {
+  for (int i = 0; i <= pTab->nVar; i++)
+    if (sqlite3_strnicmp(cvPathOf(pTab, i), "s3://", 5) != 0) return 0;
+  return 1;
+}
+
 /* Every array's generation counter (0 without a sidecar; one that appeared is used). */
 static void cvVarsGens(CvVtab *pTab, uint64_t *aGen) {
   caterva_ctx *pCtx = pTab->pConn->pCtx;
@@ -334,6 +343,7 @@ int cvVarsStatementStart(CvVtab *pTab) {
   uint64_t aG1[CV_NARR_MAX], aG2[CV_NARR_MAX];
   int rc, waited = 0, timeout = -1, iJ;
   if (pTab->bInTxn || pTab->nCursor > 0) return SQLITE_OK;
+  if (pTab->bRemote && cvVarsAllS3(pTab)) return cvVarsS3StatementStart(pTab);
   for (;;) {
     cvVarsGens(pTab, aG1);
     iJ = cvVarsPending(pTab);

@@ -10,7 +10,10 @@ ListObjectsV2 (every page) and GETs each object into OUTDIR/s3_array/ -- what
 `aws s3 cp --recursive s3://BUCKET/ref/ OUTDIR/s3_array/` gives -- and writes OUTDIR/manifest.json
 (the format of test_interop's: name, file, raw_file, shape, chunkshape, blockshape) with
 OUTDIR/raw/s3_array.raw, the C-order bytes of the values kept in Python. ref_read then opens the
-directory with b2nd_open and compares what the reference decodes with those bytes.
+directory with b2nd_open and compares what the reference decodes with those bytes. The same
+for the two members of a group (a table over s3://BUCKET/group/a/ and .../b/ written through
+three group commits: staged indexes, the leader's record, roll-forward), each downloaded alone
+into OUTDIR/s3_group_a/ and OUTDIR/s3_group_b/.
 
 Before writing the manifest it checks that this extension reads the prefix (and the download)
 as the same values; it exits nonzero when it does not, or when anything fails.
@@ -107,6 +110,35 @@ def write_array(url):
     return vals, 11
 
 
+GROWS, GCOLS, GCHUNKS, GBLOCKS = 5, 6, (2, 3), (1, 3)
+
+
+def write_group(ua, ub):
+    """A table over two arrays in S3 (a group, docs/guarantees.md) changed through three group
+    commits; the values each array should hold."""
+    db = connect_ext(EXT, isolation_level=None)
+    db.execute("PRAGMA trusted_schema=1")
+    for name, url in (("ga", ua), ("gb", ub)):
+        db.execute("CREATE VIRTUAL TABLE %s USING caterva('%s', shape='%d,%d', dtype='int32', "
+                   "chunks='%d,%d', blocks='%d,%d', fill=0)" % ((name, url, GROWS, GCOLS) +
+                                                               GCHUNKS + GBLOCKS))
+        db.execute("DROP TABLE %s" % name)
+    db.execute("CREATE VIRTUAL TABLE w USING caterva('%s', '%s', value='a,b')" % (ua, ub))
+    db.execute("UPDATE w SET a = d0 * 10 + d1, b = -(d0 * 10 + d1)")
+    va = {(r, c): r * 10 + c for r in range(GROWS) for c in range(GCOLS)}
+    vb = {k: -v for k, v in va.items()}
+    db.execute("INSERT INTO w(d0, d1, a, b) VALUES (6, 2, 111, 222)")  # grows both to 7 rows
+    for r in range(GROWS, 7):
+        for c in range(GCOLS):
+            va[(r, c)] = vb[(r, c)] = 0
+    va[(6, 2)], vb[(6, 2)] = 111, 222
+    db.execute("UPDATE w SET b = 5 WHERE d0 = 0")
+    for c in range(GCOLS):
+        vb[(0, c)] = 5
+    db.close()
+    return va, vb, 7
+
+
 def read_back(path):
     db = connect_ext(EXT, isolation_level=None)
     db.execute("PRAGMA trusted_schema=1")
@@ -142,6 +174,14 @@ def main():
                 return 1
             dst = os.path.join(out, "s3_array")
             keys = download(s, "ref/", dst)
+            ga, gb = "s3://%s/group/a/" % s.bucket, "s3://%s/group/b/" % s.bucket
+            va, vb, grows = write_group(ga, gb)
+            if read_back(ga) != va or read_back(gb) != vb:
+                print("s3_download: the extension reads the group's members differently from "
+                      "what was written", file=sys.stderr)
+                return 1
+            gkeys = [download(s, "group/a/", os.path.join(out, "s3_group_a")),
+                     download(s, "group/b/", os.path.join(out, "s3_group_b"))]
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if read_back(dst) != vals:
@@ -154,8 +194,21 @@ def main():
             "raw_file": "raw/s3_array.raw", "shape": [nrows, COLS],
             "chunkshape": list(CHUNKS), "blockshape": list(BLOCKS), "dtype": "int32",
             "objects": sorted(keys)}
+    cases = [case]
+    for tag, v, k in (("a", va, gkeys[0]), ("b", vb, gkeys[1])):
+        if read_back(os.path.join(out, "s3_group_" + tag)) != v:
+            print("s3_download: the extension reads group member %s's download differently"
+                  % tag, file=sys.stderr)
+            return 1
+        with open(os.path.join(out, "raw", "s3_group_%s.raw" % tag), "wb") as f:
+            f.write(b"".join(struct.pack("<i", v[(r, c)])
+                             for r in range(grows) for c in range(GCOLS)))
+        cases.append({"name": "s3_group_member_" + tag, "file": "s3_group_" + tag,
+                      "raw_file": "raw/s3_group_%s.raw" % tag, "shape": [grows, GCOLS],
+                      "chunkshape": list(GCHUNKS), "blockshape": list(GBLOCKS),
+                      "dtype": "int32", "objects": sorted(k)})
     with open(os.path.join(out, "manifest.json"), "w") as f:
-        json.dump({"cases": [case]}, f, indent=1)
+        json.dump({"cases": cases}, f, indent=1)
     print("# s3_download: %d objects of %s downloaded to %s (%d x %d int32, %d commits)"
           % (len(keys), url, dst, nrows, COLS, 6))
     return 0

@@ -29,7 +29,9 @@ one-process answer (keys and n exactly, values within 1e-12 relative: the merge 
 sums, docs/python.md) and the answers of 1, 2 and 4 workers are bit-identical (asserted).
 
 Then, without the network, the same reductions of the local file in one process with
-CATERVA_THREADS=1: the decode rate of one core (compressed MB/s).
+CATERVA_THREADS=1: the decode rate of one core (compressed MB/s), through reduce() (the rows
+made into a DataFrame) and as `SELECT count(*) FROM caterva_reduce(...)` (the reduction in C
+alone).
 
 Usage: bench_cluster.py [DEMO_DIR] (default $top_builddir/demo, written by tests/tools/mkdemo
 when missing). Environment: top_builddir, top_srcdir, DELAY_MS (20), RATE (10000000),
@@ -187,15 +189,23 @@ def local_part(demo):
     print("| reduction | time (median) | rounds | compressed MB/s | cells/s |")
     print("|---|---:|---|---:|---:|")
     for desc, op, axes in QUERIES:
-        ts = []
-        for _ in range(ROUNDS):
-            drop_connection()
-            t0 = time.perf_counter()
-            cs.reduce(path, op, axes)
-            ts.append(time.perf_counter() - t0)
-        t = statistics.median(ts)
-        print("| %s | %.3f s | %s | %.0f | %.3g |" % (desc, t, " ".join("%.3f" % x for x in ts),
-                                                     mb(size) / t, 365 * 180 * 360 / t))
+        for how in ("reduce()", "SQL count(*)"):
+            ts = []
+            for _ in range(ROUNDS):
+                drop_connection()
+                t0 = time.perf_counter()
+                if how == "reduce()":  # the rows made into a DataFrame
+                    cs.reduce(path, op, axes)
+                else:  # the reduction in C, its rows only counted
+                    db = cs.connect()
+                    db.execute("SELECT count(*) FROM caterva_reduce(?, ?, ?)",
+                               (path, op, axes)).fetchall()
+                    db.close()
+                ts.append(time.perf_counter() - t0)
+            t = statistics.median(ts)
+            print("| %s, %s | %.3f s | %s | %.0f | %.3g |"
+                  % (desc, how, t, " ".join("%.3f" % x for x in ts), mb(size) / t,
+                     365 * 180 * 360 / t))
     del os.environ["CATERVA_THREADS"]
     drop_connection()
 

@@ -12,7 +12,9 @@ parts fixed by the array (never by the workers). Each task runs caterva_reduce o
 extension computes in C -- count, sum, min, max, and for std the mean and std (from which
 M2 = n * std^2). The partials are merged here in the order of the parts: counts added, sums
 added with Neumaier's compensation (integer sums exactly), min and max compared, (n, mean, M2)
-combined with Chan, Golub and LeVeque's update. The answer therefore does not depend on the
+combined with Chan, Golub and LeVeque's update (float partials come back as NumPy columns and
+are merged with NumPy, part after part, by the same operations per output row as the
+row-by-row merge, _merge_rows, which integer sums keep). The answer therefore does not depend on the
 number of workers at all (bit for bit), and differs from the in-process one only within the
 sum bound of docs/sql-reference.md (a part's sum obeys it; adding P partial sums with
 compensation adds at most 2u * sum|x_i| more) and, for std, within 1e-12 relative.
@@ -90,8 +92,9 @@ def _select(db, sql, args=()):
 
 
 def _partial(paths, options, op, axes, kept, part):
-    """A task: the partial statistics of one part, [(keys, indices, count, sum, min, max
-    [, mean, std])] from a named reduction listing them (op: 'count,sum,min,max[,mean,std]')."""
+    """A task: the partial statistics of one part, rows (keys, indices, count, sum, min, max
+    [, mean, std]) from a named reduction listing them (op: 'count,sum,min,max[,mean,std]'),
+    packed by _pack."""
     db, table = local_table(paths, options)
     name = _named(db, table, op, axes)
     cols = [ident(d) for _, d in kept] + [ident(d + "_index") for _, d in kept]

@@ -12,7 +12,9 @@ parts fixed by the array (never by the workers). Each task runs caterva_reduce o
 extension computes in C -- count, sum, min, max, and for std the mean and std (from which
 M2 = n * std^2). The partials are merged here in the order of the parts: counts added, sums
 added with Neumaier's compensation (integer sums exactly), min and max compared, (n, mean, M2)
-combined with Chan, Golub and LeVeque's update. The answer therefore does not depend on the
+combined with Chan, Golub and LeVeque's update (float partials come back as NumPy columns and
+are merged with NumPy, part after part, by the same operations per output row as the
+row-by-row merge, _merge_rows, which integer sums keep). The answer therefore does not depend on the
 number of workers at all (bit for bit), and differs from the in-process one only within the
 sum bound of docs/sql-reference.md (a part's sum obeys it; adding P partial sums with
 compensation adds at most 2u * sum|x_i| more) and, for std, within 1e-12 relative.
@@ -90,8 +92,9 @@ def _select(db, sql, args=()):
 
 
 def _partial(paths, options, op, axes, kept, part):
-    """A task: the partial statistics of one part, [(keys, indices, count, sum, min, max
-    [, mean, std])] from a named reduction listing them (op: 'count,sum,min,max[,mean,std]')."""
+    """A task: the partial statistics of one part, rows (keys, indices, count, sum, min, max
+    [, mean, std]) from a named reduction listing them (op: 'count,sum,min,max[,mean,std]'),
+    packed by _pack."""
     db, table = local_table(paths, options)
     name = _named(db, table, op, axes)
     cols = [ident(d) for _, d in kept] + [ident(d + "_index") for _, d in kept]
@@ -99,7 +102,30 @@ def _partial(paths, options, op, axes, kept, part):
     split, lo, hi = part
     sql = "SELECT %s FROM temp.%s WHERE %s BETWEEN ? AND ?" % (
         ", ".join(cols), ident(name), ident(split + "_index"))
-    return _select(db, sql, (lo, hi))
+    return _pack(_select(db, sql, (lo, hi)), len(kept))
+
+
+def _pack(rows, nk):
+    """A part's rows as the task returns them: ("c", columns as NumPy arrays) when every sum is
+    a float (or absent in an empty row), which the vectorized merge takes; else ("r", rows),
+    kept as Python values (integer sums stay exact)."""
+    import numpy as np
+    if not rows:
+        return ("r", rows)
+    cols = list(zip(*rows))
+    if not all(type(v) is float or (v is None and not n) for v, n in zip(cols[2 * nk + 1],
+                                                                         cols[2 * nk])):
+        return ("r", rows)
+    out = []
+    for j, c in enumerate(cols):
+        if j >= 2 * nk + 1:
+            out.append(np.array(c, dtype=np.float64))  # None (empty rows) -> NaN, ignored
+        elif j == 2 * nk:
+            out.append(np.array(c, dtype=np.int64))
+        else:
+            a = np.array(c)
+            out.append(a if a.dtype.kind in "iufU" else np.array(c, dtype=object))
+    return ("c", out)
 
 
 class _Acc:
@@ -157,7 +183,10 @@ def _sort_key(kept, reduced):
     return key
 
 
-def _merge(results, kept, reduced):
+def _merge_rows(results, kept, reduced):
+    """The partials merged row by row in Python (_Acc): [(first keys and indices, statistics)]
+    in caterva_reduce's order. Used for integer sums (kept exact as Python ints) and as the
+    reference the vectorized merge is tested against."""
     accs = {}
     for rows in results:
         for r in rows:
@@ -174,8 +203,8 @@ def _merge(results, kept, reduced):
     return [(a.first[0], a.result()) for a in accs]
 
 
-def _frame(columns, kept, rows, op):
-    """The merged rows under the named reduction's columns: dimensions, `value` (the one
+def _rows_frame(columns, kept, rows, op):
+    """_merge_rows' rows under the named reduction's columns: dimensions, `value` (the one
     statistic op names) or the statistics, `n`."""
     import pandas as pd
     names = [name for _, name in kept]
@@ -185,10 +214,123 @@ def _frame(columns, kept, rows, op):
             j = names.index(c)
             data[c] = [r[0][j] for r in rows]
         else:
-            st = "count" if c == "n" else op.strip().lower() if c == "value" else c
-            st = _ALIAS.get(st, st)
-            data[c] = [r[1][st] for r in rows]
+            data[c] = [r[1][_stat_of(c, op)] for r in rows]
     return pd.DataFrame(data, columns=columns)
+
+
+def _stat_of(column, op):
+    st = "count" if column == "n" else op.strip().lower() if column == "value" else column
+    return _ALIAS.get(st, st)
+
+
+def _merge_vec(results, kept, reduced):
+    """The partials merged with NumPy, one part at a time in the order of the parts, with the
+    same floating-point operations per output row as _Acc.add (the answer is bit for bit
+    _merge_rows'): {"keys": [one list per kept dimension], statistic: array}, in
+    caterva_reduce's order. A part holds each output row at most once."""
+    import numpy as np
+    import pandas as pd
+    nk = len(kept)
+    parts = [p for p in results if len(p[0])]
+    if not parts:
+        return None
+    cols = []
+    for i in range(len(parts[0])):
+        pieces = [p[i] for p in parts]
+        if len({a.dtype.kind for a in pieces}) > 1:
+            pieces = [a.astype(object) for a in pieces]
+        cols.append(np.concatenate(pieces))
+    sizes = [len(p[0]) for p in parts]
+    idents = pd.DataFrame({j: cols[nk + j] if not reduced.get(k) else cols[j]
+                           for j, (k, _) in enumerate(kept)})
+    if nk:
+        ids = idents.groupby(list(range(nk)), sort=False, dropna=False).ngroup().to_numpy()
+    else:
+        ids = np.zeros(len(cols[0]), dtype=np.int64)
+    g = int(ids.max()) + 1
+    first = np.full(g, len(ids), dtype=np.int64)
+    np.minimum.at(first, ids, np.arange(len(ids)))
+    n = np.zeros(g, dtype=np.int64)
+    s, c = np.zeros(g), np.zeros(g)
+    lo, hi = np.full(g, np.nan), np.full(g, np.nan)
+    mean, m2 = np.zeros(g), np.zeros(g)
+    has = np.zeros(g, dtype=bool)
+    with_std = len(cols) > 2 * nk + 4
+    start = 0
+    for size in sizes:
+        sl = slice(start, start + size)
+        start += size
+        cnt = cols[2 * nk][sl]
+        m = cnt > 0
+        idx, cnt = ids[sl][m], cnt[m]
+        sp = cols[2 * nk + 1][sl][m].astype(np.float64)
+        lp = cols[2 * nk + 2][sl][m].astype(np.float64)
+        hp = cols[2 * nk + 3][sl][m].astype(np.float64)
+        new = ~has[idx]
+        a = s[idx]
+        t = a + sp
+        comp = np.where(np.abs(a) >= np.abs(sp), (a - t) + sp, (sp - t) + a)
+        s[idx] = np.where(new, sp, t)
+        c[idx] = np.where(new, c[idx], c[idx] + comp)
+        lo[idx] = np.where(new | (lp < lo[idx]), lp, lo[idx])
+        hi[idx] = np.where(new | (hp > hi[idx]), hp, hi[idx])
+        if with_std:
+            mp = cols[2 * nk + 4][sl][m].astype(np.float64)
+            sd = cols[2 * nk + 5][sl][m].astype(np.float64)
+            n0 = n[idx]
+            tot = n0 + cnt
+            delta = mp - mean[idx]
+            mean[idx] = mean[idx] + delta * cnt / tot
+            m2[idx] = m2[idx] + (sd * sd * cnt + delta * delta * n0 * cnt / tot)
+        n[idx] += cnt
+        has[idx] = True
+    with np.errstate(invalid="ignore", divide="ignore"):
+        total = s + c
+        out = {"count": n, "sum": total, "mean": total / n, "min": lo, "max": hi,
+               "std": np.sqrt(np.maximum(m2, 0.0) / n)}
+    for k in ("sum", "mean", "min", "max", "std"):
+        out[k] = np.where(has, out[k], np.nan)
+    # caterva_reduce's order: kept dimensions by index, groups by key (seasons in their order)
+    order = pd.DataFrame({"_": np.zeros(g)})
+    by = []
+    for j, (k, _) in enumerate(kept):
+        if reduced.get(k):
+            keys = cols[j][first]
+            if all(v in _SEASONS for v in keys.tolist()):
+                order["%d" % j] = [_SEASONS[v] for v in keys.tolist()]
+            else:
+                order["%d" % j] = keys.tolist()
+        else:
+            order["%d" % j] = cols[nk + j][first].tolist()
+        by.append("%d" % j)
+    perm = order.sort_values(by, kind="mergesort").index.to_numpy() if by else np.arange(g)
+    out = {k: v[perm] for k, v in out.items()}
+    out["keys"] = [cols[j][first][perm].tolist() for j in range(nk)]
+    return out
+
+
+def _vec_frame(columns, kept, merged, op):
+    """_merge_vec's arrays under the named reduction's columns (as _rows_frame)."""
+    import pandas as pd
+    names = [name for _, name in kept]
+    data = {}
+    for col in columns:
+        if col in names:
+            data[col] = merged["keys"][names.index(col)]
+        else:
+            data[col] = merged[_stat_of(col, op)]
+    return pd.DataFrame(data, columns=columns)
+
+
+def _merged_frame(columns, kept, reduced, results, op):
+    """The parts' partial statistics merged (module docstring) as the result's DataFrame."""
+    if all(kind == "c" for kind, _ in results if _):
+        merged = _merge_vec([cols for kind, cols in results if kind == "c"], kept, reduced)
+        if merged is not None:
+            return _vec_frame(columns, kept, merged, op)
+    rows = [list(zip(*[c.tolist() for c in part])) if kind == "c" else part
+            for kind, part in results]
+    return _rows_frame(columns, kept, _merge_rows(rows, kept, reduced), op)
 
 
 def _parts(grid, split, nparts):
@@ -257,4 +399,4 @@ def reduce(path_or_url, op, axes, client=None, options=None, split=None, parts=N
                              (grid.dims[p[0]], p[1], p[2]), pure=False)
                for p in _parts(grid, k, parts)]
     results = client.gather(futures)
-    return _frame(columns, kept, _merge(results, kept, reduced), op)
+    return _merged_frame(columns, kept, reduced, results, op)

@@ -5,7 +5,8 @@
   split along a reduced, a grouped and a kept dimension, float and int arrays) on the cluster
   equal the in-process answers (counts, keys, min and max exactly; sums, means and std within
   the documented bound), and are bit-identical to the same parts merged in one process (the
-  answer does not depend on the number of workers).
+  answer does not depend on the number of workers). The NumPy merge of float partials equals
+  the row-by-row merge (still used for integer sums) bit for bit.
 - xarray with chunks={}: a mean over time and a monthly groupby computed on the cluster equal
   NumPy's over the values and reduce()'s.
 - sql(): map/combine (per-latitude means; a join with a DataFrame shipped to the tasks; a
@@ -115,6 +116,7 @@ def check_reduce(client, path, ipath):
                "reduce(%s, %r%s) on 2 workers equals the in-process answer (%d rows) and is "
                "bit-identical to the parts merged in one process" % (
                    op, axes, ", split=" + split if split else "", len(local)), why)
+    check_merges(path)
     want = cs.reduce(ipath, "sum", "time")
     got = cs.reduce(ipath, "sum", "time", client=client)
     report(want.equals(got) and all(isinstance(v, int) for v in got["value"].to_list()),
@@ -124,6 +126,25 @@ def check_reduce(client, path, ipath):
            sorted(set(clim["time"])) == list(range(1, 13)) and len(clim) == 12 * NLAT * NLON,
            "a monthly climatology's frame: columns time (the month), lat, lon, value, n")
     check_lists(client, path)
+
+
+def check_merges(path):
+    """The NumPy merge of float partials (_merge_vec) gives, bit for bit, the frame of the
+    row-by-row merge it replaced (_merge_rows, still used for integer sums)."""
+    from caterva_sqlite import _reduce
+    bad = []
+    for op, axes, split in REDUCTIONS:
+        vec = cs.reduce(path, op, axes, client=InProcess(), split=split)
+        saved = _reduce._pack
+        _reduce._pack = lambda rows, nk: ("r", rows)
+        try:
+            rows = cs.reduce(path, op, axes, client=InProcess(), split=split)
+        finally:
+            _reduce._pack = saved
+        if not vec.equals(rows) or list(vec.dtypes) != list(rows.dtypes):
+            bad.append("%s %s: %s" % (op, axes, frames_close(vec, rows, rtol=0)[1] or "dtypes"))
+    report(not bad, "the vectorized merge of the parts equals the row-by-row merge bit for bit "
+           "(%d reductions)" % len(REDUCTIONS), "\n".join(bad))
 
 
 def check_lists(client, path):

@@ -114,7 +114,18 @@ void cat_bs_free(cat_bstats *bs) {
   cat_bs_enc_drop(bs);
   for (int k = 0; k < bs->nmarks; k++) cat_bs_recs_free(bs->marks[k].rec, bs->marks[k].n);
   free(bs->marks);
-  cat_bs_recs_free(bs->rec, bs->n);
+  if (bs->lazy != NULL && bs->lazy->loaded != NULL && bs->lazy->page > 0) {
+    /* records exist only in the pages read (an edit reads them all first): the positions of
+     * the others are never touched, not even to free them (a calloc'ed array of 8 bytes a
+     * chunk that stays out of memory) */
+    for (int64_t pg = 0; pg * bs->lazy->page < bs->n; pg++)
+      if (bs->lazy->loaded[pg])
+        for (int64_t i = pg * bs->lazy->page; i < bs->n && i < (pg + 1) * bs->lazy->page; i++)
+          cat_bs_rec_unref(bs->rec[i]);
+    free(bs->rec);
+  } else {
+    cat_bs_recs_free(bs->rec, bs->n);
+  }
   cat_bs_lazy_free(bs->lazy);
   free(bs->scratch);
   free(bs);

@@ -307,7 +307,7 @@ int cat_frame_parse_trailer(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t 
 
 /* An entry is valid if it points inside the chunk section (contiguous; room for at least a
  * chunk header), names an 8-hex-digit file (sparse), or is a zero/NaN/uninit special. */
-static int check_entry(caterva_ctx *ctx, const caterva_schunk *sc, int64_t i, int64_t e) {
+int cat_frame_check_entry(caterva_ctx *ctx, const caterva_schunk *sc, int64_t i, int64_t e) {
   if (e < 0) {
     uint64_t u = (uint64_t)e, top = u >> 56;
     if ((top != 0x81 && top != 0x82 && top != 0x84) || (u << 8) != 0)
@@ -366,7 +366,7 @@ int cat_frame_parse_index(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *f
     uint8_t le[8];
     memcpy(le, &sc->entries[i], 8);
     sc->entries[i] = (int64_t)cat_le64(le);
-    rc = check_entry(ctx, sc, i, sc->entries[i]);
+    rc = cat_frame_check_entry(ctx, sc, i, sc->entries[i]);
     if (rc < 0) return rc;
   }
   return ci.cbytes;
@@ -387,6 +387,10 @@ int cat_frame_parse_contiguous(caterva_ctx *ctx, caterva_schunk *sc, const uint8
   idx = sc->header_len + sc->cbytes;
   rc = cat_frame_parse_trailer(ctx, sc, frame, idx, &tstart);
   if (rc < 0) return rc;
+  if (frame == sc->base) {
+    rc = cat_index_try_lazy(ctx, sc, idx, tstart - idx);
+    if (rc != 0) return rc < 0 ? rc : CATERVA_OK;
+  }
   rc = cat_frame_parse_index(ctx, sc, frame, idx, tstart - idx);
   return rc < 0 ? rc : CATERVA_OK;
 }

@@ -54,6 +54,9 @@
 #define CAT_INDEX_MAX_FIXED (64 * 1024 * 1024)
 #define CAT_INDEX_MAX_RATIO 16384
 #define CAT_VLMETA_MAX (64 * 1024 * 1024)
+/* A read-only contiguous file with more chunks than this reads its index a block at a time
+ * (frame_index.c); smaller indices are decoded and checked whole at open. */
+#define CAT_INDEX_LAZY_MIN 65536
 /* Contents at least this large are kept decoded beside their chunk (cat_vlmeta.raw). */
 #define CAT_VLMETA_KEEP_RAW (32 * 1024)
 
@@ -85,6 +88,7 @@ typedef struct cat_map {
 
 typedef struct cat_txn cat_txn;
 typedef struct cat_rstore cat_rstore;
+typedef struct cat_lazy_index cat_lazy_index;
 
 struct caterva_schunk {
   int store;                 /* CATERVA_STORE_* */
@@ -99,7 +103,9 @@ struct caterva_schunk {
   int64_t nchunks;
   int64_t nbytes;            /* sum of the chunks' uncompressed sizes */
   int64_t cbytes;            /* header cbytes: chunk section length / sum of chunk files */
-  int64_t *entries;          /* nchunks index entries: offsets, file numbers or specials */
+  int64_t *entries;          /* nchunks index entries: offsets, file numbers or specials;
+                              * NULL while lazy_index reads them a block at a time */
+  cat_lazy_index *lazy_index;/* frame_index.c, or NULL: entries holds the whole index */
   uint8_t **data;            /* NULL, or nchunks pointers: owned chunk bytes (memory store)
                               * or cached chunk files (sparse store) */
   cat_meta meta[CATERVA_MAX_METALAYERS];
@@ -176,6 +182,25 @@ int cat_frame_parse_trailer_at(caterva_ctx *ctx, caterva_schunk *sc, const uint8
  * sc->entries and validate every entry. Returns the index chunk's size (0 without chunks). */
 int cat_frame_parse_index(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
                           int64_t pos, int64_t avail);
+
+/* Check index entry i (e) of sc as cat_frame_parse_index does. */
+int cat_frame_check_entry(caterva_ctx *ctx, const caterva_schunk *sc, int64_t i, int64_t e);
+
+/* ---- frame_index.c: the offsets index read a block at a time -------------------------- */
+
+/* At the open of a read-only contiguous file (sc->base its map): when its index chunk at pos
+ * (avail bytes up to the trailer) is large and cut into blocks, set sc->lazy_index instead
+ * of decoding it and return the chunk's size; 0 when it must be decoded whole. */
+int cat_index_try_lazy(caterva_ctx *ctx, caterva_schunk *sc, int64_t pos, int64_t avail);
+void cat_index_lazy_free(cat_lazy_index *lz);
+/* Index entry i (0 <= i < nchunks) into *e: from sc->entries, or by decoding (and checking)
+ * the block of the index it lies in. CATERVA_E_CORRUPT when that block is malformed. */
+int cat_sc_entry(caterva_ctx *ctx, const caterva_schunk *sc, int64_t i, int64_t *e);
+/* Make sc->entries hold the whole index (decoded and checked) for a caller that needs every
+ * entry or changes them (writers, copies, compaction). Nothing when it does already. */
+int cat_sc_index_load(caterva_ctx *ctx, caterva_schunk *sc);
+/* Blocks of the index decoded so far by cat_sc_entry, or -1 when the index was decoded whole. */
+int64_t cat_sc_index_blocks_decoded(const caterva_schunk *sc);
 
 /* Fill a fixed header template for a new frame. */
 int cat_frame_fixed_init(caterva_ctx *ctx, uint8_t fixed[CAT_FH_SIZE], const caterva_cparams *cp,

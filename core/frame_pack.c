@@ -16,7 +16,9 @@
  * their offsets, sparse entries consecutive file numbers. */
 static int plan_build(caterva_ctx *ctx, caterva_schunk *sc, int frame_type, cat_plan *pl) {
   int64_t off = 0, files = 0;
+  int rc0;
   memset(pl, 0, sizeof *pl);
+  if ((rc0 = cat_sc_index_load(ctx, sc)) < 0) return rc0;
   if (sc->nchunks > 0) {
     pl->entries = malloc((size_t)sc->nchunks * sizeof *pl->entries);
     if (pl->entries == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
@@ -45,6 +47,8 @@ typedef int (*chunk_fn)(caterva_ctx *ctx, void *arg, int64_t k, const uint8_t *p
 
 static int each_stored(caterva_ctx *ctx, caterva_schunk *sc, chunk_fn fn, void *arg) {
   int64_t k = 0;
+  int rc0 = cat_sc_index_load(ctx, sc);
+  if (rc0 < 0) return rc0;
   for (int64_t i = 0; i < sc->nchunks; i++) {
     const uint8_t *p;
     uint8_t *tmp;

@@ -54,7 +54,8 @@ static int load_chunk_file(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, uint
 int cat_file_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool cache,
                           const uint8_t **p, int32_t *cbytes, uint8_t **tmp) {
   uint8_t *buf = NULL;
-  int rc;
+  int64_t e;
+  int rc = CATERVA_OK;
   *tmp = NULL;
   (void)cache;
   if (sc->remote != NULL) return cat_remote_chunk(ctx, sc, i, NULL, -1, p, cbytes);
@@ -71,9 +72,10 @@ int cat_file_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool 
     *p = buf;
     return CATERVA_OK;
   }
-  if (sc->txn != NULL && sc->entries[i] >= sc->section) {
+  CAT_TRY(leave, cat_sc_entry(ctx, sc, i, &e));
+  if (sc->txn != NULL && e >= sc->section) {
     /* written by the open transaction, past the committed section */
-    rc = cat_file_read_pending(ctx, sc, sc->entries[i], &buf, cbytes);
+    rc = cat_file_read_pending(ctx, sc, e, &buf, cbytes);
     if (rc < 0) return rc;
     if (chunk_cbytes(buf, *cbytes, cbytes) < 0) {
       free(buf);
@@ -85,15 +87,16 @@ int cat_file_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool 
     *p = buf;
     return CATERVA_OK;
   }
-  if (sc->base == NULL || sc->entries[i] > sc->section - CATERVA_CHUNK_HEADER_SIZE)
+  if (sc->base == NULL || e < 0 || e > sc->section - CATERVA_CHUNK_HEADER_SIZE)
     return cat_error(ctx, CATERVA_E_CORRUPT, "chunk %lld: no bytes behind its index entry",
                      (long long)i);
-  *p = sc->base + sc->header_len + sc->entries[i];
-  if (chunk_cbytes(*p, sc->section - sc->entries[i], cbytes) < 0)
+  *p = sc->base + sc->header_len + e;
+  if (chunk_cbytes(*p, sc->section - e, cbytes) < 0)
     return cat_error(ctx, CATERVA_E_CORRUPT,
                      "chunk %lld at offset %lld is malformed or overruns the chunk section",
-                     (long long)i, (long long)sc->entries[i]);
-  return CATERVA_OK;
+                     (long long)i, (long long)e);
+leave:
+  return rc;
 }
 
 /*

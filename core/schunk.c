@@ -59,6 +59,7 @@ void caterva_schunk_free(caterva_schunk *sc) {
     for (int64_t i = 0; i < sc->nchunks; i++) free(sc->data[i]);
   free(sc->data);
   free(sc->entries);
+  cat_index_lazy_free(sc->lazy_index);
   for (int k = 0; k < sc->nmeta; k++) free(sc->meta[k].content);
   free_vlmeta_items(sc->vlmeta, sc->nvlmeta);
   free(sc->vlmeta);
@@ -225,9 +226,9 @@ static int check_index(caterva_ctx *ctx, const caterva_schunk *sc, int64_t i, in
 static int special_slot(int kind) { return kind == CATERVA_SPECIAL_ZERO ? 0 : kind == CATERVA_SPECIAL_NAN ? 1 : 2; }
 
 /* A header-only chunk for a special index entry, made once per kind and size. */
-static int special_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, const uint8_t **chunk,
-                         int32_t *cbytes) {
-  int kind = (int)(((uint64_t)sc->entries[i] >> 56) & 0x7f);
+static int special_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, int64_t entry,
+                         const uint8_t **chunk, int32_t *cbytes) {
+  int kind = (int)(((uint64_t)entry >> 56) & 0x7f);
   int64_t nb = chunk_nbytes(sc, i);
   int k = special_slot(kind), v = nb != sc->chunksize, ts = sc->typesize;
   uint8_t *buf = sc->special[k][v];
@@ -248,10 +249,11 @@ static int special_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, const 
 }
 
 int caterva_schunk_chunk_special(const caterva_schunk *sc, int64_t i) {
+  int64_t e;
   int rc = check_index(NULL, sc, i, sc ? sc->nchunks : 0);
-  if (rc < 0) return rc;
-  if (sc->entries[i] >= 0) return CATERVA_SPECIAL_NONE;
-  return (int)(((uint64_t)sc->entries[i] >> 56) & 0x7f);
+  if (rc < 0 || (rc = cat_sc_entry(NULL, sc, i, &e)) < 0) return rc;
+  if (e >= 0) return CATERVA_SPECIAL_NONE;
+  return (int)(((uint64_t)e >> 56) & 0x7f);
 }
 
 /* ---- remote reads ------------------------------------------------------------------------ */
@@ -290,6 +292,7 @@ int caterva_schunk_get_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i,
                              const uint8_t **chunk, int32_t *cbytes) {
   const uint8_t *p = NULL;
   uint8_t *tmp = NULL;
+  int64_t e;
   int32_t cb = 0, nb;
   int rc;
   if (chunk != NULL) *chunk = NULL;
@@ -297,8 +300,9 @@ int caterva_schunk_get_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i,
   CAT_CHECK(fail, chunk != NULL && cbytes != NULL, CATERVA_E_INVALID, "get_chunk: NULL output");
   CAT_TRY(fail, check_index(ctx, sc, i, sc ? sc->nchunks : 0));
   CAT_CHECK(fail, !sc->broken, CATERVA_E_IO, "schunk unusable after a failed file update");
-  if (sc->entries[i] < 0) {
-    CAT_TRY(fail, special_chunk(ctx, sc, i, &p, &cb));
+  CAT_TRY(fail, cat_sc_entry(ctx, sc, i, &e));
+  if (e < 0) {
+    CAT_TRY(fail, special_chunk(ctx, sc, i, e, &p, &cb));
   } else {
     CAT_TRY(fail, cat_file_stored_chunk(ctx, sc, i, true, &p, &cb, &tmp));
     nb = cat_le32s(p + 4);

@@ -856,6 +856,113 @@ static void test_vlmeta_patch(void) {
   caterva_schunk_free(sc);
 }
 
+/* ---- an index read a block at a time (frame_index.c) ---------------------------------- */
+
+/* Chunk i of the big frame: stored (values i) when i % 997 == 0, else a zero special. */
+#define BIG_N 600000 /* 4.8 MB of index: 10 blocks of 512 KiB */
+#define BIG_CS 64
+
+static int big_stored(int64_t i) { return i % 997 == 0; }
+
+/* A memory schunk of BIG_N chunks built entry by entry (appending them one at a time copies
+ * the index each time), saved as a contiguous file at path; bad >= 0: that entry is given a
+ * special kind that does not exist (3). */
+static int big_frame(const char *path, int64_t bad) {
+  caterva_cparams cp;
+  caterva_schunk *sc = NULL;
+  int32_t v[BIG_CS / 4];
+  int rc;
+  caterva_cparams_init(&cp);
+  cp.typesize = 4;
+  rc = caterva_schunk_new(ctx, &cp, BIG_CS, CATERVA_STORE_MEMORY, NULL, &sc);
+  if (rc < 0) return rc;
+  sc->entries = malloc(BIG_N * sizeof *sc->entries);
+  sc->data = calloc(BIG_N, sizeof *sc->data);
+  rc = sc->entries != NULL && sc->data != NULL ? 0 : CATERVA_E_NOMEM;
+  sc->nchunks = rc == 0 ? BIG_N : 0;
+  sc->nbytes = sc->nchunks * BIG_CS;
+  sc->frame_len = -1;
+  for (int64_t i = 0; rc == 0 && i < BIG_N; i++) {
+    int32_t cb;
+    if (!big_stored(i)) {
+      sc->entries[i] = i == bad ? (int64_t)0x8300000000000000ULL : CAT_ENTRY_SPECIAL(1);
+      continue;
+    }
+    for (int k = 0; k < BIG_CS / 4; k++) v[k] = (int32_t)i;
+    sc->data[i] = malloc(BIG_CS + CATERVA_CHUNK_MAX_OVERHEAD);
+    cb = sc->data[i] == NULL ? CATERVA_E_NOMEM
+                             : caterva_chunk_compress(ctx, &cp, v, BIG_CS, sc->data[i],
+                                                      BIG_CS + CATERVA_CHUNK_MAX_OVERHEAD);
+    if (cb < 0) rc = cb;
+    sc->entries[i] = 0;
+    sc->cbytes += cb > 0 ? cb : 0;
+  }
+  if (rc == 0) rc = caterva_schunk_save(ctx, sc, path, CATERVA_STORE_CONTIGUOUS);
+  caterva_schunk_free(sc);
+  return rc;
+}
+
+/* Chunk i read through sc is what big_frame made. */
+static int big_chunk_ok(caterva_schunk *sc, int64_t i) {
+  int32_t v[BIG_CS / 4];
+  int special = caterva_schunk_chunk_special(sc, i);
+  if (caterva_schunk_decompress_chunk(ctx, sc, i, v, BIG_CS) != BIG_CS) return 0;
+  for (int k = 0; k < BIG_CS / 4; k++)
+    if (v[k] != (big_stored(i) ? (int32_t)i : 0)) return 0;
+  return special == (big_stored(i) ? CATERVA_SPECIAL_NONE : CATERVA_SPECIAL_ZERO);
+}
+
+static void test_lazy_index(void) {
+  char path[512], bad[512], copy[512];
+  caterva_schunk *sc = NULL, *sc2 = NULL;
+  /* every block of the index twice, in an order that evicts blocks from the cache of 4 */
+  static const int64_t order[] = {0, 599999, 65535, 65536, 300000, 131072, 524287, 524288,
+                                  196608, 400000, 997 * 100, 0, 599999, 262144, 458752,
+                                  393216, 327680, 997 * 600, 1, 65537};
+  int ok, lazy0, same = 1;
+  int64_t after;
+  snprintf(path, sizeof path, "%s/bigindex.b2nd", tmpdir);
+  snprintf(bad, sizeof bad, "%s/bigindex_bad.b2nd", tmpdir);
+  snprintf(copy, sizeof copy, "%s/bigindex_copy.b2nd", tmpdir);
+  ok = big_frame(path, -1) == 0 && caterva_schunk_open(ctx, path, CATERVA_OPEN_READ, &sc) == 0;
+  tap_ok(ok, "a frame of %d chunks saved and opened read-only", BIG_N);
+  if (!ok) return;
+  lazy0 = sc->entries == NULL && cat_sc_index_blocks_decoded(sc) == 0;
+  tap_ok(lazy0, "the open decodes no block of its index (%lld)",
+         (long long)cat_sc_index_blocks_decoded(sc));
+  for (size_t k = 0; k < sizeof order / sizeof *order; k++) ok &= big_chunk_ok(sc, order[k]);
+  after = cat_sc_index_blocks_decoded(sc);
+  tap_ok(ok, "chunks in every block of the index, read in an order that evicts, are right");
+  tap_ok(after >= 10 && after <= (int64_t)(sizeof order / sizeof *order),
+         "each read decoded at most one block of the index (%lld blocks for %d reads)",
+         (long long)after, (int)(sizeof order / sizeof *order));
+  /* a copy needs every entry: the whole index is decoded, and the copy is the same */
+  ok = caterva_schunk_save(ctx, sc, copy, CATERVA_STORE_CONTIGUOUS) == 0 && sc->entries != NULL &&
+       caterva_schunk_open(ctx, copy, CATERVA_OPEN_WRITE, &sc2) == 0;
+  for (int64_t i = 0; ok && i < BIG_N; i++) same &= sc2->entries[i] == sc->entries[i];
+  for (int64_t i = 0; ok && i < BIG_N; i += 4999) same &= big_chunk_ok(sc, i);
+  tap_ok(ok && same, "a copy of it decodes the whole index and holds the same entries");
+  caterva_schunk_free(sc2);
+  caterva_schunk_free(sc);
+  sc = NULL;
+  /* a bad entry in block 5: the open succeeds (its block is not read), a read there fails */
+  ok = big_frame(bad, 5 * 65536 + 7) == 0 && caterva_schunk_open(ctx, bad, CATERVA_OPEN_READ, &sc) == 0;
+  tap_ok(ok, "a frame with a bad entry in block 5 of its index opens read-only");
+  if (ok) {
+    int sp = caterva_schunk_chunk_special(sc, 5 * 65536 + 7);
+    int32_t v[BIG_CS / 4];
+    int32_t got = caterva_schunk_decompress_chunk(ctx, sc, 5 * 65536 + 100, v, BIG_CS);
+    tap_ok(big_chunk_ok(sc, 3) && sp == CATERVA_E_CORRUPT && got == CATERVA_E_CORRUPT &&
+               strstr(caterva_ctx_errmsg(ctx), "bad special entry") != NULL,
+           "reading chunk 0 works, a chunk of that block fails: %s", caterva_ctx_errmsg(ctx));
+  }
+  caterva_schunk_free(sc);
+  sc = NULL;
+  tap_ok(caterva_schunk_open(ctx, bad, CATERVA_OPEN_WRITE, &sc) == CATERVA_E_CORRUPT,
+         "opened for writing, the whole index is checked: %s", caterva_ctx_errmsg(ctx));
+  caterva_schunk_free(sc);
+}
+
 int main(void) {
   const char *t = getenv("TMPDIR");
   snprintf(tmpdir, sizeof tmpdir, "%s/test_frame.XXXXXX", t && *t ? t : "/tmp");
@@ -874,6 +981,7 @@ int main(void) {
   test_shared_entries();
   test_malformed();
   test_vlmeta_patch();
+  test_lazy_index();
   caterva_ctx_free(ctx);
   tu_rm_tree(tmpdir);
   return tap_done();

@@ -263,6 +263,19 @@ static const char *const opt_vals[] = {
     "'4,3'", "'2,2'", "'1,1'", "'zstd'", "'lz4'", "'blosclz'", "'5'", "'shuffle'",
     "'bitshuffle,delta'", "'nan'", "'7'", "'{\"a\":[1,2,3,4]}'", "'<f4'", "'bool'"};
 
+/* Options added after the first table (remote, range=, max_dead=, gc_grace=, block_checks=):
+ * key bytes from 224 pick these, so the older corpus keeps its meaning below 224. */
+static const char *const opt_keys2[] = {
+    "max_dead", "range", "block_checks", "gc_grace", "endpoint", "region", "path_style",
+    "http_connections", "remote_cache_mb", "http_retries", "http_timeout_ms", "remote_fetch",
+    "lock_reads", "value", "dims", "coords"};
+static const char *const opt_vals2[] = {
+    "0", "50", "100", "101", "-1", "'d0:1:3'", "'0:0:2'", "'d1:2:100'", "'x:1:2'", "'0:5:1'",
+    "'1:0:1000000'", "'on'", "'off'", "'maybe'", "86400", "'http://127.0.0.1:9'", "'us-east-1'",
+    "'1'", "'9999999999999999999'", "'x,y'", "'v'", "'d0:2023-01-01:1 day'",
+    "'d0:2000-01-01T06:00:12 hour:noleap'", "'d0:-89.5:1.0:degrees_north,d1:0:2'",
+    "'d0:1999-12-30:1 week:360_day'"};
+
 static void step_create(fz *f, prog *in) {
   int t = (int)(byte(in) % NTAB);
   unsigned src = byte(in) % 4, nopt = byte(in) % 5;
@@ -279,9 +292,13 @@ static void step_create(fz *f, prog *in) {
   }
   for (unsigned i = 0; i < nopt && z != NULL; i++) {
     unsigned k = byte(in), v = byte(in);
-    const char *key = opt_keys[k % (sizeof opt_keys / sizeof *opt_keys)];
+    const char *key = k >= 224 ? opt_keys2[k % (sizeof opt_keys2 / sizeof *opt_keys2)]
+                               : opt_keys[k % (sizeof opt_keys / sizeof *opt_keys)];
     char *z2;
-    if (v < 200) {
+    if (v < 200 && k >= 224) {
+      z2 = sqlite3_mprintf("%s, %s=%s", z, key,
+                           opt_vals2[v % (sizeof opt_vals2 / sizeof *opt_vals2)]);
+    } else if (v < 200) {
       z2 = sqlite3_mprintf("%s, %s=%s", z, key, opt_vals[v % (sizeof opt_vals / sizeof *opt_vals)]);
     } else {
       fstr(in, s, 1);
@@ -434,6 +451,249 @@ static void step_write(fz *f, prog *in) {
   if (!sqlite3_get_autocommit(f->db)) run(f, sqlite3_mprintf("ROLLBACK"));
 }
 
+/* ---- steps added after the first four (step bytes from 232) ------------------------------ */
+
+/* A list of statistics: one of them, a list, 'stats', or a fuzzed string. */
+static char *op_list(prog *in) {
+  static const char *const ops[] = {"count", "sum", "mean", "avg", "min", "max", "std",
+                                    "stats", "median", ""};
+  char s[48];
+  unsigned n = byte(in) % 5;
+  char *z = sqlite3_mprintf("");
+  if (n == 4) {
+    fstr(in, s, 0);
+    sqlite3_free(z);
+    return sqlite3_mprintf("%Q", s);
+  }
+  for (unsigned i = 0; i <= n && z != NULL; i++) {
+    char *z2 = sqlite3_mprintf("%s%s%s", z, i ? "," : "", ops[byte(in) % 10]);
+    sqlite3_free(z);
+    z = z2;
+  }
+  if (z != NULL) {
+    char *z2 = sqlite3_mprintf("'%q'", z);
+    sqlite3_free(z);
+    z = z2;
+  }
+  return z;
+}
+
+/* Axes: dimension names or numbers, some grouped by calendar, or a fuzzed string. */
+static char *axes(fz *f, prog *in) {
+  static const char *const groups[] = {"", "", ":month", ":year", ":season", ":dayofyear",
+                                       ":7 days", ":1 month", ":3 months", ":10 years",
+                                       ":1 day", ":0 days", ":100001 days", ":week", ":2 year",
+                                       ":"};
+  char s[48];
+  unsigned n = byte(in) % 4;
+  char *z = sqlite3_mprintf("");
+  if (n == 3 && byte(in) & 1) {
+    fstr(in, s, 0);
+    sqlite3_free(z);
+    return sqlite3_mprintf("%Q", s);
+  }
+  for (unsigned i = 0; i < n && z != NULL; i++) {
+    unsigned k = byte(in);
+    char *z2;
+    if (k & 128 && f->tab[0].ok && f->tab[0].ncol > 0)
+      z2 = sqlite3_mprintf("%s%s%s%s", z, i ? "," : "", f->tab[0].col[k % (unsigned)f->tab[0].ncol],
+                           groups[byte(in) % 16]);
+    else if (k & 64)
+      z2 = sqlite3_mprintf("%s%s%u%s", z, i ? "," : "", k % 5, groups[byte(in) % 16]);
+    else
+      z2 = sqlite3_mprintf("%s%sd%u%s", z, i ? "," : "", k % 4, groups[byte(in) % 16]);
+    sqlite3_free(z);
+    z = z2;
+  }
+  if (z != NULL) {
+    char *z2 = sqlite3_mprintf("'%q'", z);
+    sqlite3_free(z);
+    z = z2;
+  }
+  return z;
+}
+
+/* A named reduction (CREATE VIRTUAL TABLE ... USING caterva_reduce), queried, written to
+ * (read-only), dropped; or the function with lists of statistics and calendar groups. */
+static void step_reduce(fz *f, prog *in) {
+  char *a = source(in), *ops = op_list(in), *ax = axes(f, in), *w = NULL;
+  unsigned how = byte(in) % 4;
+  if (!f->small) goto out;
+  if (how == 0) {
+    static const char *const cols[] = {"d0", "d1", "d0_index", "d1_index", "value", "n"};
+    const char *c = cols[byte(in) % 6];
+    char *l = literal(in);
+    run(f, sqlite3_mprintf("SELECT *, count, sum, mean, min, max, std FROM caterva_reduce(%s, "
+                           "%s, %s) WHERE %s %s %s", a, ops, ax, c, byte(in) & 1 ? ">=" : "=",
+                           l));
+    sqlite3_free(l);
+    goto out;
+  }
+  run(f, sqlite3_mprintf("DROP TABLE IF EXISTS r"));
+  if (how == 1)
+    run(f, sqlite3_mprintf("CREATE VIRTUAL TABLE r USING caterva_reduce(%s, %s, %s)", a, ops, ax));
+  else if (how == 2)
+    run(f, sqlite3_mprintf("CREATE VIRTUAL TABLE r USING caterva_reduce(%s, %s)", a, ops));
+  else
+    run(f, sqlite3_mprintf("CREATE VIRTUAL TABLE r USING caterva_reduce(%s)", a));
+  {
+    /* columns of r, then a query with bounds on one of them */
+    sqlite3_stmt *st = NULL;
+    char col[32] = "n";
+    unsigned k = byte(in), i = 0;
+    if (sqlite3_prepare_v2(f->db, "SELECT name FROM pragma_table_xinfo('r')", -1, &st, NULL) ==
+        SQLITE_OK)
+      while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *nm = (const char *)sqlite3_column_text(st, 0);
+        if (nm != NULL && i++ % 8 == k % 8) snprintf(col, sizeof col, "%s", nm);
+      }
+    sqlite3_finalize(st);
+    char *l = literal(in), *l2 = literal(in);
+    switch (byte(in) % 4) {
+      case 0: w = sqlite3_mprintf(" WHERE \"%w\" = %s", col, l); break;
+      case 1: w = sqlite3_mprintf(" WHERE \"%w\" BETWEEN %s AND %s", col, l, l2); break;
+      case 2: w = sqlite3_mprintf(" WHERE \"%w\" IN (%s, %s, 7)", col, l, l2); break;
+      default: w = sqlite3_mprintf(" WHERE +\"%w\" > %s", col, l); break;
+    }
+    sqlite3_free(l);
+    sqlite3_free(l2);
+    run(f, sqlite3_mprintf("SELECT *, \"%w\" FROM r%s LIMIT 64", col, w ? w : ""));
+    if (byte(in) % 4 == 0) run(f, sqlite3_mprintf("DELETE FROM r"));
+  }
+  run(f, sqlite3_mprintf("DROP TABLE IF EXISTS r"));
+out:
+  sqlite3_free(a);
+  sqlite3_free(ops);
+  sqlite3_free(ax);
+  sqlite3_free(w);
+}
+
+/* caterva_copy to a contiguous file or a sparse directory, maybe opened as a table after. */
+static void step_copy(fz *f, prog *in) {
+  char *a = source(in);
+  unsigned k = byte(in), sp = byte(in) % 3;
+  if (f->small) {
+    if (sp == 2)
+      run(f, sqlite3_mprintf("SELECT caterva_copy(%s, '%q/cp%u.b2nd')", a, dir, k % 2));
+    else
+      run(f, sqlite3_mprintf("SELECT caterva_copy(%s, '%q/cp%u.b2nd', %u)", a, dir, k % 2, sp));
+  }
+  if (k & 4) {
+    int t = (int)(byte(in) % NTAB);
+    run(f, sqlite3_mprintf("DROP TABLE IF EXISTS t%d", t));
+    f->tab[t].ok = 0;
+    char *z = sqlite3_mprintf("CREATE VIRTUAL TABLE t%d USING caterva('%q/cp%u.b2nd')", t, dir,
+                              k % 2);
+    if (z != NULL && sqlite3_exec(f->db, z, NULL, NULL, NULL) == SQLITE_OK) {
+      f->tab[t].ok = 1;
+      learn_columns(f, t);
+    }
+    sqlite3_free(z);
+  }
+  sqlite3_free(a);
+}
+
+/* A table over several arrays (the file with a new, copied, imported array, or itself). */
+static void step_vars(fz *f, prog *in) {
+  static const char *const others[] = {"n.b2nd", "cp0.b2nd", "cp1.b2nd", "imp0.b2nd", "a.b2nd"};
+  static const char *const extra[] = {"", ", value='x,y'", ", value='x'", ", dims='p,q'",
+                                      ", range='0:1:3'", ", value='a,b,c'"};
+  int t = (int)(byte(in) % NTAB);
+  unsigned n = byte(in) % 2 + 1;
+  char *z = sqlite3_mprintf("CREATE VIRTUAL TABLE t%d USING caterva('%q/a.b2nd'", t, dir);
+  run(f, sqlite3_mprintf("DROP TABLE IF EXISTS t%d", t));
+  f->tab[t].ok = 0;
+  for (unsigned i = 0; i < n && z != NULL; i++) {
+    char *z2 = sqlite3_mprintf("%s, '%q/%s'", z, dir, others[byte(in) % 5]);
+    sqlite3_free(z);
+    z = z2;
+  }
+  if (z != NULL) {
+    char *z2 = sqlite3_mprintf("%s%s)", z, extra[byte(in) % 6]);
+    sqlite3_free(z);
+    z = z2;
+  }
+  if (z != NULL && sqlite3_exec(f->db, z, NULL, NULL, NULL) == SQLITE_OK) {
+    f->tab[t].ok = 1;
+    learn_columns(f, t);
+  }
+  sqlite3_free(z);
+}
+
+/* Writes inside savepoints: SAVEPOINT, writes, ROLLBACK TO or RELEASE, nested, in a
+ * transaction that commits or rolls back. */
+static void step_savepoints(fz *f, prog *in) {
+  int t = (int)(byte(in) % NTAB);
+  unsigned n = byte(in) % 6 + 1;
+  int depth = 0;
+  if (byte(in) & 1) run(f, sqlite3_mprintf("BEGIN"));
+  for (unsigned i = 0; i < n; i++) {
+    unsigned kind = byte(in) % 6;
+    if (kind == 0 || depth == 0) {
+      run(f, sqlite3_mprintf("SAVEPOINT s%d", depth++));
+    } else if (kind == 1) {
+      run(f, sqlite3_mprintf("ROLLBACK TO s%d", (int)(byte(in) % (unsigned)depth)));
+    } else if (kind == 2) {
+      run(f, sqlite3_mprintf("RELEASE s%d", --depth));
+    } else {
+      const char *c = column(f, t, in);
+      char *v = literal(in), *w = where(f, t, in);
+      if (kind == 3)
+        run(f, sqlite3_mprintf("UPDATE t%d SET \"%w\" = %s%s", t, c, v, w ? w : ""));
+      else if (kind == 4)
+        run(f, sqlite3_mprintf("DELETE FROM t%d%s", t, w ? w : ""));
+      else
+        run(f, sqlite3_mprintf("INSERT INTO t%d SELECT * FROM t%d%s LIMIT 4", t,
+                               (t + 1) % NTAB, w ? w : ""));
+      sqlite3_free(v);
+      sqlite3_free(w);
+    }
+  }
+  run(f, sqlite3_mprintf(byte(in) & 1 ? "ROLLBACK" : "COMMIT"));
+  if (!sqlite3_get_autocommit(f->db)) run(f, sqlite3_mprintf("ROLLBACK"));
+}
+
+/* Coordinates with units and calendars, then what reads them (nearest, groups, labels). */
+static void step_coords(fz *f, prog *in) {
+  static const char *const json[] = {"[0,1,2,3,4,5,6,7]", "[\"2023-01-01\",\"2023-02-01\"]",
+                                     "[10,5,2.5,-1]", "[]", "[\"1582-10-04\",\"1582-10-15\"]",
+                                     "[1,1,2]", "null", "[\"2023-02-30\"]"};
+  static const char *const units[] = {"days since 2000-01-01", "hours since 1970-01-01T00:00",
+                                      "degrees_north", "months since 2000-01-01",
+                                      "seconds since 1582-10-14", ""};
+  static const char *const cal[] = {"standard", "noleap", "360_day", "all_leap",
+                                    "proleptic_gregorian", "julian", "gregorian", "mars"};
+  char *a = source(in), *l = NULL;
+  unsigned j = byte(in) % 8, u = byte(in) % 7, c = byte(in) % 9;
+  const char *dim = byte(in) & 1 ? "d0" : "d1";
+  if (u == 6)
+    run(f, sqlite3_mprintf("SELECT caterva_set_coords(%s, '%s', '%q')", a, dim, json[j]));
+  else if (c == 8)
+    run(f, sqlite3_mprintf("SELECT caterva_set_coords(%s, '%s', '%q', '%q')", a, dim, json[j],
+                           units[u]));
+  else
+    run(f, sqlite3_mprintf("SELECT caterva_set_coords(%s, '%s', '%q', '%q', '%q')", a, dim,
+                           json[j], units[u], cal[c]));
+  l = literal(in);
+  run(f, sqlite3_mprintf("SELECT caterva_nearest(%s, '%s', %s), caterva_info(%s)", a, dim, l, a));
+  sqlite3_free(l);
+  sqlite3_free(a);
+}
+
+static void step_extra(fz *f, prog *in) {
+  switch (byte(in) % 6) {
+    case 0: step_reduce(f, in); break;
+    case 1: step_copy(f, in); break;
+    case 2: step_vars(f, in); break;
+    case 3: step_savepoints(f, in); break;
+    case 4: step_coords(f, in); break;
+    default:
+      run(f, sqlite3_mprintf("SELECT caterva_blocks_read()"));
+      if (f->small) run(f, sqlite3_mprintf("SELECT caterva_build_stats('t%u')", byte(in) % NTAB));
+      break;
+  }
+}
+
 /* ---- per input ----------------------------------------------------------------------- */
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
@@ -519,7 +779,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   sqlite3_limit(f.db, SQLITE_LIMIT_LENGTH, 1 << 22);
   sqlite3_progress_handler(f.db, 1000, progress, &f);
   for (int s = 0; s < MAX_STEPS && more(&f.in); s++) {
-    switch (byte(&f.in) % 4) {
+    unsigned b = byte(&f.in);
+    if (b >= 232) { /* the steps added later; below 232 the first four, as before */
+      step_extra(&f, &f.in);
+      continue;
+    }
+    switch (b % 4) {
       case 0: step_create(&f, &f.in); break;
       case 1: step_select(&f, &f.in); break;
       case 2: step_function(&f, &f.in); break;

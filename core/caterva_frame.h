@@ -286,6 +286,9 @@ typedef struct caterva_lock caterva_lock;
  * caller (caterva_lock_free, which also releases a held lock). CATERVA_E_IO when it cannot
  * be opened (e.g. a read-only directory without a sidecar). */
 int caterva_lock_open(caterva_ctx *ctx, const char *path, caterva_lock **out);
+/** The same for a writer of an array that must exist already: when nothing is at path, the
+ * error opening it gives (CATERVA_E_IO or CATERVA_E_NOTFOUND), and no sidecar is created. */
+int caterva_lock_open_writer(caterva_ctx *ctx, const char *path, caterva_lock **out);
 /** The same for a reader: opens the sidecar only when it exists (CATERVA_E_NOTFOUND
  * otherwise), so that reading creates no file. */
 int caterva_lock_open_existing(caterva_ctx *ctx, const char *path, caterva_lock **out);

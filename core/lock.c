@@ -72,6 +72,13 @@ int caterva_lock_open(caterva_ctx *ctx, const char *path, caterva_lock **out) {
   return lock_open(ctx, path, true, out);
 }
 
+int caterva_lock_open_writer(caterva_ctx *ctx, const char *path, caterva_lock **out) {
+  struct stat st;
+  if (out != NULL) *out = NULL;
+  if (path != NULL && stat(path, &st) != 0) return cat_io_error(ctx, "cannot open", path);
+  return lock_open(ctx, path, true, out);
+}
+
 int caterva_lock_open_existing(caterva_ctx *ctx, const char *path, caterva_lock **out) {
   return lock_open(ctx, path, false, out);
 }

@@ -220,7 +220,7 @@ static int cvCommitCoord(caterva_ctx *ctx, const char *zPath, const caterva_remo
   for (int nTry = 0; r == CATERVA_E_BUSY && nTry < (bRemote ? CV_S3_TRIES : 1); nTry++) {
     caterva_lock *pLock = 0;
     caterva_array *pArr = 0;
-    r = bRemote ? CATERVA_OK : caterva_lock_open(ctx, zPath, &pLock);
+    r = bRemote ? CATERVA_OK : caterva_lock_open_writer(ctx, zPath, &pLock);
     if (r >= 0 && pLock) r = caterva_lock_exclusive(ctx, pLock, 0);
     if (r >= 0) r = caterva_array_open_ex(ctx, zPath, CATERVA_OPEN_WRITE, pRem, &pArr);
     if (r >= 0) r = caterva_array_begin(ctx, pArr);

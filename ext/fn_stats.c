@@ -84,7 +84,7 @@ static int cvBuildPath(CvConn *pConn, sqlite3 *db, const char *zPath,
   for (int nTry = 0; rc == CATERVA_E_BUSY && nTry < (bRemote ? CV_S3_TRIES : 1); nTry++) {
     caterva_lock *pLock = 0;
     caterva_array *pArr = 0;
-    rc = bRemote ? CATERVA_OK : caterva_lock_open(pCtx, zPath, &pLock);
+    rc = bRemote ? CATERVA_OK : caterva_lock_open_writer(pCtx, zPath, &pLock);
     if (rc >= 0 && pLock) {
       rc = cvLockWait(pCtx, db, pLock);
       if (rc == CATERVA_E_BUSY) {

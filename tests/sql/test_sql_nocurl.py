@@ -9,7 +9,9 @@ for another reason (nothing listens on the port), never with the no-libcurl mess
 Environment: top_builddir.
 """
 import os
+import shutil
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from sqltap import connect_ext, plan, reexec_with_preload, report  # noqa: E402
@@ -56,12 +58,15 @@ def main():
             report(e is not None and NO_LIBCURL in e and "nocurl-secret" not in e,
                    "without libcurl, %s is refused: '%s'" % (what, NO_LIBCURL), e)
     # local arrays work in either build
-    db.execute("CREATE VIRTUAL TABLE t USING caterva(':memory:', shape='3,4', dtype='int32')")
+    tmp = tempfile.mkdtemp(prefix="test_sql_nocurl.")
+    db.execute("CREATE VIRTUAL TABLE t USING caterva('%s', shape='3,4', dtype='int32')"
+               % os.path.join(tmp, "local.b2nd"))
     db.execute("INSERT INTO t(d0, d1, value) VALUES (1, 2, 7), (2, 3, 5)")
     r = db.execute("SELECT sum(value), count(*) FROM t").fetchall()
     report(r == [(12, 12)], "a local array is written and read (%s libcurl)"
            % ("with" if curl else "without"), r)
     db.close()
+    shutil.rmtree(tmp, ignore_errors=True)
     plan()
     return 0
 

@@ -120,6 +120,19 @@ def body(tmp):
     report(listing(data) == listing_before and
            os.stat(os.path.join(data, "grid.b2nd.b2lock")).st_mtime_ns == mtime,
            "a reader with the sidecar there changes nothing either")
+    # functions that write an existing array, given a path where there is none: an error, and
+    # no sidecar left behind (fuzz_sql found caterva_build_stats('t0') leaving t0.b2lock)
+    for fn in ("caterva_build_stats('%s')", "caterva_set_coords('%s', 'd0', '[1, 2]')"):
+        missing = os.path.join(data, "missing.b2nd")
+        listing_before = listing(data)
+        try:
+            db.execute("SELECT " + fn % missing).fetchall()
+            err = None
+        except sqlite3.Error as e:
+            err = str(e)
+        report(err is not None and "missing.b2nd" in err and listing(data) == listing_before,
+               "%s on a path where there is no array: an error, and no file created"
+               % (fn.split("(")[0]), "error: %s\nnow: %s" % (err, sorted(listing(data))))
     wdb.close()
     db.close()
 

@@ -376,7 +376,7 @@ static void shrink_to(int ndim, int32_t *ext, int itemsize, int64_t target, int 
       if (k >= first && ext[k] > 1 && (longest < 0 || ext[k] > ext[longest])) longest = k;
     }
     if (bytes <= target || longest < 0) return;
-    ext[longest] = (ext[longest] + 1) / 2;
+    ext[longest] = ext[longest] / 2 + ext[longest] % 2; /* half, rounded up: no overflow */
   }
 }
 

@@ -273,9 +273,33 @@ static int find_out(caterva_ctx *ctx, cat_remote *rm, const char *iurl, const ui
   return rc;
 }
 
-static void pause_ms(int ms) {
+void cat_pause_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
+}
+
+int cat_s3_put_index(caterva_ctx *ctx, cat_remote *rm, const char *iurl, const uint8_t *body,
+                     int64_t len, const char *base, char *version, int *outcome, long *status) {
+  cat_put p;
+  int rc = CATERVA_OK;
+  memset(&p, 0, sizeof p);
+  p.url = iurl;
+  p.body = body;
+  p.len = len;
+  p.no_retry = true;
+  if (base[0] != '\0') p.if_match = base;
+  else p.if_none_match = true;
+  CAT_TRY(leave, cat_remote_put(ctx, rm, &p, 1));
+  *outcome = p.outcome;
+  *status = p.status;
+  if (p.outcome != CAT_PUT_DONE) goto leave;
+  snprintf(version, CAT_RVERSION, "%s", p.version);
+  if (version[0] == '\0') { /* no ETag in the answer: ask for it */
+    int64_t size;
+    CAT_TRY(leave, cat_remote_head(ctx, rm, iurl, &size, version, CAT_RVERSION));
+  }
+leave:
+  return rc;
 }
 
 /* Replace the index at iurl by body with If-Match: base (If-None-Match: * when base is "":
@@ -284,24 +308,11 @@ static int publish(caterva_ctx *ctx, cat_remote *rm, const char *iurl, const uin
                    int64_t len, const char *base, char *version) {
   int rc = CATERVA_OK;
   for (int attempt = 0;; attempt++) {
-    cat_put p;
-    memset(&p, 0, sizeof p);
-    p.url = iurl;
-    p.body = body;
-    p.len = len;
-    p.no_retry = true;
-    if (base[0] != '\0') p.if_match = base;
-    else p.if_none_match = true;
-    CAT_TRY(leave, cat_remote_put(ctx, rm, &p, 1));
-    if (p.outcome == CAT_PUT_DONE) {
-      snprintf(version, CAT_RVERSION, "%s", p.version);
-      if (version[0] == '\0') { /* no ETag in the answer: ask for it */
-        int64_t size;
-        CAT_TRY(leave, cat_remote_head(ctx, rm, iurl, &size, version, CAT_RVERSION));
-      }
-      return CATERVA_OK;
-    }
-    if (p.outcome == CAT_PUT_PRECONDITION) {
+    int outcome;
+    long status;
+    CAT_TRY(leave, cat_s3_put_index(ctx, rm, iurl, body, len, base, version, &outcome, &status));
+    if (outcome == CAT_PUT_DONE) return CATERVA_OK;
+    if (outcome == CAT_PUT_PRECONDITION) {
       if (base[0] != '\0') return busy(ctx, iurl);
       return cat_error(ctx, CATERVA_E_EXISTS, "'%s' exists already", iurl);
     }
@@ -310,8 +321,8 @@ static int publish(caterva_ctx *ctx, cat_remote *rm, const char *iurl, const uin
     if (rc != 0) return rc < 0 ? rc : CATERVA_OK;
     CAT_CHECK(leave, attempt + 1 < CAT_S3_PUBLISH_TRIES, CATERVA_E_REMOTE,
               "PUT %s: HTTP %ld, and it did not land (retries exhausted); nothing of this "
-              "transaction is visible", iurl, p.status);
-    pause_ms(100 << attempt);
+              "transaction is visible", iurl, status);
+    cat_pause_ms(100 << attempt);
   }
 leave:
   return rc;

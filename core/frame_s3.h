@@ -86,6 +86,15 @@ void cat_s3_staged_published(caterva_ctx *ctx, caterva_schunk *sc, cat_s3stage *
 int cat_s3_group_member(caterva_ctx *ctx, caterva_schunk *sc);
 /* Milliseconds on the monotonic clock (durations only). */
 int64_t cat_mono_ms(void);
+/* Sleep ms milliseconds (the pause between tries of a commit step). */
+void cat_pause_ms(int ms);
+/* One conditional PUT of an index object: If-Match: base, or If-None-Match: * when base is ""
+ * (a new prefix); never resent by the transport (a commit point is found out, not retried).
+ * *outcome is the put's CAT_PUT_* and *status its HTTP status; when it is CAT_PUT_DONE,
+ * version (CAT_RVERSION bytes) receives the new ETag, asked for with a HEAD when the answer
+ * had none. < 0 only for an error that is not the PUT's answer. */
+int cat_s3_put_index(caterva_ctx *ctx, cat_remote *rm, const char *iurl, const uint8_t *body,
+                     int64_t len, const char *base, char *version, int *outcome, long *status);
 /* The bytes of pending chunk num (the lock held), or 0 when it is not pending. */
 int cat_s3_pending(const cat_s3w *w, int64_t num, const uint8_t **p, int32_t *cbytes);
 void cat_s3w_free(cat_s3w *w);

@@ -290,11 +290,6 @@ static void staged_leaf(char *leaf, size_t cap, const char *txn) {
   snprintf(leaf, cap, "%s.%s.pending", CAT_SPARSE_INDEX, txn);
 }
 
-static void pause_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
 /* Fetch a staged index of len bytes into a new buffer: 1, or 0 when it is gone. */
 static int fetch_staged(caterva_ctx *ctx, cat_remote *rm, const char *url, int64_t len,
                         uint8_t **out) {
@@ -334,8 +329,9 @@ static int roll_one(caterva_ctx *ctx, caterva_schunk *sc, const char *txn, const
   for (int attempt = 0; attempt < GS_ROLL_TRIES; attempt++) {
     char cur[CAT_RVERSION];
     int64_t size = -1;
-    cat_put put;
-    if (attempt > 0) pause_ms(100 << attempt);
+    int outcome;
+    long status;
+    if (attempt > 0) cat_pause_ms(100 << attempt);
     CAT_TRY(leave, cat_remote_head(ctx, rm, iurl, &size, cur, sizeof cur));
     if (strcmp(cur, p->base) != 0) {
       rc = 0; /* nobody else writes a member: it was rolled forward */
@@ -347,16 +343,9 @@ static int roll_one(caterva_ctx *ctx, caterva_schunk *sc, const char *txn, const
       if (rc == 0) continue; /* deleted after its roll-forward: the HEAD says so */
       body = own;
     }
-    memset(&put, 0, sizeof put);
-    put.url = iurl;
-    put.body = body;
-    put.len = p->len;
-    put.if_match = p->base;
-    put.no_retry = true;
-    CAT_TRY(leave, cat_remote_put(ctx, rm, &put, 1));
-    if (put.outcome == CAT_PUT_DONE) {
-      snprintf(version, CAT_RVERSION, "%s", put.version);
-      if (version[0] == '\0') CAT_TRY(leave, cat_remote_head(ctx, rm, iurl, &size, version, CAT_RVERSION));
+    CAT_TRY(leave, cat_s3_put_index(ctx, rm, iurl, body, p->len, p->base, version, &outcome,
+                                    &status));
+    if (outcome == CAT_PUT_DONE) {
       rc = 1;
       goto leave;
     }

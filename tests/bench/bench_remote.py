@@ -244,7 +244,7 @@ print("%%d %%.3f" %% (tries, time.perf_counter() - t0))
 
 def writes(demo, work):
     """Item 6 of issue 36: a one-day append, a one-cell UPDATE, two concurrent appenders."""
-    from test_s3write import Chunks
+    from s3tap import Chunks
     chunks = Chunks()
     with servers.Servers(work, what="s3w", delay_ms=DELAY_MS, rate=RATE, cleanup=True) as s:
         cred = s.credentials[0]

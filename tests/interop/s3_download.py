@@ -26,53 +26,16 @@ import shutil
 import struct
 import sys
 import tempfile
-import urllib.parse
-import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "remote"))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from sqltap import connect_ext  # noqa: E402
+from s3tap import aws_env, download  # noqa: E402
 
 BUILD = os.environ.get("top_builddir", ".")
 EXT = os.path.abspath(os.path.join(BUILD, ".libs", "caterva"))
-NS = {"s3": "http://s3.amazonaws.com/doc/2006-03-01/"}
 ROWS, COLS, CHUNKS, BLOCKS = 7, 9, (3, 4), (2, 2)
-
-
-def list_keys(s, prefix):
-    """Every key under prefix, following ListObjectsV2's continuation tokens."""
-    from sigv4 import s3_request
-    keys, token = [], None
-    while True:
-        q = "list-type=2&max-keys=7&prefix=%s" % urllib.parse.quote(prefix)
-        if token:
-            q += "&continuation-token=%s" % urllib.parse.quote(token)
-        st, _, body = s3_request(s.s3w_endpoint, "GET", "/%s?%s" % (s.bucket, q),
-                                 s.credentials[0], s.region)
-        if st != 200:
-            raise RuntimeError("ListObjectsV2: HTTP %d %r" % (st, body[:200]))
-        root = ET.fromstring(body)
-        keys += [e.findtext("s3:Key", namespaces=NS) for e in root.findall("s3:Contents", NS)]
-        token = root.findtext("s3:NextContinuationToken", namespaces=NS)
-        if root.findtext("s3:IsTruncated", namespaces=NS) != "true" or not token:
-            return keys
-
-
-def download(s, prefix, dst):
-    from sigv4 import s3_request
-    os.makedirs(dst)
-    keys = list_keys(s, prefix)
-    for key in keys:
-        st, _, body = s3_request(s.s3w_endpoint, "GET", "/%s/%s" % (s.bucket, key),
-                                 s.credentials[0], s.region)
-        if st != 200:
-            raise RuntimeError("GET %s: HTTP %d" % (key, st))
-        rel = key[len(prefix):]
-        os.makedirs(os.path.dirname(os.path.join(dst, rel)), exist_ok=True)
-        with open(os.path.join(dst, rel), "wb") as f:
-            f.write(body)
-    return keys
 
 
 def write_array(url):
@@ -158,14 +121,7 @@ def main():
     os.makedirs(os.path.join(out, "raw"))
     work = tempfile.mkdtemp(prefix="s3_download.")
     try:
-        with servers.Servers(work, what="s3w", lifetime=600) as s:
-            cred = s.credentials[0]
-            os.environ.update(AWS_ACCESS_KEY_ID=cred["access_key"],
-                              AWS_SECRET_ACCESS_KEY=cred["secret_key"], AWS_REGION=s.region,
-                              AWS_ENDPOINT_URL=s.s3w_endpoint,
-                              NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
-            for k in ("AWS_SESSION_TOKEN", "AWS_NO_SIGN_REQUEST", "AWS_DEFAULT_REGION"):
-                os.environ.pop(k, None)
+        with servers.Servers(work, what="s3w", lifetime=600) as s, aws_env(s, s.s3w_endpoint):
             url = "s3://%s/ref/" % s.bucket
             vals, nrows = write_array(url)
             if read_back(url) != vals:
@@ -173,15 +129,15 @@ def main():
                       "written", file=sys.stderr)
                 return 1
             dst = os.path.join(out, "s3_array")
-            keys = download(s, "ref/", dst)
+            keys = download(s, "ref/", dst, page=7)
             ga, gb = "s3://%s/group/a/" % s.bucket, "s3://%s/group/b/" % s.bucket
             va, vb, grows = write_group(ga, gb)
             if read_back(ga) != va or read_back(gb) != vb:
                 print("s3_download: the extension reads the group's members differently from "
                       "what was written", file=sys.stderr)
                 return 1
-            gkeys = [download(s, "group/a/", os.path.join(out, "s3_group_a")),
-                     download(s, "group/b/", os.path.join(out, "s3_group_b"))]
+            gkeys = [download(s, "group/a/", os.path.join(out, "s3_group_a"), page=7),
+                     download(s, "group/b/", os.path.join(out, "s3_group_b"), page=7)]
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if read_back(dst) != vals:

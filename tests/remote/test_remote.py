@@ -38,34 +38,19 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from sqltap import connect_ext, plan, reexec_with_preload, report  # noqa: E402
+from sqltap import report  # noqa: E402
+from s3tap import BUILD, connect, rows, with_servers  # noqa: E402
 
-BUILD = os.environ.get("top_builddir", ".")
-EXT = os.path.abspath(os.path.join(BUILD, ".libs", "caterva"))
 GOLDEN = os.environ.get("CATERVA_GOLDEN", os.path.join(HERE, "..", "..", "..", "shared", "golden"))
 GOLDEN_PICK = ["s28_f64_3d_medium_defaults.b2nd", "s25_f64_2d_zstd_dict.b2nd",
                "s06_u32_3d_ramp_delta_blosclz9.b2nd", "s17_i32_2d_clevel0_memcpy.b2nd",
                "s04_u16_2d_steps_zlib_bitshuffle_sparse.b2frame", "s22_f32_3d_full_repeatval.b2nd"]
-
-
-def connect():
-    db = connect_ext(EXT, isolation_level=None)
-    db.execute("PRAGMA trusted_schema=1")
-    return db
-
-
-def rows(db, sql, args=()):
-    try:
-        return ("ok", db.execute(sql, args).fetchall())
-    except sqlite3.Error as e:
-        return ("error", str(e))
 
 
 # 0..63 (Python's sqlite3 has no generate_series)
@@ -377,10 +362,17 @@ def hinted_blocks(s, src):
                    "a.value, b.value, c.value, ((a.value * %d + b.value * 104729 + c.value * "
                    "1299709) %% 10007) * 0.001 FROM n a, n b, n c WHERE a.value < 60" % k)
         db.execute("DROP TABLE g")
+    many = os.path.join(src, "hint_many.b2nd")  # 24 chunks
+    db.execute("CREATE VIRTUAL TABLE g USING caterva('%s', shape='60,100,100', dtype='float32', "
+               "chunks='10,50,50', blocks='10,10,25', codec=lz4)" % many)
+    db.execute(SERIES.replace("63", "99") + "INSERT INTO g(d0, d1, d2, value) SELECT a.value, "
+               "b.value, c.value, ((a.value * 31 + b.value * 17 + c.value) % 1009) * 0.01 "
+               "FROM n a, n b, n c WHERE a.value < 60")
+    db.execute("DROP TABLE g")
     stale = os.path.join(src, "hint_stale.b2nd")
     shutil.copyfile(a, stale)
     subprocess.run([os.path.join(tools, "cpstats"), b, stale], check=True)
-    s.publish(src, ["hint_a.b2nd", "hint_stale.b2nd"])
+    s.publish(src, ["hint_a.b2nd", "hint_stale.b2nd", "hint_many.b2nd"])
     box = "SELECT count(*), sum(value) FROM {t} WHERE d0 BETWEEN 12 AND 17 AND d1 BETWEEN 21 " \
           "AND 28 AND d2 BETWEEN 44 AND 57"
     pred = "SELECT count(*), sum(value) FROM {t} WHERE d0 < 20 AND value > 9.9"
@@ -402,6 +394,33 @@ def hinted_blocks(s, src):
                "a box of %s: %d wave(s) (want %d), fetched/needed %.2f, the local rows"
                % (name, waves, most, ratio), "%r %r %r %r" % (got, want, s0, s1))
     db.close()
+    stats_in_waves(base, [("hint_many.b2nd", many), ("hint_stale.b2nd", stale)])
+
+
+def stats_in_waves(base, arrays):
+    """Trusting a chunk's statistics checks its fingerprint against its bytes: a reduction
+    answered from them and a scan whose value predicate skips blocks by them fetch the chunks
+    to check together, in a few waves, not one wave per chunk (each on a new connection, so
+    that nothing is checked already); the answers are the local file's."""
+    queries = (("a sum answered from the statistics", "SELECT value, n FROM "
+                "caterva_reduce('{t}', 'sum', '')"),
+               ("a value predicate", "SELECT count(*), sum(value) FROM {t} WHERE value > 9.5"))
+    for name, path in arrays:
+        for what, q in queries:
+            dl, dr = connect(), connect()
+            open_table(dl, "t", path)
+            open_table(dr, "t", base + "/" + name)
+            want = rows(dl, q.format(t="t"))
+            nchunks = json.loads(dl.execute("SELECT caterva_info('t')").fetchone()[0])["nchunks"]
+            s0 = remote_stats(dr, "t")
+            got = rows(dr, q.format(t="t"))
+            s1 = remote_stats(dr, "t")
+            waves = s1["waves"] - s0["waves"]
+            report(got == want and want[0] == "ok" and waves <= 3,
+                   "%s over %s (%d chunks): %d waves, the local answer"
+                   % (what, name, nchunks, waves), "%r %r %r %r" % (got, want, s0, s1))
+            dl.close()
+            dr.close()
 
 
 def flipped_blocks(s, src):
@@ -472,7 +491,6 @@ def fetch_ahead(s, src):
     while the rows of the current one are read. Same rows as the local file; a scan stopped
     early (LIMIT), a fault on a later portion (reported, never other rows), and
     sqlite3_interrupt() during the overlapped transfers (stops promptly)."""
-    import servers
     db = connect()
     path = os.path.join(src, "long.b2nd")
     db.execute("CREATE VIRTUAL TABLE g USING caterva('%s', shape='170,256,256', dtype='float32', "
@@ -624,12 +642,23 @@ def tls_and_consistency(s, src):
     db.close()
 
 
+def all_cases(s, work):
+    src = os.path.join(work, "src")
+    os.makedirs(src)
+    made = make_arrays(src)
+    s.publish(src, [m[0] for m in made])
+    differential(s, src, made)
+    requests_and_bytes(s, src)
+    faults(s, src)
+    s3_auth(s, src)
+    versions_and_probes(s, src)
+    hinted_blocks(s, src)
+    flipped_blocks(s, src)
+    fetch_ahead(s, src)
+    tls_and_consistency(s, src)
+
+
 def main():
-    reexec_with_preload()
-    probe = connect_ext(EXT)
-    if probe is None:
-        return 0
-    probe.close()
     try:
         import servers
     except Exception as e:  # pragma: no cover
@@ -641,33 +670,7 @@ def main():
         print("1..0 # SKIP needs %s (sh tests/remote/deps.sh installs them)"
               % (", ".join(missing) or "s3rver"))
         return 0
-    work = tempfile.mkdtemp(prefix="test_remote.")
-    src = os.path.join(work, "src")
-    os.makedirs(src)
-    try:
-        with servers.Servers(work, what="nginx,s3,fronts", lifetime=1800) as s:
-            cred = s.credentials[0]
-            os.environ.update(AWS_ACCESS_KEY_ID=cred["access_key"],
-                              AWS_SECRET_ACCESS_KEY=cred["secret_key"], AWS_REGION=s.region,
-                              AWS_ENDPOINT_URL=s.s3_endpoint, CURL_CA_BUNDLE=s.ca_file,
-                              NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
-            for k in ("AWS_SESSION_TOKEN", "AWS_NO_SIGN_REQUEST", "AWS_DEFAULT_REGION"):
-                os.environ.pop(k, None)
-            made = make_arrays(src)
-            s.publish(src, [m[0] for m in made])
-            differential(s, src, made)
-            requests_and_bytes(s, src)
-            faults(s, src)
-            s3_auth(s, src)
-            versions_and_probes(s, src)
-            hinted_blocks(s, src)
-            flipped_blocks(s, src)
-            fetch_ahead(s, src)
-            tls_and_consistency(s, src)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    plan()
-    return 0
+    return with_servers("test_remote.", "nginx,s3,fronts", all_cases, endpoint="s3_endpoint")
 
 
 if __name__ == "__main__":

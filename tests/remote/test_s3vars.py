@@ -25,26 +25,18 @@ Needs moto (procs.find_moto_python) and nginx. Environment: top_builddir, CATERV
 import json
 import os
 import random
-import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from sqltap import connect_ext, plan, reexec_with_preload, report  # noqa: E402
-import test_s3write as w  # noqa: E402  (its helpers: Chunks, s3_list, download, rows)
-
-EXT = w.EXT
-rows = w.rows
-
-
-def connect():
-    return w.connect()
+from sqltap import report  # noqa: E402
+import servers  # noqa: E402
+from s3tap import (EXT, Chunks, connect, download, first_difference, random_script,  # noqa: E402
+                   rows, s3_list, settled_log, with_servers)
 
 
 def make_pair(db, a, b, opts_a, opts_b, name="w", extra=""):
@@ -96,21 +88,10 @@ def differential(s, work, chunks):
     detail = ""
     steps = 0
     for step in range(30):
-        script = []
-        if rng.random() < 0.4:
-            script.append("BEGIN")
-            script += [stmt() for _ in range(rng.randrange(1, 4))]
-            if rng.random() < 0.5:
-                saved = nrows[0]
-                script += ["SAVEPOINT sp", stmt(), stmt(), "ROLLBACK TO sp", "RELEASE sp"]
-                nrows[0] = max(saved, nrows[0])
-            script.append("COMMIT" if rng.random() < 0.75 else "ROLLBACK")
-        else:
-            script.append(stmt())
-        for sql in script:
-            x, y = rows(dl, sql), rows(ds, sql)
-            if x != y and ok_answers:
-                ok_answers, detail = False, "%s: local %r, s3 %r" % (sql, x, y)
+        script = random_script(rng, stmt, nrows)
+        diff = first_difference(dl, ds, script)
+        if diff and ok_answers:
+            ok_answers, detail = False, diff
         steps += 1
         ca, cb = content(dl), content(ds)
         if ca != cb and ok_answers:
@@ -130,8 +111,8 @@ def differential(s, work, chunks):
            % nrows[0])
     # the layout: each member prefix downloaded is a local array with the same cells
     ga, gb = os.path.join(work, "dv_a"), os.path.join(work, "dv_b")
-    w.download(s, "dv/a/", ga)
-    w.download(s, "dv/b/", gb)
+    download(s, "dv/a/", ga)
+    download(s, "dv/b/", gb)
     dd = connect()
     dd.execute("CREATE VIRTUAL TABLE w USING caterva('%s', '%s', value='a,b')" % (ga, gb))
     report(content(dd) == content(dl) and chunks.of(ga) == chunks.of(la) and
@@ -276,13 +257,13 @@ def faults(s, work):
         return rows(check, "SELECT sum(a), sum(b) FROM w")
 
     def fired(before):
-        return [e for e in w.settled_log(log)[before:] if e.get("fault")]
+        return [e for e in settled_log(log)[before:] if e.get("fault")]
 
     r = rows(db, "UPDATE w SET a = 1, b = 2")
     report(r[0] == "ok" and sums() == ("ok", [(16, 32)]), "a group commit through the fault "
            "front (no fault) succeeds", (r, sums()))
     # the staged index PUT answered 503: retried
-    n0 = len(w.servers.read_json_log(log))
+    n0 = len(servers.read_json_log(log))
     s.set_faults([{"method": "PUT", "path": r"\.pending$", "fault": 503, "times": 1}], front="s3w")
     r = rows(db, "UPDATE w SET a = a + 1, b = b + 1")
     report(r[0] == "ok" and sums() == ("ok", [(32, 48)]) and len(fired(n0)) == 1,
@@ -295,11 +276,11 @@ def faults(s, work):
            (r, sums()))
     # the commit point (the leader's index) applied, then 500 / reset: found landed, once
     for kind in ("applied_500", "applied_reset"):
-        n0 = len(w.servers.read_json_log(log))
+        n0 = len(servers.read_json_log(log))
         s.set_faults([{"method": "PUT", "path": r"/fv/a/chunks\.b2frame$", "fault": kind,
                        "times": 1}], front="s3w")
         r = rows(db, "UPDATE w SET a = a + 10, b = b + 10")
-        puts = [e for e in w.settled_log(log)[n0:]
+        puts = [e for e in settled_log(log)[n0:]
                 if e["method"] == "PUT" and e["target"].endswith("/fv/a/chunks.b2frame")]
         report(r[0] == "ok" and len(puts) == 1,
                "the leader's index PUT (the commit point) applied then %s: found landed, "
@@ -313,7 +294,7 @@ def faults(s, work):
     report(r[0] == "error" and "did not land" in r[1] and sums() == ("ok", [(352, 368)]),
            "a commit point that never lands: an error saying so, nothing visible in either "
            "array", (r, sums()))
-    lost = [k for k in w.s3_list(s, "fv/") if k.endswith(".pending")]
+    lost = [k for k in s3_list(s, "fv/") if k.endswith(".pending")]
     # the roll-forward of the member fails: the commit stands; readers wait, then say so
     s.set_faults([{"method": "PUT", "path": r"/fv/b/chunks\.b2frame$", "fault": 503}],
                  front="s3w")
@@ -333,7 +314,7 @@ def faults(s, work):
            rows(one, "SELECT sum(value) FROM b1") == ("ok", [(64,)]),
            "the next write rolls it forward first: both arrays hold both transactions",
            (r, sums()))
-    pend = [k for k in w.s3_list(s, "fv/") if k.endswith(".pending")]
+    pend = [k for k in s3_list(s, "fv/") if k.endswith(".pending")]
     report(pend == lost and len(lost) == 1,
            "staged indexes are deleted once rolled forward; the one of the commit that never "
            "landed (named by no record) is left to the collection", (pend, lost))
@@ -431,33 +412,15 @@ def kills(s, work, nkill):
     db.close()
 
 
+def all_cases(s, work):
+    differential(s, work, Chunks())
+    faults(s, work)
+    racing(s, work)
+    kills(s, work, int(os.environ.get("KILLS", "20")))
+
+
 def main():
-    reexec_with_preload()
-    probe = connect_ext(EXT)
-    if probe is None:
-        return 0
-    probe.close()
-    import servers
-    w.servers = servers
-    work = tempfile.mkdtemp(prefix="test_s3vars.")
-    try:
-        with servers.Servers(work, what="nginx,s3w", lifetime=1800) as s:
-            cred = s.credentials[0]
-            os.environ.update(AWS_ACCESS_KEY_ID=cred["access_key"],
-                              AWS_SECRET_ACCESS_KEY=cred["secret_key"], AWS_REGION=s.region,
-                              AWS_ENDPOINT_URL=s.s3w_endpoint, CURL_CA_BUNDLE=s.ca_file,
-                              NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
-            for k in ("AWS_SESSION_TOKEN", "AWS_NO_SIGN_REQUEST", "AWS_DEFAULT_REGION"):
-                os.environ.pop(k, None)
-            chunks = w.Chunks()
-            differential(s, work, chunks)
-            faults(s, work)
-            racing(s, work)
-            kills(s, work, int(os.environ.get("KILLS", "20")))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    plan()
-    return 0
+    return with_servers("test_s3vars.", "nginx,s3w", all_cases)
 
 
 if __name__ == "__main__":

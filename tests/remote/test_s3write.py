@@ -34,113 +34,25 @@ and our fault front (servers.py, what="s3w").
 Needs moto in some Python of the machine (procs.find_moto_python) and nginx.
 Environment: top_builddir, CATERVA_PRELOAD, KILLS.
 """
-import ctypes
 import json
 import os
 import random
 import shutil
 import signal
-import sqlite3
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
-import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from sqltap import connect_ext, plan, reexec_with_preload, report  # noqa: E402
+from sqltap import report  # noqa: E402
 
-BUILD = os.environ.get("top_builddir", ".")
-EXT = os.path.abspath(os.path.join(BUILD, ".libs", "caterva"))
-LIB = os.path.abspath(os.path.join(BUILD, "core", ".libs", "libcaterva.so"))
-
-
-def connect():
-    db = connect_ext(EXT, isolation_level=None)
-    db.execute("PRAGMA trusted_schema=1")
-    return db
-
-
-def rows(db, sql, args=()):
-    try:
-        return ("ok", db.execute(sql, args).fetchall())
-    except sqlite3.Error as e:
-        return ("error", str(e))
-
-
-# ---------------------------------------------------------------------------------------------
-# Chunk bytes by position, through the library itself (local paths and s3:// alike).
-
-class Chunks:
-    def __init__(self):
-        self.lib = ctypes.CDLL(LIB)
-        L = self.lib
-        L.caterva_ctx_new.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]
-        L.caterva_ctx_free.argtypes = [ctypes.c_void_p]
-        L.caterva_ctx_errmsg.argtypes = [ctypes.c_void_p]
-        L.caterva_ctx_errmsg.restype = ctypes.c_char_p
-        L.caterva_schunk_open_ex.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int,
-                                             ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
-        L.caterva_schunk_nchunks.argtypes = [ctypes.c_void_p]
-        L.caterva_schunk_nchunks.restype = ctypes.c_int64
-        L.caterva_schunk_get_chunk.argtypes = [
-            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-            ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)), ctypes.POINTER(ctypes.c_int32)]
-        L.caterva_schunk_free.argtypes = [ctypes.c_void_p]
-
-    def of(self, path):
-        """[bytes of chunk i] of the array at path, or an error string."""
-        L = self.lib
-        ctx, sc = ctypes.c_void_p(), ctypes.c_void_p()
-        L.caterva_ctx_new(1, ctypes.byref(ctx))
-        try:
-            rc = L.caterva_schunk_open_ex(ctx, path.encode(), 0, None, ctypes.byref(sc))
-            if rc < 0:
-                return "open: " + L.caterva_ctx_errmsg(ctx).decode()
-            out = []
-            for i in range(L.caterva_schunk_nchunks(sc)):
-                p, n = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_int32()
-                if L.caterva_schunk_get_chunk(ctx, sc, i, ctypes.byref(p), ctypes.byref(n)) < 0:
-                    return "chunk %d: %s" % (i, L.caterva_ctx_errmsg(ctx).decode())
-                out.append(ctypes.string_at(p, n.value))
-            return out
-        finally:
-            if sc:
-                L.caterva_schunk_free(sc)
-            L.caterva_ctx_free(ctx)
-
-
-# ---------------------------------------------------------------------------------------------
-# S3 helpers (signed with the test credentials, straight to the SigV4 front).
-
-def s3(s, method, key, body=None, extra=None, query=""):
-    from sigv4 import s3_request
-    return s3_request(s.s3w_endpoint, method, f"/{s.bucket}/{key}{query}", s.credentials[0],
-                      s.region, body, extra)
-
-
-def s3_list(s, prefix):
-    from sigv4 import s3_request
-    st, _, body = s3_request(s.s3w_endpoint, "GET",
-                             f"/{s.bucket}?list-type=2&prefix={urllib.parse.quote(prefix)}",
-                             s.credentials[0], s.region)
-    assert st == 200, body
-    ns = {"s3": "http://s3.amazonaws.com/doc/2006-03-01/"}
-    root = ET.fromstring(body)
-    return [e.findtext("s3:Key", namespaces=ns) for e in root.findall("s3:Contents", ns)]
-
-
-def download(s, prefix, dst):
-    os.makedirs(dst)
-    for key in s3_list(s, prefix):
-        st, _, body = s3(s, "GET", key)
-        assert st == 200
-        with open(os.path.join(dst, key[len(prefix):]), "wb") as f:
-            f.write(body)
+import servers  # noqa: E402
+from s3tap import (EXT, Chunks, connect, download, first_difference, random_script,  # noqa: E402
+                   rows, s3, s3_list, settled_log, with_servers)
 
 
 def table(db, name, url, extra=""):
@@ -247,23 +159,10 @@ def differential(s, work, chunks):
         return "UPDATE t SET value = value * 2 + d1 WHERE d1 = %d" % rng.randrange(10)
 
     for step in range(36):
-        txn = rng.random() < 0.4
-        script = []
-        if txn:
-            script.append("BEGIN")
-            for _ in range(rng.randrange(1, 4)):
-                script.append(stmt())
-            if rng.random() < 0.5:
-                saved = nrows[0]
-                script += ["SAVEPOINT sp", stmt(), stmt(), "ROLLBACK TO sp", "RELEASE sp"]
-                nrows[0] = max(saved, nrows[0])
-            script.append("COMMIT" if rng.random() < 0.75 else "ROLLBACK")
-        else:
-            script.append(stmt())
-        for sql in script:
-            a, b = rows(dl, sql), rows(ds, sql)
-            if a != b and ok_answers:
-                ok_answers, detail = False, "%s: local %r, s3 %r" % (sql, a, b)
+        script = random_script(rng, stmt, nrows)
+        diff = first_difference(dl, ds, script)
+        if diff and ok_answers:
+            ok_answers, detail = False, diff
         steps += 1
         ca, cb = content(dl, "t"), content(ds, "t")
         if ca != cb and ok_answers:
@@ -526,19 +425,6 @@ def old_version(s):
            (r, got))
     a.close()
     b.close()
-
-
-def settled_log(log):
-    """The front's log once its last lines are written (a front logs a request after its
-    answer has gone out, so the client may be faster)."""
-    last = None
-    for _ in range(40):
-        cur = servers.read_json_log(log)
-        if last is not None and len(cur) == len(last):
-            return cur
-        last = cur
-        time.sleep(0.1)
-    return last
 
 
 def faults(s, work):
@@ -810,41 +696,24 @@ def kills(s, work, nkill):
     db.close()
 
 
+def all_cases(s, work):
+    chunks = Chunks()
+    server_preconditions(s)
+    killed_index_put(s)
+    differential(s, work, chunks)
+    old_version(s)
+    functions(s, work, chunks)
+    concurrent(s, work, 2)
+    concurrent(s, work, 4, 9)
+    faults(s, work)
+    credentials(s)
+    collection(s)
+    read_only(s, work)
+    kills(s, work, int(os.environ.get("KILLS", "20")))
+
+
 def main():
-    reexec_with_preload()
-    probe = connect_ext(EXT)
-    if probe is None:
-        return 0
-    probe.close()
-    global servers
-    import servers
-    work = tempfile.mkdtemp(prefix="test_s3write.")
-    try:
-        with servers.Servers(work, what="nginx,s3w", lifetime=1800) as s:
-            cred = s.credentials[0]
-            os.environ.update(AWS_ACCESS_KEY_ID=cred["access_key"],
-                              AWS_SECRET_ACCESS_KEY=cred["secret_key"], AWS_REGION=s.region,
-                              AWS_ENDPOINT_URL=s.s3w_endpoint, CURL_CA_BUNDLE=s.ca_file,
-                              NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
-            for k in ("AWS_SESSION_TOKEN", "AWS_NO_SIGN_REQUEST", "AWS_DEFAULT_REGION"):
-                os.environ.pop(k, None)
-            chunks = Chunks()
-            server_preconditions(s)
-            killed_index_put(s)
-            differential(s, work, chunks)
-            old_version(s)
-            functions(s, work, chunks)
-            concurrent(s, work, 2)
-            concurrent(s, work, 4, 9)
-            faults(s, work)
-            credentials(s)
-            collection(s)
-            read_only(s, work)
-            kills(s, work, int(os.environ.get("KILLS", "20")))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    plan()
-    return 0
+    return with_servers("test_s3write.", "nginx,s3w", all_cases)
 
 
 if __name__ == "__main__":

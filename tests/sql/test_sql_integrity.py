@@ -17,10 +17,9 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sqltap import connect_ext, plan, reexec_with_preload, report  # noqa: E402
+from sqltap import connect_ext, report, run_in_tmp  # noqa: E402
 
 BUILD = os.environ.get("top_builddir", ".")
 EXT = os.path.abspath(os.path.join(BUILD, ".libs", "caterva"))
@@ -182,23 +181,16 @@ def check_not_a_frame(tmp):
     db.close()
 
 
+def all_checks(tmp):
+    check_kind(tmp, False)
+    check_kind(tmp, True)
+    check_option(tmp)
+    check_not_a_frame(tmp)
+    check_foreign_same_layout(tmp)
+
+
 def main():
-    reexec_with_preload()
-    probe = connect_ext(EXT)
-    if probe is None:
-        return 0
-    probe.close()
-    tmp = tempfile.mkdtemp(prefix="test_sql_integrity.")
-    try:
-        check_kind(tmp, False)
-        check_kind(tmp, True)
-        check_option(tmp)
-        check_not_a_frame(tmp)
-        check_foreign_same_layout(tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    plan()
-    return 0
+    return run_in_tmp(EXT, "test_sql_integrity.", all_checks)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,8 @@ enum { RA_IDLE, RA_QUEUED, RA_DONE };
 ** caller waits for, the others overlap what the caller does with the blocks). */
 #define ITER_REMOTE_PORTION ((int64_t)48 << 20)
 #define ITER_FETCHAHEAD_PORTION ((int64_t)16 << 20)
+/* chunks the filter's look-ahead is told about at a time */
+#define ITER_AHEAD_CHUNKS 256
 #define ITER_REMOTE_MAX_CHUNKS 4096
 
 /* A chunk's filtered selection made while its portion was planned (remote arrays). */
@@ -153,6 +155,12 @@ void caterva_block_iter_set_filter(caterva_block_iter *it,
   if (it == NULL) return;
   it->keep = keep;
   it->keep_arg = arg;
+}
+
+void caterva_block_iter_set_filter_ahead(caterva_block_iter *it,
+                                         int (*ahead)(void *arg, const int64_t *nchunk, int n)) {
+  if (it == NULL) return;
+  it->keep_ahead = ahead;
 }
 
 void caterva_block_iter_set_owner(caterva_block_iter *it,
@@ -396,6 +404,22 @@ static void planned_pass(caterva_block_iter *it, int64_t nchunk) {
   if (it->planned_head == it->nplanned_sel) it->planned_head = it->nplanned_sel = 0;
 }
 
+/* The filter's look-ahead told about the box's chunks from `from` on (up to
+** ITER_AHEAD_CHUNKS of them); *covered receives how many it made ready (at least 1). */
+static int filter_ahead(caterva_block_iter *it, const int64_t *from, int64_t *covered) {
+  int64_t cc[CATERVA_MAX_DIM], num[ITER_AHEAD_CHUNKS];
+  int n = 0, more = 1, r;
+  memcpy(cc, from, sizeof cc);
+  while (more && n < ITER_AHEAD_CHUNKS) {
+    num[n++] = cat_geom_chunk_number(it->g, cc);
+    more = next_chunk(it, cc);
+  }
+  r = it->keep_ahead(it->keep_arg, num, n);
+  if (r < 0) return r;
+  *covered = r > 0 ? r : 1;
+  return CATERVA_OK;
+}
+
 /* A remote array: what a portion of the box needs -- from chunk `from` on (its selection is
 ** it->sel when use_cur), up to `portion` bytes of selected blocks -- as a list of wants
 ** (*w, *n: malloc'ed, free with cat_wants_free). *nchunks receives the chunks of the box it
@@ -406,7 +430,7 @@ static int remote_wants(caterva_block_iter *it, int64_t *from, int use_cur, int6
   const cat_geom *g = it->g;
   cat_want *w = NULL;
   int32_t *sel = NULL, cap = 0;
-  int64_t bytes = 0;
+  int64_t bytes = 0, ahead = 0; /* ahead: chunks of this call made ready by the look-ahead */
   int n = 0, rc = CATERVA_OK;
   *nchunks = 0;
   *more = 1;
@@ -414,6 +438,11 @@ static int remote_wants(caterva_block_iter *it, int64_t *from, int use_cur, int6
   CAT_CHECK(leave, w != NULL, CATERVA_E_NOMEM, "out of memory");
   while (*more && n < ITER_REMOTE_MAX_CHUNKS && (bytes < portion || n == 0)) {
     int32_t nsel = 0;
+    if (it->keep != NULL && it->keep_ahead != NULL && *nchunks >= ahead) {
+      int64_t c;
+      CAT_TRY(leave, filter_ahead(it, from, &c));
+      ahead = *nchunks + c;
+    }
     if (use_cur && *nchunks == 0) { /* the current chunk: its selection is it->sel */
       nsel = it->nsel;
       if (nsel > 0) {

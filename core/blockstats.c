@@ -702,6 +702,60 @@ static int verify(caterva_ctx *ctx, caterva_array *a, int64_t n, bs_rec *r) {
   return r->fp == fingerprint(verify_bytes(a->bs, a->sc, chunk, (size_t)cbytes), (size_t)cbytes);
 }
 
+/* Check record r of chunk n, once: verified, or marked stale. */
+static int verify_once(caterva_ctx *ctx, caterva_array *a, int64_t n, bs_rec *r) {
+  int rc;
+  if (r->verified || r->stale) return CATERVA_OK;
+  rc = verify(ctx, a, n, r);
+  if (rc < 0) return rc;
+  /* not the chunk's: other bytes, or these bytes damaged; kept for the block check
+   * (cat_bs_check_rec) */
+  if (rc == 0) r->stale = true;
+  else r->verified = true;
+  return CATERVA_OK;
+}
+
+/* caterva_array_block_stats_ahead's budget of chunk bytes for one call (decoded sizes) */
+#define BS_AHEAD_BYTES ((int64_t)48 << 20)
+
+int caterva_array_block_stats_ahead(caterva_ctx *ctx, caterva_array *a, const int64_t *nchunk,
+                                    int n) {
+  cat_bstats *bs;
+  cat_want *w = NULL;
+  int nw = 0, k = 0, rc = CATERVA_OK;
+  int64_t bytes = 0;
+  CAT_CHECK(leave, a != NULL && (nchunk != NULL || n <= 0), CATERVA_E_INVALID,
+            "no array or chunk list");
+  bs = a->bs;
+  if (bs == NULL || bs->broken || bs->n != a->g.nchunks || !cat_sc_is_remote(a->sc)) {
+    k = n;
+    goto leave;
+  }
+  w = calloc((size_t)(n > 0 ? n : 1), sizeof *w);
+  CAT_CHECK(leave, w != NULL, CATERVA_E_NOMEM, "out of memory");
+  for (; k < n && (bytes < BS_AHEAD_BYTES || nw == 0); k++) {
+    bs_rec *r;
+    if (nchunk[k] < 0 || nchunk[k] >= bs->n) continue;
+    r = cat_bs_rec_at(bs, nchunk[k]);
+    if (r == NULL || r->verified || r->stale ||
+        caterva_schunk_chunk_special(a->sc, nchunk[k]) != CATERVA_SPECIAL_NONE)
+      continue;
+    w[nw].nchunk = nchunk[k];
+    w[nw].nblocks = -1; /* the whole chunk: its fingerprint covers every byte */
+    nw++;
+    bytes += a->g.chunksize;
+  }
+  if (nw < 2) goto leave; /* one chunk: its check fetches it alone anyway */
+  CAT_TRY(leave, cat_sc_prefetch(ctx, a->sc, w, nw));
+  for (int j = 0; j < nw; j++) {
+    bs_rec *r = cat_bs_rec_at(bs, w[j].nchunk);
+    if (r != NULL) CAT_TRY(leave, verify_once(ctx, a, w[j].nchunk, r));
+  }
+leave:
+  free(w);
+  return rc < 0 ? rc : k;
+}
+
 int caterva_array_block_stats(caterva_ctx *ctx, caterva_array *a, int64_t nchunk,
                               int32_t nblock, caterva_block_stats *st) {
   int rc = 0;
@@ -714,15 +768,8 @@ int caterva_array_block_stats(caterva_ctx *ctx, caterva_array *a, int64_t nchunk
     goto leave;
   r = cat_bs_rec_at(bs, nchunk);
   if (r == NULL || r->stale) goto leave;
-  if (!r->verified) {
-    CAT_TRY(leave, rc = verify(ctx, a, nchunk, r));
-    if (rc == 0) {
-      /* kept for the block check (cat_bs_check_rec): other bytes, or these bytes damaged */
-      r->stale = true;
-      goto leave;
-    }
-    r->verified = true;
-  }
+  CAT_TRY(leave, verify_once(ctx, a, nchunk, r));
+  if (r->stale) goto leave;
   *st = r->b[nblock];
   rc = 1;
 leave:

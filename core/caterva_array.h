@@ -415,6 +415,14 @@ int caterva_array_has_stats(const caterva_array *a);
  * but decompresses nothing), 0 when unknown, or a negative error. */
 int caterva_array_block_stats(caterva_ctx *ctx, caterva_array *a, int64_t nchunk,
                               int32_t nblock, caterva_block_stats *st);
+/** Ready the statistics of chunks nchunk[0..n) (numbers in any order) to be asked of
+ * caterva_array_block_stats: for a remote array, the chunks among the first of them whose
+ * fingerprints are not checked yet (about 48 MB of chunks, counted at their decoded size) are
+ * fetched together, in a few waves, and checked, instead of one wave each when asked. Returns
+ * how many of nchunk[] it covered from the first on (n for a local array, where it does
+ * nothing), or a negative error (the transfers' or out of memory). */
+int caterva_array_block_stats_ahead(caterva_ctx *ctx, caterva_array *a, const int64_t *nchunk,
+                                    int n);
 /** Compute and store the statistics of every chunk that lacks them (decompressing those
  * chunks), in one commit (the array must be writable; inside an open transaction they
  * become part of it). progress (may be NULL) is called after each chunk with the chunks
@@ -500,6 +508,12 @@ int caterva_block_iter_next(caterva_block_iter *it, const caterva_block **blk);
 void caterva_block_iter_set_filter(caterva_block_iter *it,
                                    int (*keep)(void *arg, int64_t nchunk, int32_t nblock),
                                    void *arg);
+/** With a filter set: ahead(arg, nchunk, n) is told, before the filter is asked about
+ * chunks nchunk[0..n) of a remote array, that it will be, and returns how many of them (from
+ * the first on, at least 1) it made ready, or a negative error that stops the iteration. A
+ * filter that reads block statistics passes caterva_array_block_stats_ahead there. NULL: none. */
+void caterva_block_iter_set_filter_ahead(caterva_block_iter *it,
+                                         int (*ahead)(void *arg, const int64_t *nchunk, int n));
 void caterva_block_iter_free(caterva_block_iter *it);
 /** Called by caterva_block_iter_visit for each block, with its place in the visiting order
  * (seq: 0, 1, 2, ... in the iterator's C order) and the worker running it (0 ..

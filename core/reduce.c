@@ -390,6 +390,12 @@ static int red_keep(void *arg, int64_t nchunk, int32_t nblock) {
   return 0;
 }
 
+/* The filter's look-ahead: the statistics of the chunks it will ask about, checked together. */
+static int red_ahead(void *arg, const int64_t *nchunk, int n) {
+  caterva_reduce *r = arg;
+  return caterva_array_block_stats_ahead(r->ctx, r->a, nchunk, n);
+}
+
 /* ---- owned folding ------------------------------------------------------------------------ */
 
 /*
@@ -702,8 +708,10 @@ int caterva_reduce_add(caterva_ctx *ctx, caterva_reduce *r, const int64_t *lo,
   else CAT_TRY(leave, slots_new(ctx, r));
   CAT_TRY(leave, caterva_block_iter_new(ctx, r->a, start, stop, 0, &it));
   if (r->nd > 0 && !r->std && !(r->flags & CATERVA_REDUCE_NOSTATS) &&
-      caterva_array_has_stats(r->a))
+      caterva_array_has_stats(r->a)) {
     caterva_block_iter_set_filter(it, red_keep, r);
+    caterva_block_iter_set_filter_ahead(it, red_ahead);
+  }
   r->seq0 = 0;
   r->ctx = ctx;
   r->headqueue = r->nqueue = 0;

@@ -126,10 +126,17 @@ static int cvValKeep(void *pArg, int64_t iChunk, int32_t iBlock) {
   return 1;
 }
 
+/* The filter's look-ahead (remote arrays): the chunks it will ask about, checked together. */
+static int cvValAhead(void *pArg, const int64_t *aChunk, int nChunk) {
+  CvValPred *p = (CvValPred *)pArg;
+  return caterva_array_block_stats_ahead(p->pCtx, p->pArr, aChunk, nChunk);
+}
+
 void cvValAttach(CvValPred *p, CvVtab *pTab, caterva_block_iter *pIter) {
   if (!cvValActive(p) || !caterva_array_has_stats(pTab->pArr)) return;
   p->pCtx = pTab->pConn->pCtx;
   p->pArr = pTab->pArr;
   p->eType = caterva_array_stats_type(pTab->pArr);
   caterva_block_iter_set_filter(pIter, cvValKeep, p);
+  caterva_block_iter_set_filter_ahead(pIter, cvValAhead);
 }

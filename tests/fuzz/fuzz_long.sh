@@ -7,6 +7,8 @@
 # A false timeout: a process stopped (SIGSTOP, as a benchmark lock does) inside an input is
 # reported as a timeout when it goes on; the input is run again, and when it ends in under
 # 10 s the run is restarted (the log says so), else the loop stops with the input kept.
+# FUZZ_RSS_MB: libFuzzer's -rss_limit_mb (default 2048; fuzz_sql's growth of an array to a
+# million chunks in one INSERT peaks at 2.8 GB, a known cost, docs/testing.md).
 # Usage: fuzz_long.sh <corpus dir of the source tree> <target>
 set -u
 src=$1
@@ -26,7 +28,7 @@ while :; do
   n=$((n + 1))
   log=$out/log-$n
   ./tests/fuzz/fuzz_$t -max_total_time="$left" -print_final_stats=1 -timeout=25 \
-    -rss_limit_mb=2048 $dict -artifact_prefix="$out/artifacts/" "$out/corpus" "$seeds" \
+    -rss_limit_mb="${FUZZ_RSS_MB:-2048}" $dict -artifact_prefix="$out/artifacts/" "$out/corpus" "$seeds" \
     >"$log" 2>&1
   rc=$?
   [ "$rc" = 0 ] && break

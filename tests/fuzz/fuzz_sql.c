@@ -746,6 +746,15 @@ static void cleanup_at_exit(void) {
   rmdir(dir);
 }
 
+/* FUZZ_SQL_TRACE set: each statement's SQL on stderr as it starts. */
+static int trace_stmt(unsigned type, void *ctx, void *p, void *x) {
+  (void)type;
+  (void)ctx;
+  (void)x;
+  fprintf(stderr, "fuzz_sql: %s\n", sqlite3_sql((sqlite3_stmt *)p));
+  return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static int inited;
   fz f;
@@ -778,6 +787,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   sqlite3_limit(f.db, SQLITE_LIMIT_LENGTH, 1 << 22);
   sqlite3_progress_handler(f.db, 1000, progress, &f);
+  if (getenv("FUZZ_SQL_TRACE") != NULL) /* the statements of an input, to read a finding */
+    sqlite3_trace_v2(f.db, SQLITE_TRACE_STMT, trace_stmt, NULL);
   for (int s = 0; s < MAX_STEPS && more(&f.in); s++) {
     unsigned b = byte(&f.in);
     if (b >= 232) { /* the steps added later; below 232 the first four, as before */

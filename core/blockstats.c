@@ -918,6 +918,7 @@ double caterva_array_stats_selectivity(const caterva_array *a, int op, const cat
   page = bs->lazy->page;
   npages = (bs->n + page - 1) / page;
   step = npages > CAT_BS_SAMPLE_PAGES ? npages / CAT_BS_SAMPLE_PAGES : 1;
+  cat_bs_prefetch_pages(bs, step);
   for (int64_t pg = 0; pg < npages; pg += step) {
     int64_t first = pg * page, n = bs->n - first < page ? bs->n - first : page, k;
     if (bs->lazy->loaded[pg])

@@ -30,8 +30,10 @@ typedef struct bs_mark {
 /* The stored records not read yet (blockstats_stored.c): the stored form's compressed bytes,
  * decoded a page of positions at a time when a position of the page is first asked for. */
 typedef struct bs_lazy {
-  uint8_t *chunk;         /* a copy of the vlmetalayer's chunk */
+  uint8_t *chunk;         /* a copy of the vlmetalayer's chunk, or (remote, sc set) the
+                           * frame's own lazy one, whose blocks are fetched when read */
   int32_t cbytes;
+  caterva_schunk *sc;     /* set when chunk is borrowed from a remote frame */
   int64_t body;           /* offset of position 0's record in the stored form */
   int64_t page;           /* positions per page */
   uint8_t *loaded;        /* per page: 1 once read (its records, or NULL ones, are in rec) */
@@ -98,6 +100,9 @@ int cat_bs_load_all(caterva_ctx *ctx, cat_bstats *bs);
 /* The stored bytes of page pg's positions, read without making records: their number, with
  * the bytes in *out (valid until the next page is read); negative when they cannot be read. */
 int64_t cat_bs_page_bytes(cat_bstats *bs, int64_t pg, const uint8_t **out);
+/* Statistics read from a remote frame: fetch the stored bytes of every step-th page not read
+ * yet in one wave (the sample of caterva_array_stats_selectivity); nothing otherwise. */
+void cat_bs_prefetch_pages(cat_bstats *bs, int64_t step);
 /* Block b of position i of such bytes: 1 with its statistics in *st, 0 when the position has
  * none. */
 int cat_bs_page_block(const cat_bstats *bs, const uint8_t *page, int64_t i, int32_t b,

@@ -255,7 +255,7 @@ leave:
 
 void cat_bs_lazy_free(bs_lazy *lz) {
   if (lz == NULL) return;
-  free(lz->chunk);
+  if (lz->sc == NULL) free(lz->chunk);
   free(lz->buf);
   free(lz->loaded);
   caterva_ctx_free(lz->ctx);
@@ -283,6 +283,9 @@ static int read_range(bs_lazy *lz, int64_t off, int64_t len, const uint8_t **out
     lz->cap = need;
   }
   for (int32_t i = 0; i < nb; i++) blocks[i] = (int32_t)(b0 + i);
+  if (lz->sc != NULL && (rc = cat_remote_bytes(lz->ctx, lz->sc, lz->chunk, lz->cbytes, blocks,
+                                               nb)) < 0)
+    return rc;
   rc = (int)caterva_chunk_decompress_blocks(lz->ctx, lz->chunk, (size_t)lz->cbytes, blocks, nb,
                                             lz->buf, (size_t)lz->cap);
   if (rc < 0) return rc;
@@ -356,6 +359,30 @@ int cat_bs_page_block(const cat_bstats *bs, const uint8_t *page, int64_t i, int3
   return 1;
 }
 
+void cat_bs_prefetch_pages(cat_bstats *bs, int64_t step) {
+  bs_lazy *lz = bs->lazy;
+  caterva_chunk_info ci;
+  int32_t *blocks = NULL, nb = 0;
+  int64_t per = (int64_t)per_chunk(bs), npages;
+  if (lz == NULL || lz->sc == NULL || step < 1 ||
+      caterva_chunk_info_get(lz->chunk, (size_t)lz->cbytes, &ci) < 0 || ci.blocksize <= 0)
+    return;
+  npages = (bs->n + lz->page - 1) / lz->page;
+  blocks = malloc((size_t)ci.nblocks * sizeof *blocks);
+  if (blocks == NULL) return;
+  for (int64_t pg = 0; pg < npages; pg += step) {
+    int64_t first = pg * lz->page, n = bs->n - first < lz->page ? bs->n - first : lz->page;
+    int64_t lo = (lz->body + first * per) / ci.blocksize;
+    int64_t hi = (lz->body + (first + n) * per - 1) / ci.blocksize;
+    if (lz->loaded[pg]) continue;
+    for (int64_t b = lo; b <= hi && b < ci.nblocks; b++)
+      if (nb == 0 || blocks[nb - 1] < b) blocks[nb++] = (int32_t)b;
+  }
+  /* failures are met again, one page at a time, by the reads that follow */
+  if (nb > 0) (void)cat_remote_bytes(lz->ctx, lz->sc, lz->chunk, lz->cbytes, blocks, nb);
+  free(blocks);
+}
+
 bs_rec *cat_bs_rec_at(cat_bstats *bs, int64_t n) {
   if (bs->lazy != NULL && !bs->lazy->loaded[n / bs->lazy->page])
     (void)load_page(NULL, bs, n / bs->lazy->page); /* without memory: unknown this time */
@@ -407,9 +434,14 @@ static int lazy_init(const caterva_array *a, cat_bstats *bs, const uint8_t *chun
   int rc = 0;
   if (lz == NULL) return CATERVA_E_NOMEM;
   bs->lazy = lz;
-  lz->chunk = malloc((size_t)cbytes);
+  if (cat_sc_vlmeta_is_lazy(a->sc, BS_ATTR)) { /* a remote frame's: fetched a page at a time */
+    lz->sc = a->sc;
+    lz->chunk = (uint8_t *)chunk;
+  } else {
+    lz->chunk = malloc((size_t)cbytes);
+    if (lz->chunk != NULL) memcpy(lz->chunk, chunk, (size_t)cbytes);
+  }
   if (lz->chunk == NULL || caterva_ctx_new(1, &lz->ctx) < 0) return CATERVA_E_NOMEM;
-  memcpy(lz->chunk, chunk, (size_t)cbytes);
   lz->cbytes = cbytes;
   if (caterva_chunk_info_get(chunk, (size_t)cbytes, &ci) < 0 || ci.nbytes < hlen ||
       ci.cbytes != cbytes)

@@ -247,11 +247,14 @@ static int parse_one_vlmeta(caterva_ctx *ctx, caterva_schunk *sc, cat_rdr *r,
       clen < CATERVA_CHUNK_HEADER_SIZE)
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: vlmetalayer %d out of bounds",
                      sc->nvlmeta);
+  v->lazy = sc->lazy_vlmeta != NULL && strlen(sc->lazy_vlmeta) == nlen &&
+            memcmp(sc->lazy_vlmeta, name, nlen) == 0;
   v->name = (char *)dup_bytes(name, nlen + 1);
-  v->chunk = dup_bytes(content, (size_t)clen);
+  v->chunk = v->lazy ? (uint8_t *)content : dup_bytes(content, (size_t)clen);
   if (v->name == NULL || v->chunk == NULL) {
     free(v->name);
-    free(v->chunk);
+    if (!v->lazy) free(v->chunk);
+    v->lazy = false;
     return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
   }
   v->name[nlen] = '\0';
@@ -296,6 +299,32 @@ int cat_frame_parse_trailer_at(caterva_ctx *ctx, caterva_schunk *sc, const uint8
   if (!cat_mp_array(&r, &n4) || n4 != 4 || !cat_mp_int(&r, &version) || version < 0)
     return cat_error(ctx, CATERVA_E_CORRUPT, "frame trailer: malformed");
   return parse_vlmeta_section(ctx, sc, &r, win + (*start - wstart), tail - *start);
+}
+
+int cat_frame_trailer_items(const uint8_t *t, int64_t have, int64_t tlen, cat_trailer_item *it,
+                            int max, int *n, int64_t *lead) {
+  uint32_t n4, n3, nmap, narr;
+  int64_t version, isize;
+  cat_rdr r;
+  bool full = have >= tlen - CAT_TRAILER_TAIL;
+  *n = 0;
+  if (have > tlen) have = tlen;
+  cat_rdr_init(&r, t, (size_t)have);
+  if (!cat_mp_array(&r, &n4) || !cat_mp_int(&r, &version) || !cat_mp_array(&r, &n3) ||
+      !cat_mp_int(&r, &isize) || !cat_mp_map(&r, &nmap))
+    return full ? -1 : 0;
+  if (n4 != 4 || n3 != 3 || nmap > CATERVA_MAX_VLMETALAYERS) return -1;
+  for (uint32_t k = 0; k < nmap; k++) {
+    const uint8_t *name;
+    uint32_t nlen;
+    int64_t off;
+    if (!cat_mp_str(&r, &name, &nlen) || !cat_mp_int(&r, &off)) return full ? -1 : 0;
+    if (off < 0 || off >= tlen) return -1;
+    if ((int)k < max) it[(*n)++] = (cat_trailer_item){name, nlen, off};
+  }
+  if (!cat_mp_array(&r, &narr)) return full ? -1 : 0;
+  *lead = r.p - t;
+  return 1;
 }
 
 int cat_frame_parse_trailer(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,

@@ -71,12 +71,15 @@ typedef struct cat_meta {
 
 typedef struct cat_vlmeta {
   char *name;       /* malloc'ed, NUL-terminated */
-  uint8_t *chunk;   /* the content as a complete compressed chunk, malloc'ed */
+  uint8_t *chunk;   /* the content as a complete compressed chunk, malloc'ed; when lazy,
+                     * borrowed from a remote frame's window (frame_remote.c), of which only
+                     * its header part is present until cat_remote_bytes fetches blocks */
   int32_t cbytes;
   uint8_t *raw;     /* NULL, or the content chunk decodes to (rawlen bytes, malloc'ed): kept
                      * by vlmeta_set beside the chunk it compressed, so that the next set
                      * finds the changed blocks without decoding the chunk */
   int32_t rawlen;
+  bool lazy;
 } cat_vlmeta;
 
 /* A file map given up while readers might still point into it (retain_maps). */
@@ -106,6 +109,8 @@ struct caterva_schunk {
   int64_t *entries;          /* nchunks index entries: offsets, file numbers or specials;
                               * NULL while lazy_index reads them a block at a time */
   cat_lazy_index *lazy_index;/* frame_index.c, or NULL: entries holds the whole index */
+  const char *lazy_vlmeta;   /* while a remote trailer is parsed: the vlmetalayer whose
+                              * content is borrowed (cat_vlmeta.lazy), not copied */
   uint8_t **data;            /* NULL, or nchunks pointers: owned chunk bytes (memory store)
                               * or cached chunk files (sparse store) */
   cat_meta meta[CATERVA_MAX_METALAYERS];
@@ -178,6 +183,18 @@ int cat_frame_parse_trailer(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t 
  * frame_len (a remote frame's tail, fetched alone). */
 int cat_frame_parse_trailer_at(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *win,
                                int64_t wstart, int64_t min_start, int64_t *start);
+/* Where a trailer's parts lie, from its first `have` bytes at t (of tlen): the end of its
+ * lead-in (the vlmetalayer map and the array header after it) in *lead, and for the first
+ * *n (at most max) vlmetalayers their names and content offsets (from the trailer start,
+ * each at a bin32 header). 1 when the lead-in is complete, 0 when more bytes are needed, -1
+ * when malformed (cat_frame_parse_trailer_at then says why). */
+typedef struct cat_trailer_item {
+  const uint8_t *name;
+  uint32_t nlen;
+  int64_t off;
+} cat_trailer_item;
+int cat_frame_trailer_items(const uint8_t *t, int64_t have, int64_t tlen, cat_trailer_item *it,
+                            int max, int *n, int64_t *lead);
 /* Decode the offsets index chunk at frame + pos (avail bytes up to the trailer) into
  * sc->entries and validate every entry. Returns the index chunk's size (0 without chunks). */
 int cat_frame_parse_index(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
@@ -244,6 +261,8 @@ caterva_schunk *cat_sc_alloc(int store);
  * or CATERVA_E_NOTFOUND. Reading it a few blocks at a time is the caller's business. */
 int cat_sc_vlmeta_chunk(const caterva_schunk *sc, const char *name, const uint8_t **chunk,
                         int32_t *cbytes);
+/* Is vlmetalayer name's chunk a remote frame's lazy one (cat_vlmeta.lazy)? */
+bool cat_sc_vlmeta_is_lazy(const caterva_schunk *sc, const char *name);
 /* caterva_schunk_vlmeta_set with a content of up to max bytes (at most
  * CATERVA_CHUNK_MAX_NBYTES): the block statistics of very large arrays. */
 int cat_sc_vlmeta_set_max(caterva_ctx *ctx, caterva_schunk *sc, const char *name,
@@ -366,6 +385,13 @@ int cat_remote_prefetch(caterva_ctx *ctx, caterva_schunk *sc, const cat_want *w,
 int cat_remote_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, const int32_t *blocks,
                      int32_t nblocks, const uint8_t **p, int32_t *cbytes);
 void cat_remote_pin(caterva_schunk *sc, int64_t i, int delta);
+/* A chunk of cbytes bytes at `chunk` that lies in a remote frame's window of its offsets
+ * index and trailer (a lazy vlmetalayer's content): make the given blocks' bytes present
+ * (all of them when nblocks < 0), fetching what is missing in one wave; blocks whose streams
+ * run past their range make the whole chunk fetched. CATERVA_OK at once for bytes of no
+ * window (local frames, or bytes held whole). */
+int cat_remote_bytes(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *chunk, int32_t cbytes,
+                     const int32_t *blocks, int32_t nblocks);
 
 /* ---- txn.c: the open transaction -------------------------------------------------------- */
 

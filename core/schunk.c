@@ -45,7 +45,7 @@ caterva_schunk *cat_sc_alloc(int store) {
 static void free_vlmeta_items(cat_vlmeta *v, int n) {
   for (int k = 0; k < n; k++) {
     free(v[k].name);
-    free(v[k].chunk);
+    if (!v[k].lazy) free(v[k].chunk);
     free(v[k].raw);
   }
 }
@@ -992,6 +992,7 @@ int caterva_schunk_vlmeta_get(caterva_ctx *ctx, caterva_schunk *sc, const char *
   k = find_vlmeta(sc, name);
   CAT_CHECK(fail, k >= 0, CATERVA_E_NOTFOUND, "no vlmetalayer '%s'", name ? name : "(null)");
   v = &sc->vlmeta[k];
+  if (v->lazy) CAT_TRY(fail, cat_remote_bytes(ctx, sc, v->chunk, v->cbytes, NULL, -1));
   rc = caterva_chunk_info_get(v->chunk, (size_t)v->cbytes, &ci);
   CAT_CHECK(fail, rc >= 0, rc, "vlmetalayer '%s': %s chunk", name,
             rc == CATERVA_E_UNSUPPORTED ? "unsupported" : "malformed");
@@ -1032,6 +1033,11 @@ static int vlmeta_swap(caterva_ctx *ctx, caterva_schunk *sc, cat_vlmeta *next, i
   return CATERVA_OK;
 }
 
+bool cat_sc_vlmeta_is_lazy(const caterva_schunk *sc, const char *name) {
+  int k = find_vlmeta(sc, name);
+  return k >= 0 && sc->vlmeta[k].lazy;
+}
+
 int cat_sc_vlmeta_chunk(const caterva_schunk *sc, const char *name, const uint8_t **chunk,
                         int32_t *cbytes) {
   int k = find_vlmeta(sc, name);
@@ -1048,7 +1054,7 @@ int caterva_schunk_vlmeta_set(caterva_ctx *ctx, caterva_schunk *sc, const char *
 
 int cat_sc_vlmeta_set_max(caterva_ctx *ctx, caterva_schunk *sc, const char *name,
                           const void *content, int32_t len, int32_t max) {
-  cat_vlmeta item = {NULL, NULL, 0, NULL, 0}, gone, *next = NULL;
+  cat_vlmeta item = {NULL, NULL, 0, NULL, 0, false}, gone, *next = NULL;
   int k, n, rc = check_writable(ctx, sc);
   if (rc < 0) return rc;
   CAT_TRY(fail, check_name(ctx, name));

@@ -139,3 +139,15 @@ def run_in_tmp(ext, prefix, body, ram=False):
         shutil.rmtree(tmp, ignore_errors=True)
     plan()
     return 0
+
+
+def barrier(folder, me, n, timeout=120):
+    """A barrier between processes: mark `me` arrived in folder, then wait until n have (or
+    timeout seconds). The S3 writers' tests put one between their first transaction's write and
+    its COMMIT, so that every writer starts from one base and exactly one of those commits wins,
+    however the processes are scheduled."""
+    import time
+    open(os.path.join(folder, "arrived.%s" % me), "w").close()
+    t0 = time.monotonic()
+    while len(os.listdir(folder)) < n and time.monotonic() - t0 < timeout:
+        time.sleep(0.01)

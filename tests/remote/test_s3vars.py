@@ -158,8 +158,9 @@ def differential(s, work, chunks):
 RACER = r"""
 import json, random, sqlite3, sys
 sys.path.insert(0, %(lib)r)
-from sqltap import connect_ext
+from sqltap import barrier, connect_ext
 ua, ub, wid, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+gate, nproc = sys.argv[5], int(sys.argv[6])
 db = connect_ext(%(ext)r, isolation_level=None)
 db.execute("PRAGMA trusted_schema=1")
 db.execute("CREATE VIRTUAL TABLE w USING caterva('%%s', '%%s', value='a,b')" %% (ua, ub))
@@ -177,6 +178,8 @@ for k in range(n):
     try:
         db.execute("BEGIN")
         db.execute(sql)
+        if k == 0:  # every writer's first transaction written before any commits
+            barrier(gate, wid, nproc)
         db.execute("COMMIT")
         out.append(op + ("ok",))
     except sqlite3.Error as e:
@@ -198,7 +201,10 @@ def racing(s, work, nproc=2, n=15):
     script = os.path.join(work, "racer.py")
     with open(script, "w") as f:
         f.write(RACER % {"lib": os.path.join(HERE, "..", "lib"), "ext": EXT})
-    procs = [subprocess.Popen([sys.executable, script, ua, ub, str(k), str(n)],
+    gate = os.path.join(work, "race_gate")
+    os.makedirs(gate)
+    procs = [subprocess.Popen([sys.executable, script, ua, ub, str(k), str(n), gate,
+                               str(nproc)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for k in range(nproc)]
     results, errs = [], ""
@@ -236,8 +242,11 @@ def racing(s, work, nproc=2, n=15):
            "increments (%d committed, %d BUSY)" % (nproc, nok, nbusy), (cells, expect))
     report(app_ok, "%d group writers: committed appends present in both arrays, BUSY ones "
            "absent" % nproc)
-    report(nok > 0 and nbusy > 0, "%d group writers: some won and some lost (%d / %d)"
-           % (nproc, nok, nbusy))
+    first = [r for w in range(nproc) for r in results[w * n:w * n + 1]]
+    report(nok > 0 and nbusy > 0 and sum(1 for r in first if r[-1] == "ok") == 1,
+           "%d group writers: some won and some lost (%d / %d); of the first transactions, "
+           "all written before any committed, exactly one committed" % (nproc, nok, nbusy),
+           first)
     db.close()
     fresh.close()
 

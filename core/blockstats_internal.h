@@ -67,13 +67,18 @@ struct cat_bstats {
   const cat_geom *geom;   /* geometry of new chunks while a resize renumbers them, or NULL */
   uint8_t *scratch;       /* verify(): a chunk's bytes copied from the file */
   size_t scratch_cap;
-  /* The stored form last built by cat_bs_store, kept so that the next store re-encodes only
-   * the positions whose record changed. Records are immutable once installed, so a record
-   * pointer identifies its encoding; enc_rec holds a reference on each, so a pointer cannot
-   * be freed and reused for another record while it is compared. */
-  uint8_t *enc;           /* enc_size bytes (msgpack bin header included), or NULL */
-  int64_t enc_size;
-  bs_rec **enc_rec;       /* enc_n records encoded in enc, by position */
+  /* What the last cat_bs_store built, so that the next one re-encodes only the blocks of the
+   * stored form whose positions' records changed, copying the others' compressed bytes.
+   * Records are immutable once installed, so a record pointer identifies its encoding;
+   * enc_rec holds a reference on each, so a pointer cannot be freed and reused for another
+   * record while it is compared. enc_chunk is a copy of the chunk stored, compared with the
+   * vlmetalayer's before its blocks are reused (a rolled-back trailer holds another). */
+  uint8_t *enc_chunk;     /* enc_cbytes bytes, or NULL: the next store encodes every block */
+  int32_t enc_cbytes;
+  uint8_t *enc_head;      /* its first enc_headlen bytes decoded (bin lead-in and header) */
+  int32_t enc_headlen;
+  int64_t enc_size;       /* its decoded length */
+  bs_rec **enc_rec;       /* enc_n records encoded in it, by position */
   int64_t enc_n;
 };
 

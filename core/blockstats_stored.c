@@ -189,39 +189,137 @@ static void encode_head(const cat_bstats *bs, const cat_geom *g, uint8_t *buf, i
 
 void cat_bs_enc_drop(cat_bstats *bs) {
   cat_bs_recs_free(bs->enc_rec, bs->enc_n);
-  free(bs->enc);
-  bs->enc = NULL;
+  free(bs->enc_chunk);
+  free(bs->enc_head);
+  bs->enc_chunk = bs->enc_head = NULL;
   bs->enc_rec = NULL;
+  bs->enc_cbytes = bs->enc_headlen = 0;
   bs->enc_size = bs->enc_n = 0;
 }
 
-/* Bring the kept stored form up to date with bs->rec: positions whose record is the one
- * already encoded there are left as they are (all of them are encoded when the form's size
- * or number of positions changed). */
-static int encode_all(caterva_ctx *ctx, cat_bstats *bs, const cat_geom *g, int64_t size) {
-  size_t per = per_chunk(bs);
-  uint8_t *p;
-  if (bs->enc == NULL || bs->enc_size != size || bs->enc_n != bs->n) {
-    cat_bs_enc_drop(bs);
-    bs->enc = calloc(1, (size_t)size);
-    bs->enc_rec = calloc((size_t)(bs->n > 0 ? bs->n : 1), sizeof *bs->enc_rec);
-    if (bs->enc == NULL || bs->enc_rec == NULL) {
-      cat_bs_enc_drop(bs);
-      return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+/* The stored form being built, produced a range at a time (cat_frame_vlmeta_build). */
+typedef struct bs_build {
+  cat_bstats *bs;
+  int64_t body;           /* where position 0's record starts */
+  size_t per;             /* bytes per position */
+  uint8_t head[5 + BS_HEAD + 8 * CATERVA_MAX_DIM];
+  bool head_same;         /* head is what the kept form's starts with */
+  uint8_t *one;           /* one position's record, encoded */
+} bs_build;
+
+static void copy_part(uint8_t *dst, int64_t off, int64_t len, const uint8_t *src, int64_t at,
+                      int64_t n) {
+  int64_t lo = at > off ? at : off, hi = at + n < off + len ? at + n : off + len;
+  if (lo < hi) memcpy(dst + (lo - off), src + (lo - at), (size_t)(hi - lo));
+}
+
+static int64_t first_position(const bs_build *st, int64_t off) {
+  return off > st->body ? (off - st->body) / (int64_t)st->per : 0;
+}
+
+static void build_fill(void *arg, int64_t off, int32_t len, uint8_t *dst) {
+  bs_build *st = arg;
+  cat_bstats *bs = st->bs;
+  memset(dst, 0, (size_t)len);
+  copy_part(dst, off, len, st->head, 0, st->body);
+  for (int64_t n = first_position(st, off); n < bs->n; n++) {
+    int64_t at = st->body + n * (int64_t)st->per;
+    if (at >= off + len) break;
+    if (at >= off && at + (int64_t)st->per <= off + len) {
+      encode_chunk(bs, bs->rec[n], dst + (at - off));
+    } else {
+      encode_chunk(bs, bs->rec[n], st->one);
+      copy_part(dst, off, len, st->one, at, (int64_t)st->per);
     }
-    bs->enc_size = size; /* zeroed: every position reads as having no record */
-    bs->enc_n = bs->n;
   }
-  encode_head(bs, g, bs->enc, size);
-  p = bs->enc + 5 + BS_HEAD + 8 * g->ndim;
-  for (int64_t n = 0; n < bs->n; n++, p += per) {
+}
+
+static bool build_keep(void *arg, int64_t off, int32_t len) {
+  const bs_build *st = arg;
+  const cat_bstats *bs = st->bs;
+  if (off < st->body && !st->head_same) return false;
+  for (int64_t n = first_position(st, off); n < bs->n; n++) {
+    if (st->body + n * (int64_t)st->per >= off + len) break;
+    if (bs->rec[n] != bs->enc_rec[n]) return false;
+  }
+  return true;
+}
+
+/* The stored chunk the kept form describes, when the trailer still holds it (NULL if not). */
+static const uint8_t *kept_chunk(const cat_bstats *bs, const caterva_array *a, int64_t size) {
+  const uint8_t *cur;
+  int32_t cb;
+  if (bs->enc_chunk == NULL || bs->enc_size != size || bs->enc_n != bs->n ||
+      cat_sc_vlmeta_is_lazy(a->sc, BS_ATTR) || cat_sc_vlmeta_chunk(a->sc, BS_ATTR, &cur, &cb) < 0 ||
+      cb != bs->enc_cbytes || memcmp(cur, bs->enc_chunk, (size_t)cb) != 0)
+    return NULL;
+  return cur;
+}
+
+/* After a store: the kept form is the chunk just stored (copy: a copy of it, or NULL). */
+static void keep_form(cat_bstats *bs, const bs_build *st, uint8_t *copy, int32_t cbytes,
+                      int64_t size) {
+  uint8_t *head = malloc((size_t)st->body);
+  if (bs->enc_n != bs->n || bs->enc_rec == NULL) {
+    cat_bs_recs_free(bs->enc_rec, bs->enc_n);
+    bs->enc_n = 0;
+    bs->enc_rec = calloc((size_t)(bs->n > 0 ? bs->n : 1), sizeof *bs->enc_rec);
+  }
+  if (copy == NULL || head == NULL || bs->enc_rec == NULL) {
+    free(copy);
+    free(head);
+    cat_bs_enc_drop(bs);
+    return;
+  }
+  bs->enc_n = bs->n;
+  for (int64_t n = 0; n < bs->n; n++) {
     bs_rec *r = bs->rec[n];
     if (r == bs->enc_rec[n]) continue;
-    encode_chunk(bs, r, p);
     if (r != NULL) r->refs++;
     cat_bs_rec_unref(bs->enc_rec[n]);
     bs->enc_rec[n] = r;
   }
+  memcpy(head, st->head, (size_t)st->body);
+  free(bs->enc_chunk);
+  free(bs->enc_head);
+  bs->enc_chunk = copy;
+  bs->enc_cbytes = cbytes;
+  bs->enc_head = head;
+  bs->enc_headlen = (int32_t)st->body;
+  bs->enc_size = size;
+}
+
+/* Encode the records into the vlmetalayer, a batch of blocks at a time, reusing the blocks
+ * of the kept form whose positions did not change. */
+static int store_form(caterva_ctx *ctx, caterva_array *a, int64_t size) {
+  cat_bstats *bs = a->bs;
+  bs_build st;
+  const uint8_t *old;
+  uint8_t *chunk = NULL, *copy;
+  int32_t cb = 0;
+  int rc;
+  memset(&st, 0, sizeof st);
+  st.bs = bs;
+  st.per = per_chunk(bs);
+  st.body = 5 + BS_HEAD + 8 * a->g.ndim;
+  encode_head(bs, &a->g, st.head, size);
+  old = kept_chunk(bs, a, size);
+  st.head_same = old != NULL && bs->enc_headlen == st.body &&
+                 memcmp(bs->enc_head, st.head, (size_t)st.body) == 0;
+  st.one = malloc(st.per);
+  if (st.one == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  rc = cat_frame_vlmeta_build(ctx, (int32_t)size, build_fill, build_keep, &st, old,
+                              old != NULL ? bs->enc_cbytes : 0, &chunk, &cb);
+  free(st.one);
+  if (rc < 0) return rc;
+  copy = malloc((size_t)cb);
+  if (copy != NULL) memcpy(copy, chunk, (size_t)cb);
+  rc = cat_sc_vlmeta_put(ctx, a->sc, BS_ATTR, chunk, cb, CAT_BS_MAX); /* takes chunk */
+  if (rc < 0) {
+    free(copy);
+    return rc;
+  }
+  keep_form(bs, &st, copy, cb, size);
   return CATERVA_OK;
 }
 
@@ -244,8 +342,7 @@ int cat_bs_store(caterva_ctx *ctx, caterva_array *a) {
     if (ctx != NULL && rc >= 0) ctx->errmsg[0] = '\0';
     return rc;
   }
-  CAT_TRY(leave, encode_all(ctx, bs, g, size));
-  CAT_TRY(leave, cat_sc_vlmeta_set_max(ctx, a->sc, BS_ATTR, bs->enc, (int32_t)size, CAT_BS_MAX));
+  CAT_TRY(leave, store_form(ctx, a, size));
   bs->dirty = false;
 leave:
   return rc;

@@ -106,6 +106,20 @@ int32_t cat_chunk_patch(caterva_ctx *ctx, const caterva_cparams *cp, const void 
                         int32_t oldlen, const void *src, int32_t nbytes, const uint8_t *dirty,
                         void *dst, int32_t dstcap);
 
+/* Writes bytes [off, off + len) of a content being compressed into dst. */
+typedef void (*cat_fill_fn)(void *arg, int64_t off, int32_t len, uint8_t *dst);
+/* True when bytes [off, off + len) are what the old chunk holds (its block may be copied). */
+typedef bool (*cat_keep_fn)(void *arg, int64_t off, int32_t len);
+
+/* The chunk caterva_chunk_compress makes of nbytes bytes, produced by fill a batch of blocks
+ * at a time (never held whole). With old (oldlen bytes, a chunk of the same content length
+ * that cat_chunk_patch could patch) and keep, every block keep accepts is copied from old
+ * instead of being produced. On success *out is a malloc'ed chunk of *cbytes bytes, owned by
+ * the caller; negative with a message otherwise. */
+int cat_chunk_build(caterva_ctx *ctx, const caterva_cparams *cp, int32_t nbytes,
+                    cat_fill_fn fill, cat_keep_fn keep, void *arg, const void *old,
+                    int32_t oldlen, uint8_t **out, int32_t *cbytes);
+
 /* ---- remote reads (schunk.c, frame_remote.c) --------------------------------------------- */
 
 /* Blocks a reader is about to decode from chunk nchunk (nblocks < 0: the whole chunk). */

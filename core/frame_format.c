@@ -715,6 +715,14 @@ int cat_frame_vlmeta_compress(caterva_ctx *ctx, const void *content, int32_t len
   return compress_new(ctx, &cp, content, len, out, cbytes);
 }
 
+int cat_frame_vlmeta_build(caterva_ctx *ctx, int32_t len, cat_fill_fn fill, cat_keep_fn keep,
+                           void *arg, const uint8_t *old, int32_t oldlen, uint8_t **out,
+                           int32_t *cbytes) {
+  caterva_cparams cp;
+  vlmeta_cparams(&cp, len);
+  return cat_chunk_build(ctx, &cp, len, fill, keep, arg, old, oldlen, out, cbytes);
+}
+
 /* Which blocks of old's content differ from content: 1 when old was decoded and compared
  * (dirty filled), 0 when it cannot be patched from (then compress whole). */
 static int vlmeta_dirty(caterva_ctx *ctx, const uint8_t *old, int32_t oldlen,

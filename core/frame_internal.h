@@ -249,6 +249,12 @@ int cat_frame_vlmeta_compress(caterva_ctx *ctx, const void *content, int32_t len
 int cat_frame_vlmeta_recompress(caterva_ctx *ctx, const uint8_t *old, int32_t oldlen,
                                 const uint8_t *oldraw, int32_t oldrawlen, const void *content,
                                 int32_t len, uint8_t **out, int32_t *cbytes);
+/* The chunk cat_frame_vlmeta_compress makes of a payload of len bytes that fill produces a
+ * batch of blocks at a time (never held whole); with old, blocks keep accepts are copied from
+ * it (cat_chunk_build). *out malloc'ed, owned by the caller. */
+int cat_frame_vlmeta_build(caterva_ctx *ctx, int32_t len, cat_fill_fn fill, cat_keep_fn keep,
+                           void *arg, const uint8_t *old, int32_t oldlen, uint8_t **out,
+                           int32_t *cbytes);
 /* Parse a whole contiguous frame image (header, trailer, index) into sc; sets sc->section. */
 int cat_frame_parse_contiguous(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame,
                                size_t len);
@@ -267,6 +273,11 @@ bool cat_sc_vlmeta_is_lazy(const caterva_schunk *sc, const char *name);
  * CATERVA_CHUNK_MAX_NBYTES): the block statistics of very large arrays. */
 int cat_sc_vlmeta_set_max(caterva_ctx *ctx, caterva_schunk *sc, const char *name,
                           const void *content, int32_t len, int32_t max);
+/* Set vlmetalayer name to chunk (cbytes bytes, already compressed, e.g. by
+ * cat_frame_vlmeta_build; its content at most max bytes). Takes ownership of chunk whatever
+ * the outcome. No decoded copy is kept beside it. */
+int cat_sc_vlmeta_put(caterva_ctx *ctx, caterva_schunk *sc, const char *name, uint8_t *chunk,
+                      int32_t cbytes, int32_t max);
 
 /* ---- frame_file.c (and frame_sparse.c, frame_contig.c, frame_stored.c, frame_pack.c):
  * files and directories ----------------------------------------------------------------- */

@@ -1052,17 +1052,47 @@ int caterva_schunk_vlmeta_set(caterva_ctx *ctx, caterva_schunk *sc, const char *
   return cat_sc_vlmeta_set_max(ctx, sc, name, content, len, CAT_VLMETA_MAX);
 }
 
+/* Put item as vlmetalayer k (k < 0: a new one) and commit; item's parts are owned by the
+ * list on success and freed on failure. */
+static int vlmeta_install(caterva_ctx *ctx, caterva_schunk *sc, int k, cat_vlmeta *item) {
+  cat_vlmeta gone, *next = NULL;
+  int n = sc->nvlmeta + (k < 0), rc = CATERVA_OK;
+  next = malloc((size_t)n * sizeof *next);
+  CAT_CHECK(fail, next != NULL, CATERVA_E_NOMEM, "out of memory");
+  if (sc->nvlmeta) memcpy(next, sc->vlmeta, (size_t)sc->nvlmeta * sizeof *next);
+  if (k >= 0) gone = sc->vlmeta[k];
+  next[k >= 0 ? k : n - 1] = *item;
+  rc = vlmeta_swap(ctx, sc, next, n, k >= 0 ? &gone : NULL); /* frees next on failure */
+  if (rc >= 0) return CATERVA_OK;
+  next = NULL;
+fail:
+  free(next);
+  free(item->name);
+  free(item->chunk);
+  free(item->raw);
+  return rc;
+}
+
+/* The slot of a vlmetalayer about to be set: its index, or -1 for a new one when there is
+ * room; negative error otherwise. */
+static int vlmeta_slot(caterva_ctx *ctx, caterva_schunk *sc, const char *name, int *k) {
+  int rc = check_writable(ctx, sc);
+  if (rc < 0) return rc;
+  rc = check_name(ctx, name);
+  if (rc < 0) return rc;
+  *k = find_vlmeta(sc, name);
+  if (*k < 0 && sc->nvlmeta >= CATERVA_MAX_VLMETALAYERS)
+    return cat_error(ctx, CATERVA_E_INVALID, "at most %d vlmetalayers", CATERVA_MAX_VLMETALAYERS);
+  return CATERVA_OK;
+}
+
 int cat_sc_vlmeta_set_max(caterva_ctx *ctx, caterva_schunk *sc, const char *name,
                           const void *content, int32_t len, int32_t max) {
-  cat_vlmeta item = {NULL, NULL, 0, NULL, 0, false}, gone, *next = NULL;
-  int k, n, rc = check_writable(ctx, sc);
+  cat_vlmeta item = {NULL, NULL, 0, NULL, 0, false};
+  int k, rc = vlmeta_slot(ctx, sc, name, &k);
   if (rc < 0) return rc;
-  CAT_TRY(fail, check_name(ctx, name));
   CAT_CHECK(fail, len >= 0 && len <= max && (content != NULL || len == 0),
             CATERVA_E_INVALID, "vlmeta_set: content must have 0 to %d bytes", (int)max);
-  k = find_vlmeta(sc, name);
-  CAT_CHECK(fail, k >= 0 || sc->nvlmeta < CATERVA_MAX_VLMETALAYERS, CATERVA_E_INVALID,
-            "at most %d vlmetalayers", CATERVA_MAX_VLMETALAYERS);
   item.name = strdup(name);
   CAT_CHECK(fail, item.name != NULL, CATERVA_E_NOMEM, "out of memory");
   if (k >= 0) /* only the blocks that changed are compressed again */
@@ -1077,21 +1107,28 @@ int cat_sc_vlmeta_set_max(caterva_ctx *ctx, caterva_schunk *sc, const char *name
     memcpy(item.raw, content, (size_t)len);
     item.rawlen = len;
   }
-  n = sc->nvlmeta + (k < 0);
-  next = malloc((size_t)n * sizeof *next);
-  CAT_CHECK(fail, next != NULL, CATERVA_E_NOMEM, "out of memory");
-  if (sc->nvlmeta) memcpy(next, sc->vlmeta, (size_t)sc->nvlmeta * sizeof *next);
-  if (k >= 0) gone = sc->vlmeta[k];
-  next[k >= 0 ? k : n - 1] = item;
-  rc = vlmeta_swap(ctx, sc, next, n, k >= 0 ? &gone : NULL);
-  if (rc < 0) goto fail_item;
-  return CATERVA_OK;
+  return vlmeta_install(ctx, sc, k, &item);
 fail:
-  free(next);
-fail_item:
   free(item.name);
   free(item.chunk);
-  free(item.raw);
+  return rc;
+}
+
+int cat_sc_vlmeta_put(caterva_ctx *ctx, caterva_schunk *sc, const char *name, uint8_t *chunk,
+                      int32_t cbytes, int32_t max) {
+  cat_vlmeta item = {NULL, chunk, cbytes, NULL, 0, false};
+  caterva_chunk_info ci;
+  int k, rc = vlmeta_slot(ctx, sc, name, &k);
+  if (rc < 0) goto fail;
+  CAT_CHECK(fail, chunk != NULL && cbytes > 0 &&
+                      caterva_chunk_info_get(chunk, (size_t)cbytes, &ci) >= 0 &&
+                      ci.cbytes == cbytes && ci.nbytes <= max,
+            CATERVA_E_INVALID, "vlmeta_put: not a chunk of 0 to %d bytes", (int)max);
+  item.name = strdup(name);
+  CAT_CHECK(fail, item.name != NULL, CATERVA_E_NOMEM, "out of memory");
+  return vlmeta_install(ctx, sc, k, &item);
+fail:
+  free(chunk);
   return rc;
 }
 

@@ -8,9 +8,14 @@
  * statistics of every block are compared with a recomputation from the data read back
  * through the block iterator. Also: the predicate check (exact at block min/max, int64
  * bounds against doubles), and the iterator's block filter decompresses nothing it skips.
+ * An array whose stored form spans many blocks (5,000 chunks, 480 KB of records), through
+ * rounds of small commits, rollbacks and reopenings: the stored form, built a batch of blocks
+ * at a time with the unchanged blocks copied from the last one, is byte for byte the
+ * compression of what it decodes to, and the statistics read back stay exact.
  */
 #define _XOPEN_SOURCE 700
 #include "array_layer_internal.h"
+#include "frame_internal.h"
 #include "fsutil.h"
 #include "tap.h"
 #include "testrng.h"
@@ -423,6 +428,76 @@ static void run_fills(void) {
   }
 }
 
+/* The stored form is byte for byte what compressing its decoded content whole gives. */
+static int form_exact(caterva_array *a) {
+  caterva_schunk *sc = caterva_array_schunk(a);
+  const uint8_t *chunk;
+  uint8_t *raw = NULL, *whole = NULL;
+  int32_t cb, wcb = 0, len = 0;
+  int ok = cat_sc_vlmeta_chunk(sc, "_caterva_blockstats", &chunk, &cb) == 0 &&
+           caterva_schunk_vlmeta_get(ctx, sc, "_caterva_blockstats", &raw, &len) == 0 &&
+           cat_frame_vlmeta_compress(ctx, raw, len, &whole, &wcb) == 0 && wcb == cb &&
+           memcmp(whole, chunk, (size_t)cb) == 0 && len > 256 * 1024;
+  free(raw);
+  free(whole);
+  return ok;
+}
+
+static void run_large_form(void) {
+  const dt *d = &dtypes[3]; /* <i4 */
+  caterva_array_params p;
+  caterva_array *a = NULL;
+  char path[300];
+  int64_t n = 40000, coord[1];
+  uint8_t *buf = malloc((size_t)n * 4), item[8];
+  int ok = 1;
+  caterva_array_params_init(&p);
+  p.ndim = 1;
+  p.shape[0] = n;
+  p.chunkshape[0] = 8;
+  p.blockshape[0] = 4;
+  p.dtype = d->name;
+  p.store = CATERVA_STORE_CONTIGUOUS;
+  next_path(path, sizeof path, ".b2nd");
+  p.path = path;
+  rand_buf(d, buf, n);
+  if (!tap_ok(caterva_array_from_buffer(ctx, &p, buf, n * 4, &a) == 0 && form_exact(a),
+              "large form: made, stored form exact"))
+    goto leave;
+  for (int round = 0; round < 24 && a != NULL; round++) {
+    caterva_array_begin(ctx, a);
+    for (int i = 0; i < 1 + round % 4; i++) {
+      coord[0] = (int64_t)(rnd() % (uint64_t)n);
+      rand_item(d, item);
+      caterva_array_set_item(ctx, a, coord, item);
+    }
+    if (round % 5 == 2) {
+      caterva_array_savepoint(ctx, a, 0);
+      caterva_array_set_item(ctx, a, coord, item);
+      caterva_array_rollback_to(ctx, a, 0);
+    }
+    if (round % 6 == 4) {
+      caterva_array_rollback(ctx, a);
+      continue;
+    }
+    ok &= caterva_array_commit(ctx, a, 0) == 0 && form_exact(a);
+    if (round % 3 == 0) {
+      caterva_array_free(a);
+      a = NULL;
+      caterva_array_open(ctx, path, CATERVA_OPEN_WRITE, &a);
+      ok &= a != NULL && form_exact(a);
+    }
+  }
+  tap_ok(ok, "large form: 24 rounds of small commits and rollbacks, each stored form exact");
+  caterva_array_free(a);
+  a = NULL;
+  if (caterva_array_open(ctx, path, CATERVA_OPEN_READ, &a) == 0)
+    check_all(d, a, 1, "large form, reopened after the rounds");
+leave:
+  caterva_array_free(a);
+  free(buf);
+}
+
 /* The predicate check at the edges. */
 static void run_predicates(void) {
   caterva_block_stats s;
@@ -519,6 +594,7 @@ int main(void) {
   run_predicates();
   run_filter();
   run_fills();
+  run_large_form();
   for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++)
     for (int store = 0; store < 3; store++) run_store(&dtypes[i], store);
   caterva_ctx_free(ctx);

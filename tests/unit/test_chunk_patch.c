@@ -21,6 +21,11 @@
  * set, when ../shared is there), a Blosc 1.x chunk, and chunks whose block size, typesize,
  * filters or codec format differ from the parameters asked for. Truncated and bit-flipped old
  * chunks are refused or patched without reading outside them.
+ * cat_chunk_build (a chunk compressed from bytes produced a batch of blocks at a time, the
+ * block statistics' stored form) gives, for every case above, exactly the chunk of a whole
+ * compression, with the old chunk and the unchanged blocks kept (only the changed blocks'
+ * bytes produced) and without; and so for contents of several batches, all-zero contents,
+ * clevel 0, tiny contents and DELTA.
  * Through the array API: a cell write into one block of a stored chunk, flushed, leaves the
  * other blocks' compressed bytes as they were, and the array reads back right; a chunk whose
  * cells are all written is stored without reading the old one (its file replaced by garbage
@@ -71,6 +76,42 @@ static void block_range(const uint8_t *c, int32_t j, int32_t nblocks, int32_t *s
   *len = (j + 1 < nblocks ? le32(c + 32 + 4 * (j + 1)) : cb) - *start;
 }
 
+/* A producer of bytes for cat_chunk_build: p's, counting what it was asked for. */
+typedef struct bsrc {
+  const uint8_t *p;
+  const uint8_t *dirty;  /* per block: changed (NULL: nothing is kept) */
+  int32_t bs;
+  int64_t asked;
+} bsrc;
+
+static void t_fill(void *arg, int64_t off, int32_t len, uint8_t *dst) {
+  bsrc *s = arg;
+  memcpy(dst, s->p + off, (size_t)len);
+  s->asked += len;
+}
+
+static bool t_keep(void *arg, int64_t off, int32_t len) {
+  const bsrc *s = arg;
+  (void)len;
+  return s->dirty != NULL && !s->dirty[off / s->bs];
+}
+
+/* cat_chunk_build of src (n bytes), keeping the blocks dirty does not flag from old (NULL:
+ * none), equals want byte for byte; *asked: the bytes it produced. */
+static int build_equal(caterva_ctx *ctx, const caterva_cparams *cp, const uint8_t *src, int32_t n,
+                       const uint8_t *dirty, int32_t bs, const uint8_t *old, int32_t oldlen,
+                       const uint8_t *want, int32_t wantlen, int64_t *asked) {
+  bsrc s = {src, dirty, bs, 0};
+  uint8_t *out = NULL;
+  int32_t cb = 0;
+  int rc = cat_chunk_build(ctx, cp, n, t_fill, dirty != NULL ? t_keep : NULL, &s, old, oldlen,
+                           &out, &cb);
+  int ok = rc == 0 && cb == wantlen && memcmp(out, want, (size_t)cb) == 0;
+  free(out);
+  if (asked != NULL) *asked = s.asked;
+  return ok;
+}
+
 typedef struct pcase {
   int codec, typesize, split;
   uint8_t filter, meta;
@@ -119,6 +160,19 @@ static void run_case(caterva_ctx *ctx, const pcase *pc) {
     }
     cb1 = cat_chunk_patch(ctx, &cp, c0, cb0, src2, n, dirty, c1, CAP(n));
     cb2 = caterva_chunk_compress(ctx, &cp, src2, n, c2, CAP(n));
+    if (pc->filter != CATERVA_TRUNC_PREC) {
+      int64_t asked = 0, want_asked = 0;
+      for (int32_t j = 0; j < nblocks; j++)
+        if (dirty[j]) want_asked += j + 1 < nblocks ? bs : n - j * bs;
+      int same = build_equal(ctx, &cp, src2, n, dirty, bs, c0, cb0, c2, cb2, &asked) &&
+                 build_equal(ctx, &cp, src2, n, NULL, bs, NULL, 0, c2, cb2, NULL);
+      tap_ok(same && (cb2 == n + 32 || asked == want_asked),
+             "codec %d filter %d/%d ts %d split %d, %d bytes in %d blocks, %d changed: built a "
+             "batch at a time, with the unchanged blocks kept (%lld of %lld bytes produced) and "
+             "without, equal to a whole compression", pc->codec, pc->filter, pc->meta,
+             pc->typesize, pc->split, n, nblocks, ndirty, (long long)asked,
+             (long long)want_asked);
+    }
     if (cb2 == n + 32) { /* the whole compression is memcpyed: a patch would be larger */
       tap_ok(cb1 == CATERVA_E_UNSUPPORTED, "codec %d filter %d ts %d pattern %d: the new "
              "content does not compress, the patch is refused (%d)", pc->codec, pc->filter,
@@ -535,6 +589,59 @@ static void damaged_old(caterva_ctx *ctx) {
   free(dec);
 }
 
+/* Contents of several batches (4 MiB of blocks each), all-zero ones, clevel 0, tiny ones and
+ * DELTA, built and compared with whole compressions; a patch of the many-batch one. */
+static void built(caterva_ctx *ctx) {
+  int32_t n = 9 * 1024 * 1024 + 4000, bs = 16 * 1024, nblocks = (n + bs - 1) / bs;
+  uint8_t *src = malloc((size_t)n), *c0 = malloc(CAP(n)), *c1 = malloc(CAP(n));
+  uint8_t *dirty = calloc((size_t)nblocks, 1);
+  int32_t cb0, cb1;
+  int64_t asked = 0;
+  int same;
+  caterva_cparams cp;
+  base_cparams(&cp);
+  cp.codec = CATERVA_ZSTD;
+  cp.typesize = 8;
+  cp.blocksize = bs;
+  make_data(src, n, 8, 0, 3);
+  cb0 = caterva_chunk_compress(ctx, &cp, src, n, c0, CAP(n));
+  tap_ok(cb0 > 0 && build_equal(ctx, &cp, src, n, NULL, bs, NULL, 0, c0, cb0, NULL),
+         "%d bytes in %d blocks (3 batches): built equal to a whole compression", n, nblocks);
+  for (int32_t j = 0; j < nblocks; j += 97) {
+    dirty[j] = 1;
+    src[(int64_t)j * bs + 5] ^= 0x21;
+  }
+  dirty[nblocks - 1] = 1;
+  src[n - 1] ^= 0x42;
+  cb1 = caterva_chunk_compress(ctx, &cp, src, n, c1, CAP(n));
+  same = build_equal(ctx, &cp, src, n, dirty, bs, c0, cb0, c1, cb1, &asked);
+  tap_ok(same && asked == 6 * (int64_t)bs + (n - (int64_t)(nblocks - 1) * bs),
+         "7 of %d blocks changed across the batches: only they are produced (%lld bytes), "
+         "equal to a whole compression", nblocks, (long long)asked);
+  memset(src, 0, (size_t)n);
+  cb1 = caterva_chunk_compress(ctx, &cp, src, n, c1, CAP(n));
+  tap_ok(cb1 == 32 && build_equal(ctx, &cp, src, n, NULL, bs, NULL, 0, c1, cb1, NULL),
+         "all-zero content: the special zero chunk, built as compressed");
+  make_data(src, 4096, 8, 0, 5);
+  cp.clevel = 0;
+  cb1 = caterva_chunk_compress(ctx, &cp, src, 4096, c1, CAP(4096));
+  tap_ok(build_equal(ctx, &cp, src, 4096, NULL, bs, NULL, 0, c1, cb1, NULL),
+         "clevel 0: memcpyed, built as compressed");
+  cp.clevel = 5;
+  cb1 = caterva_chunk_compress(ctx, &cp, src, 24, c1, CAP(24));
+  tap_ok(build_equal(ctx, &cp, src, 24, NULL, bs, NULL, 0, c1, cb1, NULL),
+         "24 bytes: memcpyed, built as compressed");
+  cp.filters[4] = CATERVA_DELTA;
+  cp.blocksize = 512;
+  cb1 = caterva_chunk_compress(ctx, &cp, src, 4096, c1, CAP(4096));
+  tap_ok(build_equal(ctx, &cp, src, 4096, NULL, 512, NULL, 0, c1, cb1, NULL),
+         "DELTA (every block against block 0): built as compressed");
+  free(src);
+  free(c0);
+  free(c1);
+  free(dirty);
+}
+
 int main(void) {
   caterva_ctx *ctx = NULL, *ctx2 = NULL;
   if (caterva_ctx_new(1, &ctx) < 0 || caterva_ctx_new(2, &ctx2) < 0) return 1;
@@ -545,6 +652,7 @@ int main(void) {
   damaged_old(ctx);
   through_array(ctx);
   whole_chunk_not_read(ctx);
+  built(ctx);
   caterva_ctx_free(ctx);
   caterva_ctx_free(ctx2);
   return tap_done();

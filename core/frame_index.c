@@ -90,8 +90,11 @@ static int load_block(caterva_ctx *ctx, const caterva_schunk *sc, cat_lazy_index
   int rc = CATERVA_OK;
   if (lz->ctx == NULL && caterva_ctx_new(1, &lz->ctx) < 0)
     return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
-  if (s->e == NULL && (s->e = malloc((size_t)lz->blocksize)) == NULL)
-    return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  if (s->e == NULL) {
+    if ((s->e = malloc((size_t)lz->blocksize)) == NULL)
+      return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+    cat_prefault(s->e, (size_t)lz->blocksize);
+  }
   s->block = -1;
   got = caterva_chunk_decompress_blocks(lz->ctx, sc->base + lz->pos, (size_t)lz->cbytes, &blk, 1,
                                         s->e, (size_t)lz->blocksize);

@@ -19,7 +19,10 @@
  * ever read: each block is marked present when its bytes have arrived and checked.
  *
  * Fetched chunks stay while their bytes fit in the session's cache budget; the least recently
- * used ones (never one pinned by a reader) are dropped first. A reader pins the chunk it reads
+ * used ones (never one pinned by a reader) are dropped first, with their records: a record is
+ * made for a chunk when a read first touches it, so that the store's memory follows what is
+ * cached, not the chunk count. Index entries are read through frame_index.c (a large index of
+ * a contiguous frame: a block at a time, the blocks of one wave of chunks in one wave). A reader pins the chunk it reads
  * from (cat_remote_pin): its bytes stay until it unpins them.
  *
  * The frame's version (ETag, else Last-Modified) read at open is compared with every answer:

@@ -16,8 +16,9 @@
  * trailer's lead-in after it) and the last CAT_RTAIL_END bytes of the frame (the trailer's
  * length; the contents of small vlmetalayers stored last); what the parts then say is still
  * missing is asked in further waves. Everything is fetched but the content of the statistics'
- * vlmetalayer, of which only its chunk's header part: the statistics read its blocks as their
- * pages are asked for (cat_remote_bytes). rs->tail holds the bytes at their place, rs->have
+ * vlmetalayer and a large offsets index (one frame_index.c reads a block at a time), of which
+ * only their chunks' header parts: the statistics read their blocks as their pages are asked
+ * for, the index as entries are (cat_remote_bytes). rs->tail holds the bytes at their place, rs->have
  * says which are present; the parsers read only present bytes.
  */
 #define CAT_RTAIL_LEAD (4 * 1024)      /* the trailer's lead-in, first guess */

@@ -18,7 +18,8 @@ one block of the index more than the same query on the small array (whose index 
 at open), and at most one wave more; a column slice whose 3,000 chunks lie in every block of
 the index takes at most 2 waves more than the pages of block statistics it reads (one a wave:
 issue 38 part 8's "not done" item 2); rows over http equal the local file's for the slice, a
-row and a box across blocks of the index; an index block made corrupt on the server gives a
+row and a box across blocks of the index (the box also with a cache of 1 MB, so that chunks and
+their records are dropped while it is read); an index block made corrupt on the server gives a
 clear error for a query that needs it, while a query needing another block still answers.
 
 Environment: top_builddir (the build directory).
@@ -48,13 +49,13 @@ PROBE = 65536               # the open's first request from the index on (CAT_RT
 # same over the local file; prints the rows and caterva_info's remote counters after each.
 CHILD = r"""
 import json, sqlite3, sys
-ext, where, queries = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+ext, where, queries, opts = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
 db = sqlite3.connect(":memory:")
 db.enable_load_extension(True)
 db.load_extension(ext)
 def remote():
     return json.loads(db.execute("SELECT caterva_info('u')").fetchone()[0]).get("remote", {})
-db.execute("CREATE VIRTUAL TABLE u USING caterva('%s')" % where)
+db.execute("CREATE VIRTUAL TABLE u USING caterva('%s'%s)" % (where, opts))
 out = {"open": remote(), "q": []}
 for q in queries:
     try:
@@ -96,8 +97,8 @@ def index_layout(path):
     return {"at": idx, "cbytes": cbytes, "starts": starts, "spans": spans}
 
 
-def run(where, queries):
-    out = subprocess.run([sys.executable, "-c", CHILD, EXT, where, json.dumps(queries)],
+def run(where, queries, opts=""):
+    out = subprocess.run([sys.executable, "-c", CHILD, EXT, where, json.dumps(queries), opts],
                          capture_output=True, text=True, check=False)
     if out.returncode != 0:
         report(False, "the reading process ran (%s)" % where, out.stderr[-2000:])
@@ -145,9 +146,11 @@ def body(tmp):
         got = run(base + "big.b2nd", queries)
         got_small = run(base + "small.b2nd", ["SELECT value FROM u WHERE d0 = 277 AND d1 = 213"])
         got_bad = run(base + "bad.b2nd", bad_q)
+        # a cache of 1 MB: the box's chunks (about 36 bytes each) dropped with their records
+        got_tight = run(base + "big.b2nd", queries[2:], ", remote_cache_mb=1")
     local = run(big, queries)
     local_bad = run(big, bad_q)
-    if None in (got, got_small, got_bad, local, local_bad):
+    if None in (got, got_small, got_bad, got_tight, local, local_bad):
         return
     o, o_small = got["open"], got_small["open"]
     report(o.get("bytes", 1 << 30) <= o_small.get("bytes", 0) + OPEN_SLACK
@@ -160,6 +163,10 @@ def body(tmp):
         ok = got["q"][k].get("rows") == local["q"][k].get("rows") and "rows" in got["q"][k]
         report(ok, "over http as in the file: %s (%d rows)"
                % (q, len(local["q"][k].get("rows", []))), repr(got["q"][k])[:2000])
+    report(got_tight["q"][0].get("rows") == local["q"][2].get("rows") and
+           "rows" in got_tight["q"][0],
+           "with remote_cache_mb=1 (chunks and their records dropped as the box is read): %s "
+           "as in the file" % queries[2], repr(got_tight["q"][0]))
     cb, cw = delta(got, 0, "bytes"), delta(got, 0, "waves")
     sb_, sw_ = delta(got_small, 0, "bytes"), delta(got_small, 0, "waves")
     report(min(lay["spans"]) - 2048 <= cb - sb_ <= max(lay["spans"]) + 2048 and cw <= sw_ + 1,

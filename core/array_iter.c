@@ -420,6 +420,23 @@ static int filter_ahead(caterva_block_iter *it, const int64_t *from, int64_t *co
   return CATERVA_OK;
 }
 
+/* A remote array whose offsets index is read a block at a time: the index blocks of the box's
+** chunks from `from` on (as many as one portion may take) fetched in one wave, since the
+** selections and the look-ahead below ask for the chunks' entries one at a time. */
+static int index_ahead(caterva_block_iter *it, const int64_t *from) {
+  int64_t cc[CATERVA_MAX_DIM], *num = malloc(ITER_REMOTE_MAX_CHUNKS * sizeof *num);
+  int n = 0, more = 1, rc;
+  if (num == NULL) return CATERVA_OK; /* each entry is then fetched when asked for */
+  memcpy(cc, from, sizeof cc);
+  while (more && n < ITER_REMOTE_MAX_CHUNKS) {
+    num[n++] = cat_geom_chunk_number(it->g, cc);
+    more = next_chunk(it, cc);
+  }
+  rc = cat_sc_index_ahead(it->ctx, it->sc, num, n);
+  free(num);
+  return rc;
+}
+
 /* A remote array: what a portion of the box needs -- from chunk `from` on (its selection is
 ** it->sel when use_cur), up to `portion` bytes of selected blocks -- as a list of wants
 ** (*w, *n: malloc'ed, free with cat_wants_free). *nchunks receives the chunks of the box it
@@ -436,6 +453,7 @@ static int remote_wants(caterva_block_iter *it, int64_t *from, int use_cur, int6
   *more = 1;
   w = calloc(ITER_REMOTE_MAX_CHUNKS, sizeof *w);
   CAT_CHECK(leave, w != NULL, CATERVA_E_NOMEM, "out of memory");
+  CAT_TRY(leave, index_ahead(it, from));
   while (*more && n < ITER_REMOTE_MAX_CHUNKS && (bytes < portion || n == 0)) {
     int32_t nsel = 0;
     if (it->keep != NULL && it->keep_ahead != NULL && *nchunks >= ahead) {

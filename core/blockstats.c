@@ -733,6 +733,7 @@ int caterva_array_block_stats_ahead(caterva_ctx *ctx, caterva_array *a, const in
   }
   w = calloc((size_t)(n > 0 ? n : 1), sizeof *w);
   CAT_CHECK(leave, w != NULL, CATERVA_E_NOMEM, "out of memory");
+  CAT_TRY(leave, cat_sc_index_ahead(ctx, a->sc, nchunk, n)); /* their entries: one wave */
   for (; k < n && (bytes < BS_AHEAD_BYTES || nw == 0); k++) {
     bs_rec *r;
     if (nchunk[k] < 0 || nchunk[k] >= bs->n) continue;

@@ -136,6 +136,10 @@ typedef struct cat_want {
 int cat_sc_is_remote(const caterva_schunk *sc);
 /* Fetch what the wants need, in few waves (remote super-chunks; nothing to do otherwise). */
 int cat_sc_prefetch(caterva_ctx *ctx, caterva_schunk *sc, const cat_want *w, int n);
+/* A remote frame whose offsets index is read a block at a time: the index blocks that chunks
+ * idx[0, n) lie in, fetched in one wave (a reader about to ask for their entries one at a
+ * time, e.g. through caterva_schunk_chunk_special). Nothing to do otherwise. */
+int cat_sc_index_ahead(caterva_ctx *ctx, const caterva_schunk *sc, const int64_t *idx, int n);
 /* caterva_schunk_get_chunk for a reader that decodes only blocks[0..nblocks) (remote: only
  * those are fetched), pinned until cat_sc_unpin (remote: the bytes stay while pinned). */
 int cat_sc_get_chunk_blocks(caterva_ctx *ctx, caterva_schunk *sc, int64_t i,

@@ -1,13 +1,23 @@
 /*
  * frame_index.c -- the offsets index of a large frame read a block at a time. A read-only
- * open of a contiguous file whose index holds more than CAT_INDEX_LAZY_MIN entries in
+ * open of a contiguous frame whose index holds more than CAT_INDEX_LAZY_MIN entries in
  * several blocks does not decode it (spec 3.4: the index is a chunk of int64 entries, cut
  * into blocks): an entry is read by decoding the one block of the index chunk it lies in,
  * checked like an entry decoded at open (cat_frame_check_entry), and kept in a small cache
- * of decoded blocks. Whatever needs every entry (writers, compaction, copies, the sparse and
- * remote stores) decodes the whole index first with cat_sc_index_load; readers ask for one
- * entry with cat_sc_entry. The index chunk is read from the file's map at its offset (a
- * read-only schunk keeps its map until it is freed).
+ * of decoded blocks. Whatever needs every entry (writers, compaction, copies, the sparse
+ * store) decodes the whole index first with cat_sc_index_load; readers ask for entries with
+ * cat_sc_entry or cat_sc_entries.
+ *
+ * The index chunk's bytes are those of a local file's map (a read-only schunk keeps its map
+ * until it is freed), or those of a remote contiguous frame's window (frame_remote_tail.c),
+ * of which only the header part is present at open: a block's bytes are fetched by range
+ * before it is decoded (cat_remote_bytes_locked, checked with the decoder's framing), the
+ * blocks a list of entries needs in one wave.
+ *
+ * Locks: lz->mu guards the decoded blocks. A remote index also needs the store's lock for
+ * its fetches, taken before lz->mu (frame_remote.c holds it around everything it does); a
+ * reader first looks for its block under lz->mu alone, so that it does not wait for a
+ * fetch-ahead thread holding the store's lock when the block is decoded already.
  */
 #include "frame_internal.h"
 
@@ -17,6 +27,7 @@
 
 #define LIDX_SLOTS 4                       /* decoded blocks kept */
 #define LIDX_BLOCK_MAX (1 << 20)           /* larger index blocks: decoded whole at open */
+#define LIDX_AHEAD_MAX 64                  /* index blocks fetched in one wave at most */
 
 typedef struct lidx_slot {
   int64_t block;                           /* -1: empty */
@@ -25,9 +36,10 @@ typedef struct lidx_slot {
 } lidx_slot;
 
 struct cat_lazy_index {
-  int64_t pos;                             /* the index chunk's offset in the image */
+  const uint8_t *chunk;                    /* the index chunk (in a map, or a remote window) */
   int32_t cbytes, blocksize;
   int64_t per_block;                       /* entries per block */
+  bool remote;                             /* block bytes fetched before they are decoded */
   caterva_ctx *ctx;                        /* for decoding (created on first use) */
   pthread_mutex_t mu;                      /* readers may ask from several threads */
   lidx_slot slot[LIDX_SLOTS];
@@ -43,16 +55,24 @@ void cat_index_lazy_free(cat_lazy_index *lz) {
   free(lz);
 }
 
-int cat_index_try_lazy(caterva_ctx *ctx, caterva_schunk *sc, int64_t pos, int64_t avail) {
+bool cat_index_lazy_ok(const caterva_schunk *sc, const uint8_t *chunk, int64_t avail,
+                       caterva_chunk_info *ci) {
+  caterva_chunk_info tmp;
+  if (ci == NULL) ci = &tmp;
+  return !sc->writable && sc->store == CATERVA_STORE_CONTIGUOUS &&
+         sc->nchunks > CAT_INDEX_LAZY_MIN && sc->nchunks <= INT32_MAX / 8 &&
+         avail >= CATERVA_CHUNK_HEADER_SIZE &&
+         caterva_chunk_info_get(chunk, (size_t)avail, ci) >= 0 &&
+         ci->nbytes == (int32_t)(sc->nchunks * 8) && !ci->special && ci->nblocks >= 2 &&
+         ci->blocksize > 0 && ci->blocksize % 8 == 0 && ci->blocksize <= LIDX_BLOCK_MAX &&
+         ci->cbytes <= avail;
+}
+
+int cat_index_lazy_attach(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *chunk,
+                          int64_t avail, bool remote) {
   caterva_chunk_info ci;
   cat_lazy_index *lz;
-  if (sc->writable || !sc->base_mapped || sc->store != CATERVA_STORE_CONTIGUOUS ||
-      sc->nchunks <= CAT_INDEX_LAZY_MIN || sc->nchunks > INT32_MAX / 8 ||
-      avail < CATERVA_CHUNK_HEADER_SIZE ||
-      caterva_chunk_info_get(sc->base + pos, (size_t)avail, &ci) < 0 ||
-      ci.nbytes != (int32_t)(sc->nchunks * 8) || ci.special || ci.nblocks < 2 || ci.blocksize <= 0 ||
-      ci.blocksize % 8 != 0 || ci.blocksize > LIDX_BLOCK_MAX)
-    return 0; /* decoded whole (and checked) by cat_frame_parse_index */
+  if (!cat_index_lazy_ok(sc, chunk, avail, &ci)) return 0;
   lz = calloc(1, sizeof *lz);
   if (lz == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
   if (pthread_mutex_init(&lz->mu, NULL) != 0) {
@@ -60,13 +80,19 @@ int cat_index_try_lazy(caterva_ctx *ctx, caterva_schunk *sc, int64_t pos, int64_
     return cat_error(ctx, CATERVA_E_NOMEM, "offsets index: cannot make a mutex");
   }
   cat_index_lazy_free(sc->lazy_index);
-  lz->pos = pos;
+  lz->chunk = chunk;
   lz->cbytes = ci.cbytes;
   lz->blocksize = ci.blocksize;
   lz->per_block = ci.blocksize / 8;
+  lz->remote = remote;
   for (int k = 0; k < LIDX_SLOTS; k++) lz->slot[k].block = -1;
   sc->lazy_index = lz;
   return ci.cbytes;
+}
+
+int cat_index_try_lazy(caterva_ctx *ctx, caterva_schunk *sc, int64_t pos, int64_t avail) {
+  if (!sc->base_mapped) return 0; /* decoded whole (and checked) by cat_frame_parse_index */
+  return cat_index_lazy_attach(ctx, sc, sc->base + pos, avail, false);
 }
 
 /* The slot to reuse: an empty one, else the least recently used. */
@@ -79,7 +105,14 @@ static lidx_slot *victim(cat_lazy_index *lz) {
   return v;
 }
 
-/* Decode block b of the index into a slot and check its entries (lz->mu held). */
+static lidx_slot *find(cat_lazy_index *lz, int64_t b) {
+  for (int k = 0; k < LIDX_SLOTS; k++)
+    if (lz->slot[k].block == b) return &lz->slot[k];
+  return NULL;
+}
+
+/* Decode block b of the index into a slot and check its entries (lz->mu held; for a remote
+ * index the store's lock too: the block's bytes are fetched first when missing). */
 static int load_block(caterva_ctx *ctx, const caterva_schunk *sc, cat_lazy_index *lz,
                       int64_t b, lidx_slot **out) {
   lidx_slot *s = victim(lz);
@@ -96,8 +129,10 @@ static int load_block(caterva_ctx *ctx, const caterva_schunk *sc, cat_lazy_index
     cat_prefault(s->e, (size_t)lz->blocksize);
   }
   s->block = -1;
-  got = caterva_chunk_decompress_blocks(lz->ctx, sc->base + lz->pos, (size_t)lz->cbytes, &blk, 1,
-                                        s->e, (size_t)lz->blocksize);
+  if (lz->remote)
+    CAT_TRY(leave, cat_remote_bytes_locked(ctx, sc, lz->chunk, lz->cbytes, &blk, 1));
+  got = caterva_chunk_decompress_blocks(lz->ctx, lz->chunk, (size_t)lz->cbytes, &blk, 1, s->e,
+                                        (size_t)lz->blocksize);
   CAT_CHECK(leave, got == n * 8, got < 0 ? (int)got : CATERVA_E_CORRUPT,
             "offsets index: block %lld does not decode (%s)", (long long)b,
             got < 0 ? caterva_ctx_errmsg(lz->ctx) : "short");
@@ -114,33 +149,104 @@ leave:
   return rc;
 }
 
+/* Entry i, and in *next entry i + 1 when it lies in the same block (else -1), lz->mu held. */
+static int entry_at(caterva_ctx *ctx, const caterva_schunk *sc, cat_lazy_index *lz, int64_t i,
+                    int64_t *e, int64_t *next) {
+  int64_t b = i / lz->per_block, k = i - b * lz->per_block;
+  lidx_slot *s = find(lz, b);
+  int rc = CATERVA_OK;
+  if (s == NULL) CAT_TRY(leave, load_block(ctx, sc, lz, b, &s));
+  s->used = ++lz->tick;
+  *e = s->e[k];
+  if (next != NULL) *next = k + 1 < lz->per_block && i + 1 < sc->nchunks ? s->e[k + 1] : -1;
+leave:
+  return rc;
+}
+
+/* The distinct blocks of the entries idx[0, n) not decoded yet, at most max (lz->mu held). */
+static int32_t missing_blocks(const caterva_schunk *sc, cat_lazy_index *lz, const int64_t *idx,
+                              int n, int32_t *out, int32_t max) {
+  int32_t m = 0;
+  for (int k = 0; k < n && m < max; k++) {
+    int32_t b = (int32_t)(idx[k] / lz->per_block);
+    bool dup = idx[k] < 0 || idx[k] >= sc->nchunks || find(lz, b) != NULL;
+    for (int32_t q = 0; q < m && !dup; q++) dup = out[q] == b;
+    if (!dup) out[m++] = b;
+  }
+  return m;
+}
+
+/* A remote index: the bytes of the blocks idx[0, n) need, in one wave (lz->mu and the
+ * store's lock held). */
+static int fetch_ahead(caterva_ctx *ctx, const caterva_schunk *sc, cat_lazy_index *lz,
+                       const int64_t *idx, int n) {
+  int32_t blocks[LIDX_AHEAD_MAX];
+  int32_t m = missing_blocks(sc, lz, idx, n, blocks, LIDX_AHEAD_MAX);
+  if (!lz->remote || m <= 0) return CATERVA_OK;
+  return cat_remote_bytes_locked(ctx, sc, lz->chunk, lz->cbytes, blocks, m);
+}
+
+int cat_sc_entries_locked(caterva_ctx *ctx, const caterva_schunk *sc, const int64_t *idx, int n,
+                          int64_t *e, int64_t *next) {
+  cat_lazy_index *lz = sc->lazy_index;
+  int rc = CATERVA_OK;
+  if (lz == NULL) {
+    for (int k = 0; k < n; k++) {
+      e[k] = sc->entries[idx[k]];
+      if (next != NULL) next[k] = idx[k] + 1 < sc->nchunks ? sc->entries[idx[k] + 1] : -1;
+    }
+    return CATERVA_OK;
+  }
+  pthread_mutex_lock(&lz->mu);
+  CAT_TRY(leave, fetch_ahead(ctx, sc, lz, idx, n));
+  for (int k = 0; k < n; k++)
+    CAT_TRY(leave, entry_at(ctx, sc, lz, idx[k], &e[k], next != NULL ? &next[k] : NULL));
+leave:
+  pthread_mutex_unlock(&lz->mu);
+  return rc;
+}
+
+int cat_sc_index_ahead_locked(caterva_ctx *ctx, const caterva_schunk *sc, const int64_t *idx,
+                              int n) {
+  cat_lazy_index *lz = sc->lazy_index;
+  int rc;
+  if (lz == NULL || !lz->remote) return CATERVA_OK;
+  pthread_mutex_lock(&lz->mu);
+  rc = fetch_ahead(ctx, sc, lz, idx, n);
+  pthread_mutex_unlock(&lz->mu);
+  return rc;
+}
+
 int cat_sc_entry(caterva_ctx *ctx, const caterva_schunk *sc, int64_t i, int64_t *e) {
   cat_lazy_index *lz = sc->lazy_index;
-  lidx_slot *s = NULL;
-  int64_t b;
+  lidx_slot *s;
   int rc = CATERVA_OK;
   if (lz == NULL) {
     *e = sc->entries[i];
     return CATERVA_OK;
   }
-  b = i / lz->per_block;
   pthread_mutex_lock(&lz->mu);
-  for (int k = 0; k < LIDX_SLOTS && s == NULL; k++)
-    if (lz->slot[k].block == b) s = &lz->slot[k];
-  if (s == NULL) rc = load_block(ctx, sc, lz, b, &s);
-  if (rc >= 0) {
+  s = find(lz, i / lz->per_block);
+  if (s != NULL) {
     s->used = ++lz->tick;
-    *e = s->e[i - b * lz->per_block];
+    *e = s->e[i % lz->per_block];
+  } else if (!lz->remote) {
+    rc = entry_at(ctx, sc, lz, i, e, NULL);
   }
   pthread_mutex_unlock(&lz->mu);
-  return rc;
+  if (s != NULL || !lz->remote) return rc;
+  return cat_remote_entries(ctx, sc, &i, 1, e); /* the store's lock first, then lz->mu */
 }
 
 int cat_sc_index_load(caterva_ctx *ctx, caterva_schunk *sc) {
   cat_lazy_index *lz = sc->lazy_index;
   int rc;
   if (lz == NULL) return CATERVA_OK;
-  rc = cat_frame_parse_index(ctx, sc, sc->base, lz->pos, lz->cbytes);
+  if (lz->remote) {
+    rc = cat_remote_bytes(ctx, sc, lz->chunk, lz->cbytes, NULL, -1);
+    if (rc < 0) return rc;
+  }
+  rc = cat_frame_parse_index(ctx, sc, lz->chunk, 0, lz->cbytes);
   if (rc < 0) return rc;
   sc->lazy_index = NULL;
   cat_index_lazy_free(lz);

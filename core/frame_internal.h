@@ -205,14 +205,36 @@ int cat_frame_check_entry(caterva_ctx *ctx, const caterva_schunk *sc, int64_t i,
 
 /* ---- frame_index.c: the offsets index read a block at a time -------------------------- */
 
+/* Can the index chunk at `chunk` (its header present; avail bytes up to the trailer) of a
+ * read-only contiguous frame be read a block at a time? Its header's facts into *ci (may be
+ * NULL). */
+bool cat_index_lazy_ok(const caterva_schunk *sc, const uint8_t *chunk, int64_t avail,
+                       caterva_chunk_info *ci);
+/* When cat_index_lazy_ok: set sc->lazy_index to read the index chunk at `chunk` (which must
+ * stay valid until the schunk is freed) a block at a time, and return the chunk's size; 0
+ * when it must be decoded whole. remote: the chunk lies in a remote frame's window, of which
+ * a block's bytes are fetched (cat_remote_bytes_locked) before it is decoded. */
+int cat_index_lazy_attach(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *chunk,
+                          int64_t avail, bool remote);
 /* At the open of a read-only contiguous file (sc->base its map): when its index chunk at pos
  * (avail bytes up to the trailer) is large and cut into blocks, set sc->lazy_index instead
  * of decoding it and return the chunk's size; 0 when it must be decoded whole. */
 int cat_index_try_lazy(caterva_ctx *ctx, caterva_schunk *sc, int64_t pos, int64_t avail);
 void cat_index_lazy_free(cat_lazy_index *lz);
 /* Index entry i (0 <= i < nchunks) into *e: from sc->entries, or by decoding (and checking)
- * the block of the index it lies in. CATERVA_E_CORRUPT when that block is malformed. */
+ * the block of the index it lies in. CATERVA_E_CORRUPT when that block is malformed. Takes
+ * a remote store's lock when it must fetch. */
 int cat_sc_entry(caterva_ctx *ctx, const caterva_schunk *sc, int64_t i, int64_t *e);
+/* Entries idx[0, n) into e[0, n), and when next is not NULL into next[k] entry idx[k] + 1
+ * when it lies in the same block of the index (the whole index: any), else -1. A remote
+ * index fetches the blocks they need in one wave. The remote store's lock held (when sc is
+ * remote). */
+int cat_sc_entries_locked(caterva_ctx *ctx, const caterva_schunk *sc, const int64_t *idx, int n,
+                          int64_t *e, int64_t *next);
+/* The bytes of the index blocks that entries idx[0, n) lie in, fetched in one wave (a remote
+ * lazy index; nothing otherwise). The remote store's lock held. */
+int cat_sc_index_ahead_locked(caterva_ctx *ctx, const caterva_schunk *sc, const int64_t *idx,
+                              int n);
 /* Make sc->entries hold the whole index (decoded and checked) for a caller that needs every
  * entry or changes them (writers, copies, compaction). Nothing when it does already. */
 int cat_sc_index_load(caterva_ctx *ctx, caterva_schunk *sc);
@@ -403,6 +425,13 @@ void cat_remote_pin(caterva_schunk *sc, int64_t i, int delta);
  * window (local frames, or bytes held whole). */
 int cat_remote_bytes(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *chunk, int32_t cbytes,
                      const int32_t *blocks, int32_t nblocks);
+/* The same with the store's lock held (a remote lazy index, frame_index.c). */
+int cat_remote_bytes_locked(caterva_ctx *ctx, const caterva_schunk *sc, const uint8_t *chunk,
+                            int32_t cbytes, const int32_t *blocks, int32_t nblocks);
+/* Entries idx[0, n) of a remote frame's lazy index (cat_sc_entries_locked under the store's
+ * lock). */
+int cat_remote_entries(caterva_ctx *ctx, const caterva_schunk *sc, const int64_t *idx, int n,
+                       int64_t *e);
 
 /* ---- txn.c: the open transaction -------------------------------------------------------- */
 

@@ -19,7 +19,10 @@
  * ever read: each block is marked present when its bytes have arrived and checked.
  *
  * Fetched chunks stay while their bytes fit in the session's cache budget; the least recently
- * used ones (never one pinned by a reader) are dropped first. A reader pins the chunk it reads
+ * used ones (never one pinned by a reader) are dropped first, with their records: a record is
+ * made for a chunk when a read first touches it, so that the store's memory follows what is
+ * cached, not the chunk count. Index entries are read through frame_index.c (a large index of
+ * a contiguous frame: a block at a time, the blocks of one wave of chunks in one wave). A reader pins the chunk it reads
  * from (cat_remote_pin): its bytes stay until it unpins them.
  *
  * The frame's version (ETag, else Last-Modified) read at open is compared with every answer:
@@ -42,77 +45,151 @@ static char *chunk_url(const cat_rstore *rs, int64_t num) {
   return cat_remote_sibling(rs->url, leaf);
 }
 
-/* Where chunk i's bytes start in its object (contiguous: inside the frame). */
-static int64_t chunk_off(const caterva_schunk *sc, int64_t i) {
-  return sc->store == CATERVA_STORE_SPARSE ? 0 : sc->header_len + sc->entries[i];
+/* Where the bytes of the chunk of index entry e start in its object (contiguous: inside the
+ * frame). */
+static int64_t chunk_off(const caterva_schunk *sc, int64_t e) {
+  return sc->store == CATERVA_STORE_SPARSE ? 0 : sc->header_len + e;
 }
 
-/* Upper bound of chunk i's size from the index (contiguous frames: the distance to the next
- * chunk or to the end of the section), or -1 (sparse). */
-static int64_t chunk_room(const caterva_schunk *sc, int64_t i) {
-  int64_t e = sc->entries[i], next = sc->section;
+/* Upper bound of chunk c's size from the index (contiguous frames: the distance to the next
+ * chunk or to the end of the section), or -1: sparse frames, and a lazy index where the next
+ * entry lies in another block of the index (the chunk's header then says; learn_header bounds
+ * it by the section). The whole index is walked for the nearest greater offset; a lazy one
+ * gives entry i + 1, which is that offset in a frame written in order and a bound above it
+ * otherwise. */
+static int64_t chunk_room(const caterva_schunk *sc, const cat_rchunk *c) {
+  int64_t e = c->entry, next = sc->section;
   if (sc->store == CATERVA_STORE_SPARSE) return -1;
+  if (sc->lazy_index != NULL) return c->next > e && c->next < next ? c->next - e : -1;
   for (int64_t k = 0; k < sc->nchunks; k++)
     if (sc->entries[k] > e && sc->entries[k] < next) next = sc->entries[k];
   return next - e;
 }
 
+/* ---- the records of the chunks touched: a table by chunk number ----------------------------- */
+
+static int64_t rec_home(const cat_rstore *rs, int64_t i) {
+  return (int64_t)(((uint64_t)i * 0x9E3779B97F4A7C15ull) >> 20) & (rs->tabcap - 1);
+}
+
+static cat_rchunk *rec_find(const cat_rstore *rs, int64_t i) {
+  if (rs->tabcap == 0) return NULL;
+  for (int64_t h = rec_home(rs, i);; h = (h + 1) & (rs->tabcap - 1)) {
+    if (rs->tab[h] == NULL) return NULL;
+    if (rs->tab[h]->i == i) return rs->tab[h];
+  }
+}
+
+static void rec_put(cat_rstore *rs, cat_rchunk *c) {
+  int64_t h = rec_home(rs, c->i);
+  while (rs->tab[h] != NULL) h = (h + 1) & (rs->tabcap - 1);
+  rs->tab[h] = c;
+}
+
+/* Chunk i's record, made (empty: entry -1) when there is none. */
+static int rec_get(caterva_ctx *ctx, cat_rstore *rs, int64_t i, cat_rchunk **out) {
+  cat_rchunk *c = rec_find(rs, i);
+  if (c == NULL && 2 * (rs->ntab + 1) > rs->tabcap) { /* at most half full */
+    int64_t cap = rs->tabcap > 0 ? 2 * rs->tabcap : 64, old = rs->tabcap;
+    cat_rchunk **t = calloc((size_t)cap, sizeof *t), **was = rs->tab;
+    if (t == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+    rs->tab = t;
+    rs->tabcap = cap;
+    for (int64_t k = 0; k < old; k++)
+      if (was[k] != NULL) rec_put(rs, was[k]);
+    free(was);
+  }
+  if (c == NULL) {
+    c = calloc(1, sizeof *c);
+    if (c == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+    c->i = i;
+    c->entry = c->next = -1;
+    rec_put(rs, c);
+    rs->ntab++;
+  }
+  *out = c;
+  return CATERVA_OK;
+}
+
+/* Take record c out of the table and free it (its bytes dropped before). The slots after it
+ * up to an empty one are placed again, so that every record stays reachable from its home. */
+static void rec_remove(cat_rstore *rs, cat_rchunk *c) {
+  int64_t h = rec_home(rs, c->i), mask = rs->tabcap - 1;
+  while (rs->tab[h] != c) h = (h + 1) & mask;
+  rs->tab[h] = NULL;
+  for (int64_t k = (h + 1) & mask; rs->tab[k] != NULL; k = (k + 1) & mask) {
+    cat_rchunk *m = rs->tab[k];
+    rs->tab[k] = NULL;
+    rec_put(rs, m);
+  }
+  rs->ntab--;
+  free(c);
+}
+
+/* Free chunk c's bytes (the record stays, its entry too). */
 static void rchunk_drop(cat_rstore *rs, cat_rchunk *c) {
   if (c->buf != NULL) rs->cached -= c->cbytes;
   free(c->buf);
   free(c->blk);
-  memset(c, 0, sizeof *c);
+  c->buf = NULL;
+  c->blk = NULL;
+  c->cbytes = c->have = 0;
+  memset(&c->sp, 0, sizeof c->sp);
+  c->whole = false;
 }
 
 /* Drop least recently used chunks (not pinned, not in `keep` tick) until add more bytes
- * fit the budget (or nothing more can go). */
+ * fit the budget (or nothing more can go); their records go too. */
 static void make_room(cat_rstore *rs, int64_t add, uint64_t keep) {
   while (rs->cached + add > rs->budget) {
     cat_rchunk *lru = NULL;
-    for (int64_t i = 0; i < rs->nch; i++) {
-      cat_rchunk *c = &rs->ch[i];
-      if (c->buf != NULL && c->pins == 0 && c->used < keep && (lru == NULL || c->used < lru->used))
+    for (int64_t h = 0; h < rs->tabcap; h++) {
+      cat_rchunk *c = rs->tab[h];
+      if (c != NULL && c->buf != NULL && c->pins == 0 && c->used < keep &&
+          (lru == NULL || c->used < lru->used))
         lru = c;
     }
     if (lru == NULL) return;
     rchunk_drop(rs, lru);
+    rec_remove(rs, lru);
   }
 }
 
-/* Chunk i's slot, for the index entry sc has now: grown with the index, emptied when its
- * bytes are of another entry (bytes a reader has pinned are kept until the store closes), and
- * filled from a writer's pending chunk. The lock held. */
-static int sync_slot(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc, int64_t i) {
-  cat_rchunk *c;
-  const uint8_t *p;
-  int32_t cb;
+/* Index entry of chunk i into *e, and into *next entry i + 1 when a lazy index has it at
+ * hand (chunk_room). The lock held. */
+static int entry_of(caterva_ctx *ctx, const caterva_schunk *sc, int64_t i, int64_t *e,
+                    int64_t *next) {
   if (i < 0 || i >= sc->nchunks)
     return cat_error(ctx, CATERVA_E_RANGE, "chunk %lld out of range", (long long)i);
-  if (i >= rs->nch) {
-    cat_rchunk *ch = realloc(rs->ch, (size_t)sc->nchunks * sizeof *ch);
-    if (ch == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
-    memset(ch + rs->nch, 0, (size_t)(sc->nchunks - rs->nch) * sizeof *ch);
-    for (int64_t k = rs->nch; k < sc->nchunks; k++) ch[k].entry = -1;
-    rs->ch = ch;
-    rs->nch = sc->nchunks;
-  }
-  c = &rs->ch[i];
-  if (c->buf != NULL && c->entry != sc->entries[i]) {
+  return cat_sc_entries_locked(ctx, sc, &i, 1, e, next);
+}
+
+/* Chunk i's record (*out), for index entry e (next: see entry_of) that sc has now: emptied
+ * when its bytes are of another entry (bytes a reader has pinned are kept until the store
+ * closes), and filled from a writer's pending chunk. The lock held. */
+static int sync_slot(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc, int64_t i, int64_t e,
+                     int64_t next, cat_rchunk **out) {
+  cat_rchunk *c = NULL;
+  const uint8_t *p;
+  int32_t cb;
+  int rc;
+  if (i < 0 || i >= sc->nchunks)
+    return cat_error(ctx, CATERVA_E_RANGE, "chunk %lld out of range", (long long)i);
+  if ((rc = rec_get(ctx, rs, i, &c)) < 0) return rc;
+  *out = c;
+  if (c->buf != NULL && c->entry != e) {
     if (c->pins > 0) {
-      int pins = c->pins;
       uint8_t **r = realloc(rs->retired, (size_t)(rs->nretired + 1) * sizeof *r);
       if (r == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
       rs->retired = r;
       r[rs->nretired++] = c->buf;
+      c->buf = NULL; /* kept among the retired */
       rs->cached -= c->cbytes;
-      free(c->blk);
-      memset(c, 0, sizeof *c);
-      c->pins = pins;
-    } else {
-      rchunk_drop(rs, c);
     }
+    rchunk_drop(rs, c);
   }
-  c->entry = sc->entries[i];
+  c->entry = e;
+  c->next = next;
   if (c->buf == NULL && c->entry >= 0 && cat_s3_pending(rs->w, c->entry, &p, &cb)) {
     c->buf = malloc((size_t)cb);
     if (c->buf == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
@@ -479,12 +556,6 @@ int cat_remote_open(caterva_ctx *ctx, caterva_schunk *sc, const char *path,
   iurl = cat_remote_sibling(rs->url, CAT_RSPARSE_INDEX);
   CAT_CHECK(leave, iurl != NULL, CATERVA_E_NOMEM, "out of memory");
   CAT_TRY(leave, open_kind(ctx, sc, rs, g, iurl));
-  rs->nch = sc->nchunks;
-  if (rs->nch > 0) {
-    rs->ch = calloc((size_t)rs->nch, sizeof *rs->ch);
-    CAT_CHECK(leave, rs->ch != NULL, CATERVA_E_NOMEM, "out of memory");
-    for (int64_t k = 0; k < rs->nch; k++) rs->ch[k].entry = sc->entries[k];
-  }
   sc->wend = sc->frame_len;
   if (sc->writable) CAT_TRY(leave, check_writable(ctx, sc, path));
 leave:
@@ -497,8 +568,12 @@ leave:
 void cat_remote_close(caterva_schunk *sc) {
   cat_rstore *rs = sc->remote;
   if (rs == NULL) return;
-  for (int64_t i = 0; i < rs->nch; i++) rchunk_drop(rs, &rs->ch[i]);
-  free(rs->ch);
+  for (int64_t h = 0; h < rs->tabcap; h++)
+    if (rs->tab[h] != NULL) {
+      rchunk_drop(rs, rs->tab[h]);
+      free(rs->tab[h]);
+    }
+  free(rs->tab);
   for (int64_t k = 0; k < rs->nretired; k++) free(rs->retired[k]);
   free(rs->retired);
   cat_s3w_free(rs->w);
@@ -585,7 +660,7 @@ static void piece(rpiece *p, int64_t *n, const caterva_schunk *sc, cat_rchunk *c
                   const char *url, int64_t lo, int64_t hi) {
   p[*n].i = i;
   p[*n].url = url;
-  p[*n].off = chunk_off(sc, i) + lo;
+  p[*n].off = chunk_off(sc, c->entry) + lo;
   p[*n].len = hi - lo;
   p[*n].dst = c->buf + lo;
   (*n)++;
@@ -645,12 +720,12 @@ static void block_range(const cat_rchunk *c, const int32_t *ends, int32_t j, int
  * the size of the chunk's object as its answer said (sparse frames; -1 unknown), which bounds
  * cbytes as the index does in a contiguous frame (a header claiming 2 GiB in a small object
  * would make a buffer of 2 GiB). */
-static int learn_header(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc, int64_t i,
+static int learn_header(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc, cat_rchunk *c,
                         const uint8_t *tmp, int64_t got, int64_t size, uint64_t keep) {
-  cat_rchunk *c = &rs->ch[i];
-  int64_t room = chunk_room(sc, i);
+  int64_t i = c->i, room = chunk_room(sc, c);
   int32_t cb;
   if (room < 0 && size >= 0) room = size;
+  if (room < 0 && sc->store == CATERVA_STORE_CONTIGUOUS) room = sc->section - c->entry;
   if (got < CATERVA_CHUNK_HEADER_SIZE)
     return cat_error(ctx, CATERVA_E_CORRUPT, "chunk %lld is shorter than its header",
                      (long long)i);
@@ -699,13 +774,13 @@ static bool hints_usable(const cat_want *w, int64_t nblk, int64_t room);
  * bytes; whole chunks one wave of one request and all the bytes each (cat_remote_wave_cost)
  * -- and fetches at most four times the bytes the blocks need. */
 static bool whole_upfront(const cat_rstore *rs, const caterva_schunk *sc, const cat_want *w,
-                          int n, int64_t nblk, int64_t guess) {
+                          cat_rchunk *const *recs, int n, int64_t nblk, int64_t guess) {
   int64_t chunks = 0, runs = 0, part = 0, all = 0, hinted = 0;
   double t_blocks, t_whole;
   if (sc->store != CATERVA_STORE_CONTIGUOUS) return false;
   for (int k = 0; k < n; k++) {
-    int64_t room = chunk_room(sc, w[k].nchunk);
-    if (sc->entries[w[k].nchunk] < 0 || room < 0) continue;
+    int64_t room = recs[k] != NULL ? chunk_room(sc, recs[k]) : -1;
+    if (room < 0) continue;
     chunks++;
     hinted += hints_usable(&w[k], nblk, room);
     all += room;
@@ -786,7 +861,8 @@ leave:
 static void take_specs(caterva_ctx *ctx, cat_rstore *rs, const cat_get *g, const rspec *sp,
                        int nsp) {
   for (int s = 0; s < nsp; s++) {
-    cat_rchunk *c = &rs->ch[sp[s].i];
+    cat_rchunk *c = rec_find(rs, sp[s].i);
+    if (c == NULL) continue;
     int32_t need, *ends = NULL, lo, hi;
     bool ok = true;
     if (c->buf == NULL || c->whole || g[sp[s].q].got != sp[s].hi - sp[s].lo ||
@@ -819,10 +895,12 @@ static void take_specs(caterva_ctx *ctx, cat_rstore *rs, const cat_get *g, const
  * or when wanted whole and its size is known from the index), and with them the wanted
  * blocks of chunks whose block starts were recorded when they were written. */
 static int wave_headers(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc,
-                        const cat_want *w, int n, char **urls, uint64_t keep) {
+                        const cat_want *w, cat_rchunk *const *recs, int n, char **urls,
+                        uint64_t keep) {
   cat_get *g = NULL;
   rspec *sp = NULL;
-  int64_t guess, nblk, *who = calloc((size_t)n, sizeof *who), cap = n;
+  cat_rchunk **who = calloc((size_t)n, sizeof *who);
+  int64_t guess, nblk, cap = n;
   int ng = 0, nh = 0, nsp = 0, rc = CATERVA_OK;
   bool upfront;
   for (int k = 0; k < n; k++) cap += w[k].nblocks > 0 ? w[k].nblocks : 0;
@@ -831,12 +909,14 @@ static int wave_headers(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc,
   CAT_CHECK(leave, g != NULL && sp != NULL && who != NULL, CATERVA_E_NOMEM, "out of memory");
   nblk = sc->blocksize > 0 ? cat_ceil_div64(sc->chunksize, sc->blocksize) : 1024;
   guess = CATERVA_CHUNK_HEADER_SIZE + 4 + 4 * nblk;
-  upfront = cat_remote_whole_chunks(rs->rm) || whole_upfront(rs, sc, w, n, nblk, guess);
+  upfront = cat_remote_whole_chunks(rs->rm) || whole_upfront(rs, sc, w, recs, n, nblk, guess);
   for (int k = 0; k < n; k++) {
-    int64_t i = w[k].nchunk, room = chunk_room(sc, i), len = guess;
+    cat_rchunk *c = recs[k];
+    int64_t room, len = guess;
     bool dup = false;
-    if (sc->entries[i] < 0 || rs->ch[i].buf != NULL) continue;
-    for (int q = 0; q < nh; q++) dup |= who[q] == i;
+    if (c == NULL || c->buf != NULL) continue;
+    room = chunk_room(sc, c);
+    for (int q = 0; q < nh; q++) dup |= who[q] == c;
     if (dup) continue;
     /* small, or wanted whole or mostly: the whole chunk at once when the index says its
      * size (contiguous frames) */
@@ -846,15 +926,16 @@ static int wave_headers(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc,
     else if (room < 0 && w[k].nblocks < 0)
       len = (int64_t)sc->chunksize + CATERVA_CHUNK_HEADER_SIZE + 4 * guess; /* at most */
     g[ng].url = urls[k];
-    g[ng].off = chunk_off(sc, i);
+    g[ng].off = chunk_off(sc, c->entry);
     g[ng].len = len;
     g[ng].short_ok = room < 0; /* a chunk file may be shorter than asked */
     g[ng].dst = malloc((size_t)len);
     CAT_CHECK(leave, g[ng].dst != NULL, CATERVA_E_NOMEM, "out of memory");
-    who[nh++] = i;
+    who[nh++] = c;
     ng++;
     if (len == guess && !cat_remote_whole_chunks(rs->rm) && hints_usable(&w[k], nblk, room))
-      CAT_TRY(leave, add_specs(ctx, g, &ng, sp, &nsp, &w[k], urls[k], chunk_off(sc, i), nblk, room));
+      CAT_TRY(leave, add_specs(ctx, g, &ng, sp, &nsp, &w[k], urls[k], chunk_off(sc, c->entry),
+                               nblk, room));
   }
   if (ng == 0) goto leave;
   expect_version(rs, sc, g, ng);
@@ -972,9 +1053,37 @@ static void mark_pieces(cat_rchunk *c, const int32_t *ends, const rpiece *p, int
   }
 }
 
+/* The records of the wanted chunks into recs[k] (NULL for chunks not stored: specials), and
+ * their objects' URLs into urls[k]. Their index entries first: a lazy index fetches the
+ * blocks they lie in in one wave. */
+static int want_records(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc, const cat_want *w,
+                        int n, uint64_t keep, cat_rchunk **recs, char **urls, int64_t *cap) {
+  int64_t *idx = malloc(3 * (size_t)n * sizeof *idx), *e = idx + n, *next = idx + 2 * n;
+  int rc = CATERVA_OK;
+  CAT_CHECK(leave, idx != NULL, CATERVA_E_NOMEM, "out of memory");
+  for (int k = 0; k < n; k++) {
+    idx[k] = w[k].nchunk;
+    CAT_CHECK(leave, idx[k] >= 0 && idx[k] < sc->nchunks, CATERVA_E_RANGE,
+              "chunk %lld out of range", (long long)idx[k]);
+  }
+  CAT_TRY(leave, cat_sc_entries_locked(ctx, sc, idx, n, e, next));
+  for (int k = 0; k < n; k++) {
+    if (e[k] < 0) continue;
+    CAT_TRY(leave, sync_slot(ctx, rs, sc, idx[k], e[k], next[k], &recs[k]));
+    recs[k]->used = keep;
+    urls[k] = sc->store == CATERVA_STORE_SPARSE ? chunk_url(rs, e[k]) : rs->url;
+    CAT_CHECK(leave, urls[k] != NULL, CATERVA_E_NOMEM, "out of memory");
+    *cap += 3 + (w[k].nblocks > 0 ? w[k].nblocks : 0);
+  }
+leave:
+  free(idx);
+  return rc;
+}
+
 static int prefetch_locked(caterva_ctx *ctx, caterva_schunk *sc, const cat_want *w, int n) {
   cat_rstore *rs = sc->remote;
   char **urls = NULL;
+  cat_rchunk **recs = NULL;
   rpiece *p = NULL;
   int64_t cap = 0, np;
   int rc = CATERVA_OK;
@@ -982,17 +1091,10 @@ static int prefetch_locked(caterva_ctx *ctx, caterva_schunk *sc, const cat_want 
   if (rs == NULL || n <= 0) return CATERVA_OK;
   keep = ++rs->tick;
   urls = calloc((size_t)n, sizeof *urls);
-  CAT_CHECK(leave, urls != NULL, CATERVA_E_NOMEM, "out of memory");
-  for (int k = 0; k < n; k++) {
-    int64_t i = w[k].nchunk;
-    CAT_TRY(leave, sync_slot(ctx, rs, sc, i));
-    rs->ch[i].used = keep;
-    if (sc->entries[i] < 0) continue;
-    urls[k] = sc->store == CATERVA_STORE_SPARSE ? chunk_url(rs, sc->entries[i]) : rs->url;
-    CAT_CHECK(leave, urls[k] != NULL, CATERVA_E_NOMEM, "out of memory");
-    cap += 3 + (w[k].nblocks > 0 ? w[k].nblocks : 0);
-  }
-  CAT_TRY(leave, wave_headers(ctx, rs, sc, w, n, urls, keep));
+  recs = calloc((size_t)n, sizeof *recs);
+  CAT_CHECK(leave, urls != NULL && recs != NULL, CATERVA_E_NOMEM, "out of memory");
+  CAT_TRY(leave, want_records(ctx, rs, sc, w, n, keep, recs, urls, &cap));
+  CAT_TRY(leave, wave_headers(ctx, rs, sc, w, recs, n, urls, keep));
   p = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *p);
   CAT_CHECK(leave, p != NULL, CATERVA_E_NOMEM, "out of memory");
   for (int round = 0; round < 4; round++) {
@@ -1001,11 +1103,11 @@ static int prefetch_locked(caterva_ctx *ctx, caterva_schunk *sc, const cat_want 
     np = 0;
     for (int k = 0; k < n && rc >= 0; k++) {
       int64_t i = w[k].nchunk;
-      cat_rchunk *c = &rs->ch[i];
+      cat_rchunk *c = recs[k];
       bool complex = false;
       int32_t need;
       cat_want wk = w[k];
-      if (sc->entries[i] < 0 || c->whole) continue;
+      if (c == NULL || c->whole) continue;
       if (learn_layout(ctx, c, i, &need) == 1 && c->blk != NULL) {
         bool redo = false;
         for (int32_t j = 0; j < c->sp.nblocks; j++) redo |= c->blk[j] == 3;
@@ -1019,7 +1121,7 @@ static int prefetch_locked(caterva_ctx *ctx, caterva_schunk *sc, const cat_want 
     if (rc >= 0 && np > 0) rc = cat_rs_run_pieces(ctx, rs, sc, p, np);
     for (int k = 0; k < n && rc >= 0; k++) {
       int64_t i = w[k].nchunk;
-      if (sc->entries[i] >= 0 && rs->ch[i].buf != NULL) mark_pieces(&rs->ch[i], ends[k], p, np, i);
+      if (recs[k] != NULL && recs[k]->buf != NULL) mark_pieces(recs[k], ends[k], p, np, i);
     }
     for (int k = 0; k < n; k++) free(ends[k]);
     free(ends);
@@ -1030,6 +1132,7 @@ leave:
   for (int k = 0; urls != NULL && k < n; k++)
     if (urls[k] != rs->url) free(urls[k]);
   free(urls);
+  free(recs);
   free(p);
   return rc;
 }
@@ -1059,10 +1162,11 @@ int cat_remote_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, const int3
                      int32_t nblocks, const uint8_t **p, int32_t *cbytes) {
   cat_rstore *rs = sc->remote;
   cat_rchunk *c;
+  int64_t e, next;
   int rc;
   pthread_mutex_lock(&rs->mu);
-  CAT_TRY(leave, sync_slot(ctx, rs, sc, i));
-  c = &rs->ch[i];
+  CAT_TRY(leave, entry_of(ctx, sc, i, &e, &next));
+  CAT_TRY(leave, sync_slot(ctx, rs, sc, i, e, next, &c));
   if (rs->pending && have_blocks(c, blocks, nblocks)) { /* no request would check it */
     rc = verify_locked(ctx, sc);
     CAT_TRY(leave, rc);
@@ -1085,8 +1189,10 @@ leave:
 
 void cat_remote_pin(caterva_schunk *sc, int64_t i, int delta) {
   cat_rstore *rs = sc->remote;
-  if (rs == NULL || i < 0 || i >= rs->nch) return;
+  cat_rchunk *c;
+  if (rs == NULL || i < 0 || i >= sc->nchunks) return;
   pthread_mutex_lock(&rs->mu);
-  rs->ch[i].pins += delta;
+  c = rec_find(rs, i);
+  if (c != NULL && c->entry >= 0 && c->pins + delta >= 0) c->pins += delta;
   pthread_mutex_unlock(&rs->mu);
 }

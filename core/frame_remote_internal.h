@@ -29,14 +29,18 @@ typedef struct cat_rchunk {
   int pins;
   uint64_t used;         /* tick of the last use */
   int64_t entry;         /* the index entry the bytes are of (a writer changes entries) */
+  int64_t next;          /* a lazy index: entry i + 1 when in the same block of the index */
+  int64_t i;             /* the chunk's number */
 } cat_rchunk;
 
 struct cat_rstore {
   cat_remote *rm;
   char *url;             /* contiguous: the frame; sparse: the directory */
   char version[96];      /* of the frame, or of chunks.b2frame */
-  cat_rchunk *ch;        /* nchunks */
-  int64_t nch;
+  /* the chunks touched and still cached or pinned: records malloc'ed (they never move), found
+   * by chunk number in an open-addressing table of tabcap (a power of 2) slots */
+  cat_rchunk **tab;
+  int64_t tabcap, ntab;
   int64_t cached, budget;
   uint64_t tick;
   pthread_mutex_t mu;    /* the store's lock (see the notes at the top) */

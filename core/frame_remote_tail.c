@@ -1,7 +1,8 @@
 /*
  * frame_remote_tail.c -- a large contiguous frame on a server: its offsets index and trailer
  * read by range at open, and the block statistics' bytes fetched a block at a time when a
- * query needs them (cat_remote_bytes). The remote store itself is frame_remote.c.
+ * query needs them (cat_remote_bytes), as are the blocks of a large offsets index (read a block
+ * at a time by frame_index.c). The remote store itself is frame_remote.c.
  */
 #include "frame_remote_internal.h"
 
@@ -15,8 +16,9 @@
  * trailer's lead-in after it) and the last CAT_RTAIL_END bytes of the frame (the trailer's
  * length; the contents of small vlmetalayers stored last); what the parts then say is still
  * missing is asked in further waves. Everything is fetched but the content of the statistics'
- * vlmetalayer, of which only its chunk's header part: the statistics read its blocks as their
- * pages are asked for (cat_remote_bytes). rs->tail holds the bytes at their place, rs->have
+ * vlmetalayer and a large offsets index (one frame_index.c reads a block at a time), of which
+ * only their chunks' header parts: the statistics read their blocks as their pages are asked
+ * for, the index as entries are (cat_remote_bytes). rs->tail holds the bytes at their place, rs->have
  * says which are present; the parsers read only present bytes.
  */
 #define CAT_RTAIL_LEAD (4 * 1024)      /* the trailer's lead-in, first guess */
@@ -97,14 +99,27 @@ leave:
   return rc;
 }
 
+/* The header part of the chunk of clen bytes at object offset c (its header, block-start
+ * table and dictionary): what reading it a block at a time needs first. */
+static void want_chunk_head(const cat_rstore *rs, const caterva_schunk *sc, rrange *need, int *n,
+                            int64_t c, int32_t clen) {
+  cat_chunk_span sp;
+  int32_t more = 0;
+  int64_t run;
+  tail_want(rs, sc, need, n, c, c + CATERVA_CHUNK_HEADER_SIZE);
+  run = tail_run(rs, c);
+  if (run < CATERVA_CHUNK_HEADER_SIZE) return;
+  if (cat_chunk_span_init(tail_at(rs, c), (int32_t)(run < clen ? run : clen), clen, &sp, &more) ==
+      CATERVA_E_NOSPACE)
+    tail_want(rs, sc, need, n, c, c + more);
+}
+
 /* What a vlmetalayer's content at c (its bin32 header, object offset) needs: all of it, or
  * for the statistics the header part of its chunk. */
 static void plan_content(const cat_rstore *rs, const caterva_schunk *sc, rrange *need, int *n,
                          const cat_trailer_item *it, int64_t c, int64_t end) {
   const uint8_t *h;
-  cat_chunk_span sp;
-  int32_t clen, more = 0;
-  int64_t run;
+  int32_t clen;
   bool lazy = it->nlen == strlen(CAT_RLAZY_VLMETA) &&
               memcmp(it->name, CAT_RLAZY_VLMETA, it->nlen) == 0;
   tail_want(rs, sc, need, n, c, c + 5);
@@ -118,13 +133,8 @@ static void plan_content(const cat_rstore *rs, const caterva_schunk *sc, rrange 
     tail_want(rs, sc, need, n, c, c + clen);
     return;
   }
-  tail_want(rs, sc, need, n, c, c + CATERVA_CHUNK_HEADER_SIZE);
-  run = tail_run(rs, c);
-  if (run < CATERVA_CHUNK_HEADER_SIZE) return;
-  if (cat_chunk_span_init(tail_at(rs, c), (int32_t)(run < clen ? run : clen), clen, &sp, &more) ==
-      CATERVA_E_NOSPACE)
-    tail_want(rs, sc, need, n, c, c + more);
-  /* other errors: the statistics' reader finds the chunk unusable (no statistics) */
+  want_chunk_head(rs, sc, need, n, c, clen);
+  /* errors: the statistics' reader finds the chunk unusable (no statistics) */
 }
 
 /* What the open still needs of the window, into need[*n]: the offsets index whole, the
@@ -149,7 +159,10 @@ static int tail_plan(caterva_ctx *ctx, cat_rstore *rs, const caterva_schunk *sc,
   if (icb < CATERVA_CHUNK_HEADER_SIZE || icb > ts - idx)
     return cat_error(ctx, CATERVA_E_CORRUPT, "offsets index chunk at %lld is malformed",
                      (long long)idx);
-  tail_want(rs, sc, need, n, idx, idx + icb);
+  if (cat_index_lazy_ok(sc, tail_at(rs, idx), ts - idx, NULL))
+    want_chunk_head(rs, sc, need, n, idx, icb); /* its blocks: when entries are asked for */
+  else
+    tail_want(rs, sc, need, n, idx, idx + icb);
   tail_want(rs, sc, need, n, ts, ts + (tlen < CAT_RTAIL_LEAD ? tlen : CAT_RTAIL_LEAD));
   if (tail_run(rs, ts) < (tlen < CAT_RTAIL_LEAD ? tlen : CAT_RTAIL_LEAD)) return CATERVA_OK;
   r = cat_frame_trailer_items(tail_at(rs, ts), tail_run(rs, ts), tlen, it, CAT_RTAIL_ITEMS, &ni,
@@ -170,7 +183,7 @@ int cat_rs_open_tail(caterva_ctx *ctx, caterva_schunk *sc, cat_rstore *rs, int64
   int n = 0, rc = CATERVA_OK;
   CAT_CHECK(leave, need != NULL, CATERVA_E_NOMEM, "out of memory");
   rs->tail_off = idx;
-  rs->tail = malloc((size_t)(fl - idx));
+  rs->tail = calloc(1, (size_t)(fl - idx)); /* zeros where nothing was fetched: no RSS */
   CAT_CHECK(leave, rs->tail != NULL, CATERVA_E_NOMEM, "out of memory");
   need[n++] = (rrange){idx, idx + CAT_RTAIL_HEAD};
   need[n++] = (rrange){fl - CAT_RTAIL_END, fl};
@@ -185,7 +198,14 @@ int cat_rs_open_tail(caterva_ctx *ctx, caterva_schunk *sc, cat_rstore *rs, int64
   rc = cat_frame_parse_trailer_at(ctx, sc, rs->tail, idx, idx, &tstart);
   sc->lazy_vlmeta = NULL;
   CAT_TRY(leave, rc);
-  CAT_TRY(leave, cat_frame_parse_index(ctx, sc, rs->tail, 0, tstart - idx));
+  rc = cat_index_lazy_attach(ctx, sc, rs->tail, tstart - idx, true);
+  if (rc == 0) { /* decoded whole: it must all be there (tail_plan asked for it) */
+    int32_t icb = cat_le32s(rs->tail + 12);
+    CAT_CHECK(leave, icb >= CATERVA_CHUNK_HEADER_SIZE && tail_run(rs, idx) >= icb,
+              CATERVA_E_CORRUPT, "offsets index chunk at %lld is malformed", (long long)idx);
+    rc = cat_frame_parse_index(ctx, sc, rs->tail, 0, tstart - idx);
+  }
+  CAT_TRY(leave, rc);
   rc = CATERVA_OK;
 leave:
   free(need);
@@ -246,15 +266,44 @@ leave:
   return rc;
 }
 
+int cat_remote_bytes_locked(caterva_ctx *ctx, const caterva_schunk *sc, const uint8_t *chunk,
+                            int32_t cbytes, const int32_t *blocks, int32_t nblocks) {
+  cat_rstore *rs = sc->remote;
+  if (rs == NULL || rs->tail == NULL || cbytes < CATERVA_CHUNK_HEADER_SIZE || chunk < rs->tail ||
+      chunk - rs->tail > sc->frame_len - rs->tail_off - cbytes)
+    return CATERVA_OK;
+  return bytes_locked(ctx, rs, sc, rs->tail_off + (chunk - rs->tail), cbytes, blocks, nblocks);
+}
+
 int cat_remote_bytes(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *chunk, int32_t cbytes,
                      const int32_t *blocks, int32_t nblocks) {
   cat_rstore *rs = sc->remote;
-  int rc = CATERVA_OK;
+  int rc;
   if (rs == NULL) return CATERVA_OK;
   pthread_mutex_lock(&rs->mu);
-  if (rs->tail != NULL && cbytes >= CATERVA_CHUNK_HEADER_SIZE && chunk >= rs->tail &&
-      chunk - rs->tail <= sc->frame_len - rs->tail_off - cbytes)
-    rc = bytes_locked(ctx, rs, sc, rs->tail_off + (chunk - rs->tail), cbytes, blocks, nblocks);
+  rc = cat_remote_bytes_locked(ctx, sc, chunk, cbytes, blocks, nblocks);
+  pthread_mutex_unlock(&rs->mu);
+  return rc;
+}
+
+/* ---- the offsets index read a block at a time (frame_index.c) ------------------------------ */
+
+int cat_remote_entries(caterva_ctx *ctx, const caterva_schunk *sc, const int64_t *idx, int n,
+                       int64_t *e) {
+  cat_rstore *rs = sc->remote;
+  int rc;
+  pthread_mutex_lock(&rs->mu);
+  rc = cat_sc_entries_locked(ctx, sc, idx, n, e, NULL);
+  pthread_mutex_unlock(&rs->mu);
+  return rc;
+}
+
+int cat_sc_index_ahead(caterva_ctx *ctx, const caterva_schunk *sc, const int64_t *idx, int n) {
+  cat_rstore *rs = sc->remote;
+  int rc;
+  if (rs == NULL || sc->lazy_index == NULL || n <= 0) return CATERVA_OK;
+  pthread_mutex_lock(&rs->mu);
+  rc = cat_sc_index_ahead_locked(ctx, sc, idx, n);
   pthread_mutex_unlock(&rs->mu);
   return rc;
 }

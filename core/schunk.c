@@ -267,9 +267,11 @@ int cat_sc_prefetch(caterva_ctx *ctx, caterva_schunk *sc, const cat_want *w, int
 int cat_sc_get_chunk_blocks(caterva_ctx *ctx, caterva_schunk *sc, int64_t i,
                             const int32_t *blocks, int32_t nblocks, const uint8_t **chunk,
                             int32_t *cbytes) {
+  int64_t e = -1;
   int rc;
-  if (sc->remote == NULL || i < 0 || i >= sc->nchunks || sc->entries[i] < 0)
-    return caterva_schunk_get_chunk(ctx, sc, i, chunk, cbytes);
+  if (sc->remote != NULL && i >= 0 && i < sc->nchunks && (rc = cat_sc_entry(ctx, sc, i, &e)) < 0)
+    return rc;
+  if (e < 0) return caterva_schunk_get_chunk(ctx, sc, i, chunk, cbytes);
   rc = cat_remote_chunk(ctx, sc, i, blocks, nblocks, chunk, cbytes);
   if (rc < 0) return rc;
   if (cat_le32s(*chunk + 4) != chunk_nbytes(sc, i))
@@ -280,8 +282,7 @@ int cat_sc_get_chunk_blocks(caterva_ctx *ctx, caterva_schunk *sc, int64_t i,
 }
 
 void cat_sc_unpin(caterva_schunk *sc, int64_t i) {
-  if (sc != NULL && sc->remote != NULL && i >= 0 && i < sc->nchunks && sc->entries[i] >= 0)
-    cat_remote_pin(sc, i, -1);
+  if (sc != NULL && sc->remote != NULL) cat_remote_pin(sc, i, -1); /* stored chunks only */
 }
 
 void caterva_schunk_remote_stats(const caterva_schunk *sc, caterva_remote_stats *st) {

@@ -219,13 +219,6 @@ static inline bool cat_interrupted(caterva_ctx *ctx) {
   return ctx != NULL && ctx->interrupt != NULL && ctx->interrupt(ctx->interrupt_arg) != 0;
 }
 
-/* Fresh memory a caller is about to write whole, n bytes from p, populated in one system
- * call (Linux's MADV_POPULATE_WRITE) instead of a page fault per page, which on a
- * paravirtualised machine costs 12-14 us each (a 512 KiB block: 1.7 ms). A hint: nothing
- * happens below CAT_PREFAULT_MIN bytes, elsewhere, or when the kernel refuses. */
-#define CAT_PREFAULT_MIN (64 * 1024)
-void cat_prefault(void *p, size_t n);
-
 /* Returns scratch buffer `which` (0..3) of worker w with at least n bytes, or NULL. */
 uint8_t *cat_scratch_get(caterva_ctx *ctx, int w, int which, size_t n);
 

@@ -6,8 +6,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 static const char *const cat_errtext[] = {
     "success",                                  /* 0 */
@@ -112,20 +110,6 @@ int64_t caterva_ctx_blocks_decompressed(const caterva_ctx *ctx) {
   return __atomic_load_n(&ctx->blocks_decompressed, __ATOMIC_RELAXED);
 }
 
-void cat_prefault(void *p, size_t n) {
-#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
-  long page = sysconf(_SC_PAGESIZE);
-  uintptr_t lo, hi;
-  if (n < CAT_PREFAULT_MIN || page <= 0) return;
-  lo = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
-  hi = ((uintptr_t)p + n) & ~((uintptr_t)page - 1);
-  if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE); /* a hint */
-#else
-  (void)p;
-  (void)n;
-#endif
-}
-
 uint8_t *cat_scratch_get(caterva_ctx *ctx, int w, int which, size_t n) {
   cat_scratch *s = &ctx->scratch[w];
   if (s->cap[which] < n) {
@@ -137,7 +121,6 @@ uint8_t *cat_scratch_get(caterva_ctx *ctx, int w, int which, size_t n) {
     free(s->buf[which]);
     s->buf[which] = p;
     s->cap[which] = want;
-    cat_prefault(p, n); /* the caller writes its n bytes: one call instead of a fault a page */
   }
   return s->buf[which];
 }

@@ -123,11 +123,8 @@ static int load_block(caterva_ctx *ctx, const caterva_schunk *sc, cat_lazy_index
   int rc = CATERVA_OK;
   if (lz->ctx == NULL && caterva_ctx_new(1, &lz->ctx) < 0)
     return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
-  if (s->e == NULL) {
-    if ((s->e = malloc((size_t)lz->blocksize)) == NULL)
-      return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
-    cat_prefault(s->e, (size_t)lz->blocksize);
-  }
+  if (s->e == NULL && (s->e = malloc((size_t)lz->blocksize)) == NULL)
+    return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
   s->block = -1;
   if (lz->remote)
     CAT_TRY(leave, cat_remote_bytes_locked(ctx, sc, lz->chunk, lz->cbytes, &blk, 1));

@@ -441,6 +441,26 @@ static int index_ahead(caterva_block_iter *it, const int64_t *from) {
 ** it->sel when use_cur), up to `portion` bytes of selected blocks -- as a list of wants
 ** (*w, *n: malloc'ed, free with cat_wants_free). *nchunks receives the chunks of the box it
 ** covers, *more whether chunks of the box follow them (then `from` is the next one). */
+/* The recorded block starts of the wanted chunks (their statistics' records, fetched in one
+ * wave for a remote array), so that their blocks are fetched by range; none: the chunk's
+ * start table is fetched first. */
+static void wants_starts(caterva_block_iter *it, cat_want *w, int n) {
+  int64_t *nchunk = malloc((size_t)(n > 0 ? n : 1) * sizeof *nchunk);
+  if (nchunk != NULL) {
+    for (int k = 0; k < n; k++) nchunk[k] = w[k].nchunk;
+    cat_bs_starts_ahead(it->a, nchunk, n);
+    free(nchunk);
+  }
+  for (int k = 0; k < n; k++) {
+    uint32_t *st = malloc((size_t)it->g->nblocks * sizeof *st);
+    if (st != NULL && cat_bs_block_starts(it->a, w[k].nchunk, st)) {
+      w[k].starts = st; /* owned by the list */
+      st = NULL;
+    }
+    free(st);
+  }
+}
+
 static int remote_wants(caterva_block_iter *it, int64_t *from, int use_cur, int64_t portion,
                         cat_want **wout, int *nout, int64_t *nchunks, int *more) {
   caterva_ctx *ctx = it->ctx;
@@ -474,15 +494,9 @@ static int remote_wants(caterva_block_iter *it, int64_t *from, int use_cur, int6
     }
     (*nchunks)++;
     if (nsel > 0) {
-      uint32_t *st = malloc((size_t)g->nblocks * sizeof *st);
       w[n].nchunk = cat_geom_chunk_number(g, from);
       w[n].blocks = sel;
       w[n].nblocks = nsel;
-      if (st != NULL && cat_bs_block_starts(it->a, w[n].nchunk, st)) {
-        w[n].starts = st; /* owned by the list */
-        st = NULL;
-      }
-      free(st);
       bytes += (int64_t)nsel * g->blocksize;
       n++;
     } else {
@@ -491,6 +505,7 @@ static int remote_wants(caterva_block_iter *it, int64_t *from, int use_cur, int6
     sel = NULL;
     *more = next_chunk(it, from);
   }
+  wants_starts(it, w, n);
 leave:
   free(sel);
   if (rc < 0) {

@@ -337,6 +337,9 @@ int cat_bs_store(caterva_ctx *ctx, caterva_array *a);
 /* The block starts recorded for chunk nchunk (a->g.nblocks of them) into out: 1, or 0 when
  * none are recorded. Unverified: a remote reader checks them against the chunk's header. */
 int cat_bs_block_starts(const caterva_array *a, int64_t nchunk, uint32_t *out);
+/* Chunks nchunk[0..n) are about to be asked for their block starts: for a remote array, the
+ * records not read yet are fetched in one wave (instead of a wave a page when asked). */
+void cat_bs_starts_ahead(const caterva_array *a, const int64_t *nchunk, int n);
 /* Are decoded blocks of a checked against their statistics (its CATERVA_CHECKS_* mode)? */
 int cat_array_checks_blocks(const caterva_array *a);
 /* The record that decoded blocks of chunk nchunk (cbytes bytes at chunk, of which at least the

@@ -662,6 +662,12 @@ void cat_bs_end(caterva_array *a) {
 
 /* ---- reading ------------------------------------------------------------------------- */
 
+void cat_bs_starts_ahead(const caterva_array *a, const int64_t *nchunk, int n) {
+  cat_bstats *bs = a->bs;
+  if (bs != NULL && !bs->broken && bs->n == a->g.nchunks && bs->nblocks == a->g.nblocks)
+    cat_bs_pages_ahead(bs, nchunk, n);
+}
+
 int cat_bs_block_starts(const caterva_array *a, int64_t nchunk, uint32_t *out) {
   cat_bstats *bs = a->bs;
   bs_rec *r;

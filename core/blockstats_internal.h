@@ -108,6 +108,8 @@ int64_t cat_bs_page_bytes(cat_bstats *bs, int64_t pg, const uint8_t **out);
 /* Statistics read from a remote frame: fetch the stored bytes of every step-th page not read
  * yet in one wave (the sample of caterva_array_stats_selectivity); nothing otherwise. */
 void cat_bs_prefetch_pages(cat_bstats *bs, int64_t step);
+/* The same for the pages of positions pos[0..n) (any order; out of range skipped). */
+void cat_bs_pages_ahead(cat_bstats *bs, const int64_t *pos, int n);
 /* Block b of position i of such bytes: 1 with its statistics in *st, 0 when the position has
  * none. */
 int cat_bs_page_block(const cat_bstats *bs, const uint8_t *page, int64_t i, int32_t b,

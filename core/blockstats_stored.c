@@ -456,28 +456,57 @@ int cat_bs_page_block(const cat_bstats *bs, const uint8_t *page, int64_t i, int3
   return 1;
 }
 
-void cat_bs_prefetch_pages(cat_bstats *bs, int64_t step) {
+/* Fetch the stored bytes of the pages that positions pos[0..n) lie in (increasing; out of
+ * range skipped), or with pos NULL positions 0, step, 2 step..., that are not read yet, in
+ * one wave. */
+static void fetch_pages(cat_bstats *bs, const int64_t *pos, int64_t n, int64_t step) {
   bs_lazy *lz = bs->lazy;
   caterva_chunk_info ci;
   int32_t *blocks = NULL, nb = 0;
-  int64_t per = (int64_t)per_chunk(bs), npages;
-  if (lz == NULL || lz->sc == NULL || step < 1 ||
+  int64_t per = (int64_t)per_chunk(bs), last = -1;
+  if (lz == NULL || lz->sc == NULL ||
       caterva_chunk_info_get(lz->chunk, (size_t)lz->cbytes, &ci) < 0 || ci.blocksize <= 0)
     return;
-  npages = (bs->n + lz->page - 1) / lz->page;
   blocks = malloc((size_t)ci.nblocks * sizeof *blocks);
   if (blocks == NULL) return;
-  for (int64_t pg = 0; pg < npages; pg += step) {
-    int64_t first = pg * lz->page, n = bs->n - first < lz->page ? bs->n - first : lz->page;
-    int64_t lo = (lz->body + first * per) / ci.blocksize;
-    int64_t hi = (lz->body + (first + n) * per - 1) / ci.blocksize;
-    if (lz->loaded[pg]) continue;
+  for (int64_t k = 0; k < n; k++) {
+    int64_t pg = pos != NULL ? pos[k] : k * step, first, cnt, lo, hi;
+    if (pg < 0 || pg >= bs->n) continue;
+    pg /= lz->page;
+    if (pg == last || lz->loaded[pg]) continue;
+    last = pg;
+    first = pg * lz->page;
+    cnt = bs->n - first < lz->page ? bs->n - first : lz->page;
+    lo = (lz->body + first * per) / ci.blocksize;
+    hi = (lz->body + (first + cnt) * per - 1) / ci.blocksize;
     for (int64_t b = lo; b <= hi && b < ci.nblocks; b++)
       if (nb == 0 || blocks[nb - 1] < b) blocks[nb++] = (int32_t)b;
   }
   /* failures are met again, one page at a time, by the reads that follow */
   if (nb > 0) (void)cat_remote_bytes(lz->ctx, lz->sc, lz->chunk, lz->cbytes, blocks, nb);
   free(blocks);
+}
+
+void cat_bs_prefetch_pages(cat_bstats *bs, int64_t step) {
+  if (bs->lazy == NULL || step < 1) return;
+  fetch_pages(bs, NULL, (bs->n + step * bs->lazy->page - 1) / (step * bs->lazy->page),
+              step * bs->lazy->page);
+}
+
+static int cmp_pos(const void *x, const void *y) {
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return (a > b) - (a < b);
+}
+
+void cat_bs_pages_ahead(cat_bstats *bs, const int64_t *pos, int n) {
+  int64_t *sorted;
+  if (bs->lazy == NULL || bs->lazy->sc == NULL || n <= 0) return;
+  sorted = malloc((size_t)n * sizeof *sorted);
+  if (sorted == NULL) return; /* read one page at a time instead */
+  memcpy(sorted, pos, (size_t)n * sizeof *sorted);
+  qsort(sorted, (size_t)n, sizeof *sorted, cmp_pos);
+  fetch_pages(bs, sorted, n, 0);
+  free(sorted);
 }
 
 bs_rec *cat_bs_rec_at(cat_bstats *bs, int64_t n) {

@@ -96,6 +96,23 @@ typedef struct cat_enc_job {
                         * output in slot t */
 } cat_enc_job;
 
+/* A job over nbytes at src (the chunk's content from offset 0) cut into blocks of blocksize:
+ * every field but the output regions. */
+static void cat_job_init(cat_enc_job *job, caterva_ctx *ctx, const caterva_cparams *cp,
+                         const uint8_t *src, int32_t nbytes, int32_t blocksize) {
+  memset(job, 0, sizeof *job);
+  job->ctx = ctx;
+  job->cp = cp;
+  job->src = src;
+  job->nbytes = nbytes;
+  job->blocksize = blocksize;
+  job->nblocks = (int32_t)cat_ceil_div64(nbytes, blocksize);
+  job->split = cat_split_wanted(cp, blocksize);
+  /* Room for a raw block plus every stream's length and token; a multiple of 8 keeps the
+   * arrays placed after the block regions aligned. */
+  job->slot = ((int64_t)blocksize + 5 * (int64_t)cp->typesize + 8 + 7) & ~(int64_t)7;
+}
+
 /* Encode one stream of n bytes at in into out: zero run, byte run, codec, or raw. */
 static int32_t cat_encode_stream(cat_scratch *s, const caterva_cparams *cp, const uint8_t *in,
                                  int32_t n, uint8_t *out, bool *zero) {
@@ -264,17 +281,7 @@ int32_t caterva_chunk_compress(caterva_ctx *ctx, const caterva_cparams *cp, cons
   if (cp->clevel == 0 || nbytes < 32 || blocksize <= 0)
     return cat_store_memcpyed(ctx, cp, src, nbytes, blocksize, split, dst, dstcap);
 
-  memset(&job, 0, sizeof job);
-  job.ctx = ctx;
-  job.cp = cp;
-  job.src = src;
-  job.nbytes = nbytes;
-  job.blocksize = blocksize;
-  job.nblocks = (int32_t)cat_ceil_div64(nbytes, blocksize);
-  job.split = split;
-  /* Room for a raw block plus every stream's length and token; a multiple of 8 keeps the
-   * arrays placed after the block regions aligned. */
-  job.slot = ((int64_t)blocksize + 5 * (int64_t)cp->typesize + 8 + 7) & ~(int64_t)7;
+  cat_job_init(&job, ctx, cp, src, nbytes, blocksize);
   mem = malloc((size_t)job.slot * (size_t)job.nblocks +
                (size_t)job.nblocks * (sizeof(int32_t) + sizeof(bool)));
   if (mem == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
@@ -372,13 +379,7 @@ int32_t cat_chunk_patch(caterva_ctx *ctx, const caterva_cparams *cp, const void 
       cat_chunk_parse(old, (size_t)oldlen, &ck) < 0 ||
       !cat_patchable(&ck, cp, nbytes, job.blocksize))
     return CATERVA_E_UNSUPPORTED;
-  job.ctx = ctx;
-  job.cp = cp;
-  job.src = src;
-  job.nbytes = nbytes;
-  job.nblocks = ck.info.nblocks;
-  job.split = ck.info.split;
-  job.slot = ((int64_t)job.blocksize + 5 * (int64_t)cp->typesize + 8 + 7) & ~(int64_t)7;
+  cat_job_init(&job, ctx, cp, src, nbytes, job.blocksize); /* ck's blocks, as patchable */
   for (int32_t j = 0; j < job.nblocks; j++) ndirty += dirty[j] != 0;
   mem = malloc((size_t)job.slot * (size_t)(ndirty ? ndirty : 1) +
                (size_t)(ndirty ? ndirty : 1) * (2 * sizeof(int32_t) + sizeof(bool)));
@@ -549,13 +550,7 @@ leave:
 static int cat_build_init(cat_build *b, int32_t nbytes, const void *old, int32_t oldlen) {
   cat_enc_job *job = &b->job;
   int32_t batch;
-  job->ctx = b->ctx;
-  job->cp = b->cp;
-  job->nbytes = nbytes;
-  job->blocksize = cat_chosen_blocksize(b->cp, nbytes);
-  job->nblocks = (int32_t)cat_ceil_div64(nbytes, job->blocksize);
-  job->split = cat_split_wanted(b->cp, job->blocksize);
-  job->slot = ((int64_t)job->blocksize + 5 * (int64_t)b->cp->typesize + 8 + 7) & ~(int64_t)7;
+  cat_job_init(job, b->ctx, b->cp, NULL, nbytes, cat_chosen_blocksize(b->cp, nbytes));
   b->patch = old != NULL && b->keep != NULL && cat_chunk_parse(old, (size_t)oldlen, &b->old) >= 0 &&
              cat_patchable(&b->old, b->cp, nbytes, job->blocksize);
   batch = CAT_BUILD_BATCH_BYTES / job->blocksize;

@@ -437,13 +437,9 @@ static int index_ahead(caterva_block_iter *it, const int64_t *from) {
   return rc;
 }
 
-/* A remote array: what a portion of the box needs -- from chunk `from` on (its selection is
-** it->sel when use_cur), up to `portion` bytes of selected blocks -- as a list of wants
-** (*w, *n: malloc'ed, free with cat_wants_free). *nchunks receives the chunks of the box it
-** covers, *more whether chunks of the box follow them (then `from` is the next one). */
 /* The recorded block starts of the wanted chunks (their statistics' records, fetched in one
- * wave for a remote array), so that their blocks are fetched by range; none: the chunk's
- * start table is fetched first. */
+** wave for a remote array), so that their blocks are fetched by range; none: the chunk's
+** start table is fetched first. */
 static void wants_starts(caterva_block_iter *it, cat_want *w, int n) {
   int64_t *nchunk = malloc((size_t)(n > 0 ? n : 1) * sizeof *nchunk);
   if (nchunk != NULL) {
@@ -461,6 +457,10 @@ static void wants_starts(caterva_block_iter *it, cat_want *w, int n) {
   }
 }
 
+/* A remote array: what a portion of the box needs -- from chunk `from` on (its selection is
+** it->sel when use_cur), up to `portion` bytes of selected blocks -- as a list of wants
+** (*w, *n: malloc'ed, free with cat_wants_free). *nchunks receives the chunks of the box it
+** covers, *more whether chunks of the box follow them (then `from` is the next one). */
 static int remote_wants(caterva_block_iter *it, int64_t *from, int use_cur, int64_t portion,
                         cat_want **wout, int *nout, int64_t *nchunks, int *more) {
   caterva_ctx *ctx = it->ctx;

@@ -951,6 +951,7 @@ int caterva_block_iter_next(caterva_block_iter *it, const caterva_block **blk) {
   }
   cat_iter_block_box(it, it->clo, it->chi, it->sel[it->pos], it->bc, b->origin, b->start, b->stop);
   b->nblock = it->sel[it->pos];
+  b->uniform = it->serve == SERVE_FILL && cat_iter_fill_uniform(it);
   switch (it->serve) {
   case SERVE_BLOCKS:
     if (it->pos >= it->batch_hi) {

@@ -228,6 +228,7 @@ static int visit_block(void *arg, int32_t nblock, const uint8_t *data, int w) {
   cat_iter_block_box(v->it, vc->clo, vc->chi, nblock, bc, blk.origin, blk.start, blk.stop);
   blk.blockshape = v->it->g->blockshape;
   blk.data = data;
+  blk.uniform = 0;
   blk.nchunk = vc->nchunk;
   blk.nblock = nblock;
   return v->fn(v->arg, &blk, vc->seq0 + lo, w);
@@ -259,6 +260,7 @@ static int owner_groups(cat_visit *v, const cat_read_batch *b, cat_groups *gr) {
             "out of memory");
   blk.blockshape = it->g->blockshape;
   blk.data = NULL;
+  blk.uniform = 0;
   for (int32_t i = 0; i < b->nreq; i++) {
     const cat_visit_chunk *vc = &v->vcs[i];
     for (int32_t j = 0; j < vc->n; j++, t++) {
@@ -357,6 +359,7 @@ static int visit_served(cat_visit *v, int32_t max) {
   int rc = CATERVA_OK;
   blk.blockshape = g->blockshape;
   blk.nchunk = it->nchunk;
+  blk.uniform = it->serve == SERVE_FILL && cat_iter_fill_uniform(it);
   for (int32_t i = 0; i < it->nsel && rc >= 0; i++) {
     blk.nblock = it->sel[i];
     blk.data = it->serve == SERVE_FILL ? it->fill

@@ -80,6 +80,10 @@ void cat_iter_ra_discard(caterva_block_iter *it);
 /* Block nblock of the chunk whose valid items are [clo, chi): its grid coordinates into bc,
  * its first item's global coordinates into origin and its part of the box into [start,
  * stop). Reads only the box and the geometry, so workers may call it. */
+/* 1 when the fill buffer holds one item repeated (not a longer repeated pattern). */
+static inline int cat_iter_fill_uniform(const caterva_block_iter *it) {
+  return it->fill_kind != CATERVA_SPECIAL_VALUE || it->fill_vsize == it->g->itemsize;
+}
 void cat_iter_block_box(const caterva_block_iter *it, const int64_t *clo, const int64_t *chi,
                         int32_t nblock, int32_t *bc, int64_t *origin, int64_t *start,
                         int64_t *stop);

@@ -476,6 +476,9 @@ typedef struct caterva_block {
                                          with CATERVA_ITER_NODATA; valid until the next call */
   int64_t nchunk;                   /**< chunk number */
   int32_t nblock;                   /**< block number inside the chunk */
+  int uniform;                      /**< 1 when every item of data equals the first (a block
+                                         of a zero/NaN/repeated-value chunk, served without
+                                         decompression): a caller may work on one item */
 } caterva_block;
 
 #define CATERVA_ITER_NODATA 1   /**< visit the blocks but decompress nothing */

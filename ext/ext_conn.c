@@ -29,16 +29,18 @@ static int cvThreads(void) {
 }
 
 /* Was sqlite3_interrupt() called? SQLite 3.40 has no sqlite3_is_interrupted(); a statement
-** prepared or stepped on an interrupted connection fails with SQLITE_INTERRUPT. Called by
-** the library now and then during remote transfers (about every 20-50 ms). */
-static int cvConnInterrupted(void *pArg) {
-  CvConn *p = (CvConn *)pArg;
+** prepared or stepped on an interrupted connection fails with SQLITE_INTERRUPT. */
+int cvConnInterrupted(CvConn *p) {
   sqlite3_stmt *pStmt = 0;
   int rc = sqlite3_prepare_v2(p->db, "SELECT 1", -1, &pStmt, 0);
   if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
   sqlite3_finalize(pStmt);
   return rc == SQLITE_INTERRUPT;
 }
+
+/* The library's interrupt callback: called now and then during remote transfers (about
+** every 20-50 ms). */
+static int cvConnInterruptedFn(void *pArg) { return cvConnInterrupted((CvConn *)pArg); }
 
 int cvArrayOpen(CvConn *pConn, const char *zPath, int mode, const caterva_remote_opts *pRem,
                 caterva_array **ppArr) {
@@ -61,7 +63,7 @@ int cvConnNew(sqlite3 *db, CvConn **ppConn) {
     sqlite3_free(p);
     return SQLITE_NOMEM;
   }
-  caterva_ctx_set_interrupt(p->pCtx, cvConnInterrupted, p);
+  caterva_ctx_set_interrupt(p->pCtx, cvConnInterruptedFn, p);
   *ppConn = p;
   return SQLITE_OK;
 }

@@ -64,6 +64,9 @@ struct CvTableRef {
 /* A new connection state holding one reference (the caller's); SQLITE_NOMEM on failure. Its
 ** library context stops remote transfers once sqlite3_interrupt(db) was called. */
 int cvConnNew(sqlite3 *db, CvConn **ppConn);
+/* 1 when sqlite3_interrupt() was called on p's connection (SQLite 3.40 has no
+** sqlite3_is_interrupted(): costs the preparation of a statement, so call it now and then). */
+int cvConnInterrupted(CvConn *p);
 /* Open the array at zPath, a file, a directory or a URL (http://, https://, s3://; pRem: the
 ** options of remote access, NULL for the defaults), through the connection's context. */
 int cvArrayOpen(CvConn *pConn, const char *zPath, int mode, const caterva_remote_opts *pRem,
@@ -228,6 +231,8 @@ int cvExactInt(sqlite3_value *pVal, int64_t *piOut);
 /* With bNumeric, text that SQLite's numeric affinity converts becomes that number (in
 ** place); returns the value's type (ext_item.c). */
 int cvNumericText(sqlite3_value *pVal, int bNumeric);
+/* Store v as an integer, bool or datetime item; non-zero when it does not fit. */
+int cvPutChecked(const CvItemType *pType, int64_t v, uint8_t *aOut);
 /* The number d as an item; non-zero when the dtype cannot hold it (NaN: floats only). */
 int cvNumberToItem(const CvItemType *pType, double d, uint8_t *aOut);
 /* IEEE 754 binary16 to double. */

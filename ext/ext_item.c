@@ -333,8 +333,7 @@ static const char *cvTypeName(sqlite3_value *pVal) {
   }
 }
 
-/* Store v as an integer, bool or datetime item; non-zero when it does not fit. */
-static int cvPutChecked(const CvItemType *pType, int64_t v, uint8_t *aOut) {
+int cvPutChecked(const CvItemType *pType, int64_t v, uint8_t *aOut) {
   int nBit = pType->szItem * 8;
   if (pType->eKind == CV_ITEM_BOOL && (v < 0 || v > 1)) return 1;
   if (pType->eKind == CV_ITEM_UINT && (v < 0 || (nBit < 64 && (v >> nBit) != 0))) return 1;

@@ -109,11 +109,6 @@ static void cvImportFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) 
   sqlite3_free(zErr);
 }
 
-/* Was sqlite3_interrupt() called? SQLite 3.40 has no sqlite3_is_interrupted(), and a
-** function call is one step of its statement, so the flag is not looked at until the import
-** returns; but a statement stepped meanwhile on the same connection sees it and fails with
-** SQLITE_INTERRUPT. */
-
 int cvRegisterIo(sqlite3 *db, CvConn *pConn) {
   int rc = SQLITE_OK;
   for (int nArg = 2; nArg <= 4 && rc == SQLITE_OK; nArg++) {

@@ -153,6 +153,9 @@ static void cvBuildStatsFunc(sqlite3_context *pCtx, int argc, sqlite3_value **ar
 
 /* ---- caterva_stats_check ------------------------------------------------------------- */
 
+#define CV_CHECK_POLL_ITEMS (16 << 20)
+#define CV_CHECK_POLL_BLOCKS 4096
+
 /* One item as a number: *pI (integers, bool) or *pD (floats); 0 when it is missing (NaN). */
 static int cvCheckItem(int eKind, int szItem, const uint8_t *p, int64_t *pI, uint64_t *pU,
                        double *pD) {
@@ -178,55 +181,99 @@ static int cvCheckItem(int eKind, int szItem, const uint8_t *p, int64_t *pI, uin
   }
 }
 
-/* Recompute the statistics of the part [start, stop) of block pBlk and compare. */
+/* Statistics recomputed from decoded items, as the writer computes them. */
+typedef struct CvCheckAcc {
+  int eKind, szItem;
+  int64_t nValid, nNan, iMin, iMax, iSum;
+  uint64_t uMin, uMax, uSum;
+  double dMin, dMax, dSum;
+  int bOver;
+} CvCheckAcc;
+
+/* Fold the item at p into pA. */
+static void cvCheckAdd(CvCheckAcc *pA, const uint8_t *p) {
+  int64_t vi = 0;
+  uint64_t vu = 0;
+  double vd = 0;
+  if (!cvCheckItem(pA->eKind, pA->szItem, p, &vi, &vu, &vd)) {
+    pA->nNan++;
+    return;
+  }
+  if (pA->eKind == CATERVA_KIND_FLOAT) {
+    if (pA->nValid == 0 || vd < pA->dMin) pA->dMin = vd;
+    if (pA->nValid == 0 || vd > pA->dMax) pA->dMax = vd;
+    pA->dSum += vd;
+  } else if (pA->eKind == CATERVA_KIND_UINT) {
+    if (pA->nValid == 0 || vu < pA->uMin) pA->uMin = vu;
+    if (pA->nValid == 0 || vu > pA->uMax) pA->uMax = vu;
+    pA->bOver |= __builtin_add_overflow(pA->uSum, vu, &pA->uSum);
+  } else {
+    if (pA->nValid == 0 || vi < pA->iMin) pA->iMin = vi;
+    if (pA->nValid == 0 || vi > pA->iMax) pA->iMax = vi;
+    pA->bOver |= __builtin_add_overflow(pA->iSum, vi, &pA->iSum);
+  }
+  pA->nValid++;
+}
+
+/* pA, the statistics of one item, made those of n copies of it (as the writer records a
+** block of a zero, NaN or repeated-value chunk: the sum multiplied). */
+static void cvCheckScale(CvCheckAcc *pA, int64_t n) {
+  pA->nValid *= n;
+  pA->nNan *= n;
+  if (pA->nValid == 0) return;
+  if (pA->eKind == CATERVA_KIND_FLOAT) pA->dSum *= (double)n;
+  else if (pA->eKind == CATERVA_KIND_UINT)
+    pA->bOver = __builtin_mul_overflow(pA->uSum, (uint64_t)n, &pA->uSum);
+  else pA->bOver = __builtin_mul_overflow(pA->iSum, n, &pA->iSum);
+}
+
+static int cvCheckMatches(const CvCheckAcc *pA, const caterva_block_stats *pSt) {
+  if (pSt->nvalid != pA->nValid || pSt->nnan != pA->nNan) return 0;
+  if (pA->nValid == 0) return 1;
+  if (pA->eKind == CATERVA_KIND_FLOAT)
+    return pSt->min.f == pA->dMin && pSt->max.f == pA->dMax &&
+           fabs(pSt->sum.f - pA->dSum) <= 1e-9 * (fabs(pA->dSum) + 1.0);
+  if (pSt->sum_overflow != pA->bOver) return 0;
+  if (pA->eKind == CATERVA_KIND_UINT)
+    return pSt->min.u == pA->uMin && pSt->max.u == pA->uMax &&
+           (pA->bOver || pSt->sum.u == pA->uSum);
+  return pSt->min.i == pA->iMin && pSt->max.i == pA->iMax &&
+         (pA->bOver || pSt->sum.i == pA->iSum);
+}
+
+/* Recompute the statistics of the part [start, stop) of block pBlk and compare; a block of
+** one repeated item is computed from that item. *pnItem gets the part's item count. */
 static int cvCheckBlock(int eKind, int szItem, int nDim, const caterva_block *pBlk,
-                        const caterva_block_stats *pSt) {
-  int64_t aIdx[CV_MAX_DIM], nValid = 0, nNan = 0, iMin = 0, iMax = 0, iSum = 0;
-  uint64_t uMin = 0, uMax = 0, uSum = 0;
-  double dMin = 0, dMax = 0, dSum = 0;
-  int k, bOver = 0;
+                        const caterva_block_stats *pSt, int64_t *pnItem) {
+  int64_t aIdx[CV_MAX_DIM], n = 1;
+  CvCheckAcc acc;
+  int k;
+  memset(&acc, 0, sizeof acc);
+  acc.eKind = eKind;
+  acc.szItem = szItem;
+  *pnItem = 0;
   for (k = 0; k < nDim; k++) {
     if (pBlk->start[k] >= pBlk->stop[k]) return pSt->nvalid == 0 && pSt->nnan == 0;
     aIdx[k] = pBlk->start[k];
+    n *= pBlk->stop[k] - pBlk->start[k]; /* <= the block's items */
+  }
+  *pnItem = n;
+  if (pBlk->uniform) {
+    cvCheckAdd(&acc, pBlk->data);
+    cvCheckScale(&acc, n);
+    return cvCheckMatches(&acc, pSt);
   }
   for (;;) {
-    int64_t off = 0, vi = 0;
-    uint64_t vu = 0;
-    double vd = 0;
+    int64_t off = 0;
     for (k = 0; k < nDim; k++) off = off * pBlk->blockshape[k] + (aIdx[k] - pBlk->origin[k]);
-    if (!cvCheckItem(eKind, szItem, pBlk->data + off * szItem, &vi, &vu, &vd)) {
-      nNan++;
-    } else {
-      if (eKind == CATERVA_KIND_FLOAT) {
-        if (nValid == 0 || vd < dMin) dMin = vd;
-        if (nValid == 0 || vd > dMax) dMax = vd;
-        dSum += vd;
-      } else if (eKind == CATERVA_KIND_UINT) {
-        if (nValid == 0 || vu < uMin) uMin = vu;
-        if (nValid == 0 || vu > uMax) uMax = vu;
-        bOver |= __builtin_add_overflow(uSum, vu, &uSum);
-      } else {
-        if (nValid == 0 || vi < iMin) iMin = vi;
-        if (nValid == 0 || vi > iMax) iMax = vi;
-        bOver |= __builtin_add_overflow(iSum, vi, &iSum);
-      }
-      nValid++;
-    }
+    cvCheckAdd(&acc, pBlk->data + off * szItem);
     for (k = nDim - 1; k >= 0; k--) {
       if (++aIdx[k] < pBlk->stop[k]) break;
       aIdx[k] = pBlk->start[k];
     }
     if (k < 0) break;
   }
-  if (pSt->nvalid != nValid || pSt->nnan != nNan) return 0;
-  if (nValid == 0) return 1;
-  if (eKind == CATERVA_KIND_FLOAT)
-    return pSt->min.f == dMin && pSt->max.f == dMax &&
-           fabs(pSt->sum.f - dSum) <= 1e-9 * (fabs(dSum) + 1.0);
-  if (pSt->sum_overflow != bOver) return 0;
-  if (eKind == CATERVA_KIND_UINT)
-    return pSt->min.u == uMin && pSt->max.u == uMax && (bOver || pSt->sum.u == uSum);
-  return pSt->min.i == iMin && pSt->max.i == iMax && (bOver || pSt->sum.i == iSum);
+  return cvCheckMatches(&acc, pSt);
 }
 
 static void cvStatsCheckFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
@@ -239,8 +286,8 @@ static void cvStatsCheckFunc(sqlite3_context *pCtx, int argc, sqlite3_value **ar
   caterva_block_iter *pIter = 0;
   const caterva_block *pBlk;
   caterva_dtype_info info;
-  int64_t nBlk = 0, nKnown = 0, nWrong = 0;
-  int rc;
+  int64_t nBlk = 0, nKnown = 0, nWrong = 0, nItem = 0, nSince = 0, nBlkSince = 0;
+  int rc, bInterrupted = 0, bStats;
   (void)argc;
   if (zArg == 0) {
     sqlite3_result_error(pCtx, "caterva_stats_check: a table name or a path is required", -1);
@@ -256,10 +303,9 @@ static void cvStatsCheckFunc(sqlite3_context *pCtx, int argc, sqlite3_value **ar
     pUse = pArr;
   }
   if (rc >= 0) rc = caterva_block_iter_new(pLib, pUse, 0, 0, 0, &pIter);
-  if (rc >= 0 && caterva_array_stats_type(pUse) != CATERVA_STATS_NONE)
-    caterva_dtype_parse(caterva_array_dtype(pUse), &info);
-  while (rc >= 0 && caterva_array_stats_type(pUse) != CATERVA_STATS_NONE &&
-         (rc = caterva_block_iter_next(pIter, &pBlk)) > 0) {
+  bStats = rc >= 0 && caterva_array_stats_type(pUse) != CATERVA_STATS_NONE;
+  if (bStats) caterva_dtype_parse(caterva_array_dtype(pUse), &info);
+  while (bStats && (rc = caterva_block_iter_next(pIter, &pBlk)) > 0) {
     caterva_block_stats st;
     int r = caterva_array_block_stats(pLib, pUse, pBlk->nchunk, pBlk->nblock, &st);
     nBlk++;
@@ -270,9 +316,21 @@ static void cvStatsCheckFunc(sqlite3_context *pCtx, int argc, sqlite3_value **ar
     if (r == 0) continue;
     nKnown++;
     nWrong += !cvCheckBlock(info.kind, caterva_array_itemsize(pUse), caterva_array_ndim(pUse),
-                            pBlk, &st);
+                            pBlk, &st, &nItem);
+    /* about every 16 M items or 4096 blocks: stop when sqlite3_interrupt() was called */
+    nSince += pBlk->uniform ? 1 : nItem;
+    if (++nBlkSince >= CV_CHECK_POLL_BLOCKS || nSince >= CV_CHECK_POLL_ITEMS) {
+      nSince = nBlkSince = 0;
+      if (cvConnInterrupted(pConn)) {
+        bInterrupted = 1;
+        break;
+      }
+    }
   }
-  if (rc < 0) {
+  if (bInterrupted) {
+    sqlite3_result_error(pCtx, "caterva_stats_check: interrupted", -1);
+    sqlite3_result_error_code(pCtx, SQLITE_INTERRUPT);
+  } else if (rc < 0) {
     char *z = sqlite3_mprintf("caterva_stats_check: %s: %s", zArg, caterva_ctx_errmsg(pLib));
     sqlite3_result_error(pCtx, z ? z : "caterva_stats_check: out of memory", -1);
     sqlite3_free(z);

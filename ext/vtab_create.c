@@ -202,20 +202,37 @@ static int cvCreateParams(const CvOptions *p, caterva_array_params *pP, char *zD
   return cvCreatePartition(p, pP, pzErr);
 }
 
+/* fill= of an integer dtype as the exact integer it writes: 0 and *pV, else 1 (not an
+** integer literal, or a number a double may have rounded). */
+static int cvFillInteger(const char *z, int64_t *pV) {
+  char *zEnd = 0;
+  double d;
+  errno = 0;
+  *pV = strtoll(z, &zEnd, 10);
+  if (*z && !*zEnd && errno == 0) return 0;
+  d = strtod(z, &zEnd); /* like 1e6: below 2^53, no other literal rounds to it */
+  if (!*z || *zEnd || !(fabs(d) < 9007199254740992.0) || d != floor(d)) return 1;
+  *pV = (int64_t)d;
+  return 0;
+}
+
 /* The fill item for fill= (or the default) of a dtype. */
 static int cvFillItem(const CvOptions *p, const CvItemType *pType, uint8_t *aItem,
                       char **pzErr) {
   int bNan = p->zFill == 0 ? pType->eKind == CV_ITEM_FLOAT : sqlite3_stricmp(p->zFill, "nan") == 0;
+  int bInt = pType->eKind != CV_ITEM_FLOAT && pType->eKind != CV_ITEM_BLOB;
   double d = 0.0;
+  int64_t v = 0;
   char *zEnd = 0;
   memset(aItem, 0, (size_t)pType->szItem);
   if (bNan && pType->eKind != CV_ITEM_FLOAT) {
     *pzErr = sqlite3_mprintf("caterva: fill=nan needs a float dtype");
     return SQLITE_ERROR;
   }
-  if (p->zFill && !bNan) d = strtod(p->zFill, &zEnd);
-  if ((p->zFill && !bNan && (*p->zFill == 0 || *zEnd || !isfinite(d))) ||
-      cvNumberToItem(pType, bNan ? NAN : d, aItem)) {
+  if (p->zFill && !bNan && !bInt) d = strtod(p->zFill, &zEnd);
+  if (p->zFill && bInt ? cvFillInteger(p->zFill, &v) || cvPutChecked(pType, v, aItem)
+      : (p->zFill && !bNan && (*p->zFill == 0 || *zEnd || !isfinite(d))) ||
+        cvNumberToItem(pType, bNan ? NAN : d, aItem)) {
     *pzErr = sqlite3_mprintf("caterva: fill= must be nan or a number the dtype holds, not "
                              "\"%s\"", p->zFill);
     return SQLITE_ERROR;

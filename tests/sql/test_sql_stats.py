@@ -596,6 +596,61 @@ def check_foreign_stats(tmp):
     db.close()
 
 
+SPECIAL_CASES = [  # dtype, fill option, the special chunks growth leaves
+    ("int16", "", "zero"), ("int16", ", fill='-7'", "repeated value"),
+    ("uint8", ", fill='200'", "repeated value"), ("float32", "", "NaN"),
+    ("float64", ", fill='2.5'", "repeated value"),
+    ("int64", ", fill='4611686018427387904'", "repeated value, sums overflowing"),
+    ("uint64", ", fill='9223372036854775807'", "repeated value, sums overflowing")]
+# 22 x 10 in chunks of 4 x 4 and blocks of 2 x 3: blocks wholly in the padding are not visited
+SPECIAL_BLOCKS = 5 * (4 + 4 + 2) + (2 + 2 + 1)
+
+
+def check_special_chunks(tmp):
+    """Blocks of zero, NaN and repeated-value chunks (left by growth, edge blocks included)
+    are checked from one item: caterva_stats_check finds them exact."""
+    for dtype, fill, what in SPECIAL_CASES:
+        path = os.path.join(tmp, "special_%s.b2nd" % dtype)
+        db = connect()
+        db.execute("CREATE VIRTUAL TABLE t USING caterva('%s', shape='0,10', dtype='%s', "
+                   "chunks='4,4', blocks='2,3'%s)" % (path, dtype, fill))
+        db.execute("INSERT INTO t(d0, d1, value) VALUES(21, 9, 1)")
+        db.commit()
+        st = json.loads(db.execute("SELECT caterva_stats_check('t')").fetchone()[0])
+        report(st["wrong"] == 0 and st["with_stats"] == st["blocks"] == SPECIAL_BLOCKS,
+               "%s%s: growth's %s chunks, edge blocks included, check exact" % (dtype, fill, what),
+               repr(st))
+        db.close()
+        os.unlink(path)
+
+
+def check_interrupt(tmp):
+    """sqlite3_interrupt() stops caterva_stats_check over a large grown array at once."""
+    import threading
+    import time
+    path = os.path.join(tmp, "interrupted.b2nd")
+    db = connect()
+    db.execute("CREATE VIRTUAL TABLE t USING caterva('%s', shape='0,9', dtype='int16')" % path)
+    db.execute("INSERT INTO t(d0, d1, value) VALUES(30182672135, 7, 7)")  # 8.3 M blocks
+    db.commit()
+    at = []
+    timer = threading.Timer(0.3, lambda: (at.append(time.monotonic()), db.interrupt()))
+    timer.start()
+    err = ""
+    try:
+        db.execute("SELECT caterva_stats_check('t')").fetchone()
+    except sqlite3.OperationalError as e:
+        err = str(e)
+    end = time.monotonic()
+    timer.join()
+    late = end - at[0] if at else -1
+    report(err == "caterva_stats_check: interrupted" and 0 <= late < 1.0,
+           "caterva_stats_check over 8.3 M blocks stops %.3f s after sqlite3_interrupt "
+           "(bound 1 s)" % late, repr(err))
+    db.close()
+    os.unlink(path)
+
+
 def main():
     if not os.path.exists(EXT + ".so"):
         print("1..0 # SKIP the extension is not built")
@@ -624,6 +679,8 @@ def main():
         check_reduce_labels(tmp, rng, nq)
         check_valpred_labels_vars(tmp, rng, nq)
         check_foreign_stats(tmp)
+        check_special_chunks(tmp)
+        check_interrupt(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     plan()

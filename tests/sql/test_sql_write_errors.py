@@ -172,6 +172,13 @@ def creation_errors(tmp):
          "holds, not \"1.5\""),
         ("shape='4', fill=abc", "caterva: fill= must be nan or a number the dtype holds, "
          "not \"abc\""),
+        # an integer dtype's fill is the integer written, never a double's rounding of it
+        ("shape='4', dtype='int64', fill=9007199254740993.0", "caterva: fill= must be nan or a "
+         "number the dtype holds, not \"9007199254740993.0\""),
+        ("shape='4', dtype='int64', fill=1e19", "caterva: fill= must be nan or a number the "
+         "dtype holds, not \"1e19\""),
+        ("shape='4', dtype='uint64', fill=-1", "caterva: fill= must be nan or a number the "
+         "dtype holds, not \"-1\""),
         ("shape='4', dtype='float7'", "caterva: dtype=: unknown dtype \"float7\""),
         ("shape='4', sparse=2", "caterva: sparse= must be 0 or 1"),
         ("shape='4,4', dims='a'", "caterva: dims= gives 1 names but the array has 2 dimensions"),
@@ -207,6 +214,15 @@ def creation_errors(tmp):
     create(db, "e2", base)
     got = db.execute("SELECT * FROM e2").fetchall()
     report(got == [(0, 0), (1, 5), (2, 0)], "DROP TABLE keeps the file; it opens again", repr(got))
+    # integer fills past 2^53 are written exactly
+    for dtype, fill in (("int64", "9007199254740993"), ("int64", "-9223372036854775808"),
+                        ("uint64", "9223372036854775807"), ("int32", "1e6")):
+        fp = os.path.join(sub, "fill_%s_%s.b2nd" % (dtype, fill.lstrip("-")))
+        create(db, "f", fp, "shape='3', dtype='%s', fill=%s" % (dtype, fill))
+        got = db.execute("SELECT value FROM f WHERE d0 = 2").fetchone()[0]
+        report(got == int(float(fill)) if "e" in fill else got == int(fill),
+               "fill=%s of %s reads back exactly" % (fill, dtype), repr(got))
+        db.execute("DROP TABLE f")
     db.close()
 
 

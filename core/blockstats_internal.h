@@ -37,6 +37,9 @@ typedef struct bs_lazy {
   int64_t body;           /* offset of position 0's record in the stored form */
   int64_t page;           /* positions per page */
   uint8_t *loaded;        /* per page: 1 once read (its records, or NULL ones, are in rec) */
+  int64_t one_page;       /* the page a position was last read alone from, or -1: the first
+                           * position asked for in an unread page is read alone, the next
+                           * one reads the page (the positions read alone keep their records) */
   uint8_t *buf;           /* the blocks of the last page read, decoded */
   int64_t cap;
   caterva_ctx *ctx;       /* decodes the pages (read paths have no context of their own) */

@@ -400,29 +400,32 @@ static void decode_block(const uint8_t *q, caterva_block_stats *s) {
   s->sum_overflow = (cat_le32(q + 32) & BS_FLAG_SUM_OVERFLOW) != 0;
 }
 
-/* Records for positions [first, first + n) from their stored bytes at p. false: out of
- * memory (the records made are dropped again). */
-static bool decode_chunks(cat_bstats *bs, const uint8_t *p, int64_t first, int64_t n) {
-  for (int64_t i = 0; i < n; i++, p += per_chunk(bs)) {
-    const uint8_t *q = p + BS_CHUNK_HEAD;
-    bs_rec *r;
-    if (cat_le64(p) == 0) continue;
-    r = cat_bs_rec_new(bs->nblocks);
-    if (r == NULL) {
-      for (int64_t j = 0; j < i; j++) {
-        cat_bs_rec_unref(bs->rec[first + j]);
-        bs->rec[first + j] = NULL;
-      }
-      return false;
-    }
-    r->fp = cat_le64(p);
-    for (int32_t b = 0; b < bs->nblocks; b++, q += BS_REC) {
-      cat_bs_rec_starts(r, bs->nblocks)[b] = cat_le32(q + 36);
-      decode_block(q, &r->b[b]);
-    }
-    bs->rec[first + i] = r;
+/* The record stored at p (NULL for none, or out of memory: *nomem set). */
+static bs_rec *decode_chunk(const cat_bstats *bs, const uint8_t *p, bool *nomem) {
+  const uint8_t *q = p + BS_CHUNK_HEAD;
+  bs_rec *r;
+  if (cat_le64(p) == 0) return NULL;
+  r = cat_bs_rec_new(bs->nblocks);
+  if (r == NULL) {
+    *nomem = true;
+    return NULL;
   }
-  return true;
+  r->fp = cat_le64(p);
+  for (int32_t b = 0; b < bs->nblocks; b++, q += BS_REC) {
+    cat_bs_rec_starts(r, bs->nblocks)[b] = cat_le32(q + 36);
+    decode_block(q, &r->b[b]);
+  }
+  return r;
+}
+
+/* Records for the positions [first, first + n) without one yet (those read alone have
+ * theirs) from their stored bytes at p. false: out of memory (the records made stay: a
+ * retry makes the others). */
+static bool decode_chunks(cat_bstats *bs, const uint8_t *p, int64_t first, int64_t n) {
+  bool nomem = false;
+  for (int64_t i = 0; i < n && !nomem; i++, p += per_chunk(bs))
+    if (bs->rec[first + i] == NULL) bs->rec[first + i] = decode_chunk(bs, p, &nomem);
+  return !nomem;
 }
 
 /* Read page pg: its records into rec. Bytes that do not decode leave its positions unknown
@@ -509,9 +512,27 @@ void cat_bs_pages_ahead(cat_bstats *bs, const int64_t *pos, int n) {
   free(sorted);
 }
 
+/* Position n's record read alone (a query of one cell reads one record, not a page of
+ * them); NULL when it has none or its bytes do not decode (its page is read then). */
+static bs_rec *load_one(cat_bstats *bs, int64_t n) {
+  bs_lazy *lz = bs->lazy;
+  const uint8_t *p;
+  bool nomem = false;
+  if (read_range(lz, lz->body + n * (int64_t)per_chunk(bs), (int64_t)per_chunk(bs), &p) < 0)
+    return NULL;
+  return bs->rec[n] = decode_chunk(bs, p, &nomem);
+}
+
 bs_rec *cat_bs_rec_at(cat_bstats *bs, int64_t n) {
-  if (bs->lazy != NULL && !bs->lazy->loaded[n / bs->lazy->page])
-    (void)load_page(NULL, bs, n / bs->lazy->page); /* without memory: unknown this time */
+  bs_lazy *lz = bs->lazy;
+  int64_t pg;
+  if (lz == NULL || bs->rec[n] != NULL || lz->loaded[n / lz->page]) return bs->rec[n];
+  pg = n / lz->page;
+  if (lz->one_page != pg) {
+    lz->one_page = pg;
+    if (load_one(bs, n) != NULL) return bs->rec[n];
+  }
+  (void)load_page(NULL, bs, pg); /* without memory: unknown this time */
   return bs->rec[n];
 }
 
@@ -559,6 +580,7 @@ static int lazy_init(const caterva_array *a, cat_bstats *bs, const uint8_t *chun
   bs_lazy *lz = calloc(1, sizeof *lz);
   int rc = 0;
   if (lz == NULL) return CATERVA_E_NOMEM;
+  lz->one_page = -1;
   bs->lazy = lz;
   if (cat_sc_vlmeta_is_lazy(a->sc, BS_ATTR)) { /* a remote frame's: fetched a page at a time */
     lz->sc = a->sc;

@@ -92,6 +92,16 @@ int cat_chunk_span_init(const uint8_t *chunk, int32_t have, int32_t cbytes, cat_
  * with the decoder's framing, or -1 when they run past hi (the chunk is then read whole). */
 int32_t cat_chunk_span_reach(const uint8_t *chunk, int32_t cbytes, int32_t j, int32_t hi);
 
+/* Items [item, item + n) of a chunk (len bytes) whose block holding them is split into the
+ * byte planes of a shuffle of its typesize and has no other filter to undo (the layout of a
+ * frame's offsets index), read from the planes' streams without decoding the block: zero,
+ * run and raw streams cost nothing, a codec stream is decoded into ctx's scratch (worker 0).
+ * Writes n * typesize bytes to out and returns 1; 0 when the chunk or block has another
+ * layout or the items do not lie in one block (decode the block then); a negative error
+ * (with a message) when a stream does not decode. */
+int cat_chunk_items_planes(caterva_ctx *ctx, const void *chunk, size_t len, int32_t item,
+                           int32_t n, uint8_t *out);
+
 /* ---- re-encoding the changed blocks of a chunk (chunk.c; the write cache) ---------------- */
 
 /* The chunk old (oldlen bytes) with every block j where dirty[j] != 0 compressed anew from

@@ -546,6 +546,87 @@ static int cat_decode_block(caterva_ctx *ctx, int w, const cat_chunk *ck, int32_
   return CATERVA_OK;
 }
 
+/* ---- items read from byte planes ------------------------------------------------------- */
+
+/* Block j of ck is a shuffle of its typesize, whole (one stream) or split into its byte
+ * planes, with nothing else to undo. */
+static bool cat_planes_only(const cat_chunk *ck, int32_t j) {
+  const caterva_chunk_info *ci = &ck->info;
+  int nshuffle = 0;
+  if (ci->special != CATERVA_SPECIAL_NONE || ci->memcpyed || ci->typesize < 2 ||
+      cat_block_size(ci, j) % ci->typesize != 0)
+    return false;
+  for (int i = 0; i < CATERVA_MAX_FILTERS; i++) {
+    uint8_t f = ci->filters[i], meta = ci->filters_meta[i];
+    if (f == CATERVA_SHUFFLE && (meta == 0 || meta == ci->typesize)) nshuffle++;
+    else if (f != CATERVA_NOFILTER && f != CATERVA_TRUNC_PREC) return false;
+  }
+  return nshuffle == 1;
+}
+
+/* From the stream at r (neblock bytes decoded), holding planes of q bytes each: byte i + m
+ * of its plane p into out[p + m * ts] (out already offset to the stream's first plane). */
+static int cat_stream_bytes(caterva_ctx *ctx, const cat_chunk *ck, cat_rdr *r, int32_t neblock,
+                            int32_t q, int32_t i, int32_t n, uint8_t *out) {
+  int32_t csize, ts = ck->info.typesize;
+  const uint8_t *src;
+  uint8_t token, *buf;
+  if (!cat_rdr_le32(r, &csize)) return CATERVA_E_CORRUPT;
+  if (csize <= 0) { /* zeros, or a run of the byte -csize (a token byte follows) */
+    if (csize < -255 || (csize < 0 && (!cat_rdr_u8(r, &token) || !(token & 1))))
+      return CATERVA_E_CORRUPT;
+    for (int32_t p = 0; p < neblock / q; p++)
+      for (int32_t m = 0; m < n; m++) out[p + (size_t)m * (size_t)ts] = (uint8_t)(-csize);
+    return CATERVA_OK;
+  }
+  if (!cat_rdr_bytes(r, (size_t)csize, &src)) return CATERVA_E_CORRUPT;
+  if (csize != neblock) {
+    buf = cat_scratch_get(ctx, 0, 0, (size_t)neblock);
+    if (buf == NULL) return CATERVA_E_NOMEM;
+    if (cat_codec_decompress(&ctx->scratch[0], ck->info.codec, src, csize, buf, neblock,
+                             ck->dict, ck->dictlen) != neblock)
+      return CATERVA_E_CORRUPT;
+    src = buf;
+  }
+  for (int32_t p = 0; p < neblock / q; p++)
+    for (int32_t m = 0; m < n; m++)
+      out[p + (size_t)m * (size_t)ts] = src[(size_t)p * (size_t)q + (size_t)(i + m)];
+  return CATERVA_OK;
+}
+
+int cat_chunk_items_planes(caterva_ctx *ctx, const void *chunk, size_t len, int32_t item,
+                           int32_t n, uint8_t *out) {
+  cat_chunk ck;
+  int64_t first, j;
+  int32_t ts, bsize, nstreams, q, bstart;
+  cat_rdr r;
+  int rc = cat_parse_ctx(ctx, chunk, len, &ck);
+  if (rc < 0) return rc;
+  ts = ck.info.typesize;
+  first = (int64_t)item * ts;
+  if (item < 0 || n < 1 || ts < 1 || ck.info.blocksize <= 0 ||
+      first + (int64_t)n * ts > ck.info.nbytes)
+    return 0;
+  j = first / ck.info.blocksize;
+  if ((first + (int64_t)n * ts - 1) / ck.info.blocksize != j || !cat_planes_only(&ck, (int32_t)j))
+    return 0;
+  bsize = cat_block_size(&ck.info, (int32_t)j);
+  nstreams = cat_block_nstreams(&ck, bsize); /* 1 or ts */
+  q = bsize / ts;
+  bstart = cat_le32s(ck.p + ck.hdr + 4 * (size_t)j);
+  if (bstart < ck.data_start || bstart >= ck.info.cbytes)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "corrupt chunk data (block %d starts outside)",
+                     (int)j);
+  cat_rdr_init(&r, ck.p + bstart, (size_t)(ck.info.cbytes - bstart));
+  for (int32_t s = 0; s < nstreams; s++) {
+    rc = cat_stream_bytes(ctx, &ck, &r, bsize / nstreams, q,
+                          (int32_t)((first - j * ck.info.blocksize) / ts), n,
+                          out + (size_t)s * (size_t)(ts / nstreams));
+    if (rc < 0) return cat_error(ctx, rc, "corrupt chunk data (a stream does not decode)");
+  }
+  return 1;
+}
+
 /* ---- decoding sets of blocks, in parallel ---------------------------------------------- */
 
 typedef struct cat_dec_job {

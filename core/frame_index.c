@@ -2,9 +2,11 @@
  * frame_index.c -- the offsets index of a large frame read a block at a time. A read-only
  * open of a contiguous frame whose index holds more than CAT_INDEX_LAZY_MIN entries in
  * several blocks does not decode it (spec 3.4: the index is a chunk of int64 entries, cut
- * into blocks): an entry is read by decoding the one block of the index chunk it lies in,
- * checked like an entry decoded at open (cat_frame_check_entry), and kept in a small cache
- * of decoded blocks. Whatever needs every entry (writers, compaction, copies, the sparse
+ * into blocks): an entry is read by decoding the one block of the index chunk it lies in
+ * and kept in a small cache of decoded blocks; the first entry asked for in a block (with the
+ * next one) is read from the block's byte planes instead, without decoding the block. Every
+ * entry is checked like an entry decoded at open (cat_frame_check_entry) when it is read, so
+ * a bad entry fails the reads that use it, and only those. Whatever needs every entry (writers, compaction, copies, the sparse
  * store) decodes the whole index first with cat_sc_index_load; readers ask for entries with
  * cat_sc_entry or cat_sc_entries.
  *
@@ -45,6 +47,9 @@ struct cat_lazy_index {
   lidx_slot slot[LIDX_SLOTS];
   uint64_t tick;
   int64_t decoded;                         /* blocks decoded so far (a test's counter) */
+  int64_t planes_block;                    /* the block last read an entry at a time, or -1 */
+  int64_t planes_i, planes_e[2];           /* the entries read so: i, entry i and i + 1 */
+  bool planes_next;                        /* planes_e[1] holds entry i + 1 (or -1: none) */
 };
 
 void cat_index_lazy_free(cat_lazy_index *lz) {
@@ -85,6 +90,7 @@ int cat_index_lazy_attach(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *c
   lz->blocksize = ci.blocksize;
   lz->per_block = ci.blocksize / 8;
   lz->remote = remote;
+  lz->planes_block = -1;
   for (int k = 0; k < LIDX_SLOTS; k++) lz->slot[k].block = -1;
   sc->lazy_index = lz;
   return ci.cbytes;
@@ -111,8 +117,55 @@ static lidx_slot *find(cat_lazy_index *lz, int64_t b) {
   return NULL;
 }
 
-/* Decode block b of the index into a slot and check its entries (lz->mu held; for a remote
- * index the store's lock too: the block's bytes are fetched first when missing). */
+/* Make block b's bytes present (a remote index fetches them) and lz->ctx ready. */
+static int block_ready(caterva_ctx *ctx, const caterva_schunk *sc, cat_lazy_index *lz,
+                       int64_t b) {
+  int32_t blk = (int32_t)b;
+  if (lz->ctx == NULL && caterva_ctx_new(1, &lz->ctx) < 0)
+    return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  if (!lz->remote) return CATERVA_OK;
+  return cat_remote_bytes_locked(ctx, sc, lz->chunk, lz->cbytes, &blk, 1);
+}
+
+/* The first time a block is asked for one entry (and the next): the entries read from its
+ * byte planes (cat_chunk_items_planes), without decoding the block into fresh memory, whose
+ * first touch costs more than the block's decoding. 1 when done, 0 when the index has another
+ * layout or the block was read this way already (decode it then), or a negative error. */
+static int entry_planes(caterva_ctx *ctx, const caterva_schunk *sc, cat_lazy_index *lz,
+                        int64_t i, int64_t *e, int64_t *next) {
+  int64_t b = i / lz->per_block, got[2];
+  int32_t n = next != NULL && i + 1 < sc->nchunks && (i + 1) / lz->per_block == b ? 2 : 1;
+  uint8_t le[16];
+  int rc = CATERVA_OK;
+  if (lz->planes_block == b && lz->planes_i == i && (next == NULL || lz->planes_next)) {
+    *e = lz->planes_e[0]; /* the same entry again (a chunk's kind, then its bytes) */
+    if (next != NULL) *next = lz->planes_e[1];
+    return 1;
+  }
+  if (lz->planes_block == b) return 0;
+  CAT_TRY(leave, block_ready(ctx, sc, lz, b));
+  rc = cat_chunk_items_planes(lz->ctx, lz->chunk, (size_t)lz->cbytes, (int32_t)i, n, le);
+  CAT_CHECK(leave, rc >= 0, rc, "offsets index: block %lld does not decode (%s)", (long long)b,
+            caterva_ctx_errmsg(lz->ctx));
+  if (rc == 0) goto leave;
+  for (int32_t k = 0; k < n; k++) {
+    got[k] = (int64_t)cat_le64(le + 8 * k);
+    CAT_TRY(leave, cat_frame_check_entry(ctx, sc, i + k, got[k]));
+  }
+  *e = lz->planes_e[0] = got[0];
+  lz->planes_e[1] = n == 2 ? got[1] : -1;
+  if (next != NULL) *next = lz->planes_e[1];
+  lz->planes_i = i;
+  lz->planes_next = next != NULL;
+  lz->planes_block = b;
+  lz->decoded++;
+  rc = 1;
+leave:
+  return rc;
+}
+
+/* Decode block b of the index into a slot (lz->mu held; for a remote index the store's lock
+ * too: the block's bytes are fetched first when missing). Its entries are checked when read. */
 static int load_block(caterva_ctx *ctx, const caterva_schunk *sc, cat_lazy_index *lz,
                       int64_t b, lidx_slot **out) {
   lidx_slot *s = victim(lz);
@@ -121,13 +174,10 @@ static int load_block(caterva_ctx *ctx, const caterva_schunk *sc, cat_lazy_index
   int32_t blk = (int32_t)b;
   int64_t got;
   int rc = CATERVA_OK;
-  if (lz->ctx == NULL && caterva_ctx_new(1, &lz->ctx) < 0)
-    return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
   if (s->e == NULL && (s->e = malloc((size_t)lz->blocksize)) == NULL)
     return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
   s->block = -1;
-  if (lz->remote)
-    CAT_TRY(leave, cat_remote_bytes_locked(ctx, sc, lz->chunk, lz->cbytes, &blk, 1));
+  CAT_TRY(leave, block_ready(ctx, sc, lz, b));
   got = caterva_chunk_decompress_blocks(lz->ctx, lz->chunk, (size_t)lz->cbytes, &blk, 1, s->e,
                                         (size_t)lz->blocksize);
   CAT_CHECK(leave, got == n * 8, got < 0 ? (int)got : CATERVA_E_CORRUPT,
@@ -137,7 +187,6 @@ static int load_block(caterva_ctx *ctx, const caterva_schunk *sc, cat_lazy_index
     uint8_t le[8];
     memcpy(le, &s->e[k], 8);
     s->e[k] = (int64_t)cat_le64(le);
-    CAT_TRY(leave, cat_frame_check_entry(ctx, sc, first + k, s->e[k]));
   }
   s->block = b;
   lz->decoded++;
@@ -152,10 +201,20 @@ static int entry_at(caterva_ctx *ctx, const caterva_schunk *sc, cat_lazy_index *
   int64_t b = i / lz->per_block, k = i - b * lz->per_block;
   lidx_slot *s = find(lz, b);
   int rc = CATERVA_OK;
-  if (s == NULL) CAT_TRY(leave, load_block(ctx, sc, lz, b, &s));
+  if (s == NULL) {
+    rc = entry_planes(ctx, sc, lz, i, e, next);
+    if (rc != 0) return rc < 0 ? rc : CATERVA_OK;
+    CAT_TRY(leave, load_block(ctx, sc, lz, b, &s));
+  }
   s->used = ++lz->tick;
   *e = s->e[k];
-  if (next != NULL) *next = k + 1 < lz->per_block && i + 1 < sc->nchunks ? s->e[k + 1] : -1;
+  CAT_TRY(leave, cat_frame_check_entry(ctx, sc, i, *e));
+  if (next == NULL) goto leave;
+  *next = -1;
+  if (k + 1 < lz->per_block && i + 1 < sc->nchunks) {
+    *next = s->e[k + 1];
+    CAT_TRY(leave, cat_frame_check_entry(ctx, sc, i + 1, *next));
+  }
 leave:
   return rc;
 }
@@ -227,6 +286,7 @@ int cat_sc_entry(caterva_ctx *ctx, const caterva_schunk *sc, int64_t i, int64_t 
   if (s != NULL) {
     s->used = ++lz->tick;
     *e = s->e[i % lz->per_block];
+    rc = cat_frame_check_entry(ctx, sc, i, *e);
   } else if (!lz->remote) {
     rc = entry_at(ctx, sc, lz, i, e, NULL);
   }

@@ -4,6 +4,7 @@
  * memcpyed chunks; identical output for any number of threads.
  */
 #include "cat_internal.h"
+#include "chunk_format_internal.h"
 #include "tap.h"
 
 #include <math.h>
@@ -48,6 +49,41 @@ typedef struct counters {
 } counters;
 
 static caterva_ctx *ctx1, *ctx2;
+static int planes_hits; /* items read from byte planes (cat_chunk_items_planes) */
+
+/* Items read from the byte planes agree with the source: the first, a middle and the last
+ * item of every block, alone and with the next; 0 (another layout) is allowed only where
+ * the chunk is not a plain shuffle of its typesize. */
+static bool items_planes_ok(const caterva_cparams *cp, const caterva_chunk_info *ci,
+                            const uint8_t *c, int32_t cbytes, const uint8_t *src, char *why,
+                            size_t whylen) {
+  int32_t ts = cp->typesize, nitems = ci->nbytes / ts;
+  bool plain_shuffle = ts > 1 && !ci->memcpyed && ci->special == CATERVA_SPECIAL_NONE;
+  uint8_t got[2 * 16];
+  for (int k = 0; k < CATERVA_MAX_FILTERS; k++)
+    if (cp->filters[k] != CATERVA_NOFILTER && cp->filters[k] != CATERVA_SHUFFLE)
+      plain_shuffle = false;
+  plain_shuffle = plain_shuffle && cat_has_filter(cp->filters, CATERVA_SHUFFLE);
+  for (int32_t j = 0; j < ci->nblocks; j++) {
+    int32_t first = j * (ci->blocksize / ts), bsize = cat_block_size(ci, j);
+    int32_t at[3] = {first, first + bsize / ts / 2, first + bsize / ts - 1};
+    for (int a = 0; a < 3; a++)
+      for (int32_t n = 1; n <= 2; n++) {
+        int rc;
+        if (at[a] < 0 || at[a] + n > nitems || bsize % ts != 0 || ci->blocksize % ts != 0 ||
+            (at[a] + n - 1) / (ci->blocksize / ts) != j)
+          continue;
+        rc = cat_chunk_items_planes(ctx1, c, (size_t)cbytes, at[a], n, got);
+        if (rc < 0 || (rc == 0 && plain_shuffle) ||
+            (rc == 1 && memcmp(got, src + (size_t)at[a] * ts, (size_t)(n * ts)) != 0)) {
+          snprintf(why, whylen, "items_planes block %d item %d n %d: %d", j, at[a], n, rc);
+          return false;
+        }
+        planes_hits += rc;
+      }
+  }
+  return true;
+}
 
 /* Round trip one configuration; returns true when every check holds. */
 static bool roundtrip(const caterva_cparams *cp, const uint8_t *src, int32_t n, char *why,
@@ -106,6 +142,7 @@ static bool roundtrip(const caterva_cparams *cp, const uint8_t *src, int32_t n, 
       goto done;
     }
   }
+  if (!items_planes_ok(cp, &ci, c1, n1, src, why, whylen)) goto done;
   if (n >= cp->typesize * 3) {
     int32_t nitems = n / cp->typesize, start = nitems / 3, cnt = nitems / 2;
     d = caterva_chunk_getitems(ctx1, c1, (size_t)n1, start, cnt, out, n);
@@ -329,6 +366,7 @@ static void test_trunc_prec(void) {
 int main(void) {
   if (caterva_ctx_new(1, &ctx1) < 0 || caterva_ctx_new(2, &ctx2) < 0) return 1;
   test_matrix();
+  tap_ok(planes_hits > 1000, "%d item reads from byte planes agreed with the source", planes_hits);
   test_split_rule();
   test_special();
   test_memcpyed();

@@ -105,6 +105,40 @@ static inline void copy_match(uint8_t *op, const uint8_t *oend, size_t dist, siz
   if (i < len) memcpy(op + i, ref + i, len - i);
 }
 
+/* The match whose control byte ctrl (>= 32) was read, its other bytes at *ipp: its length
+ * and distance, with *ipp moved past it. room: output bytes left, done: output bytes made.
+ * false when the stream is truncated or the match does not fit. */
+static inline bool read_match(unsigned ctrl, const uint8_t **ipp, const uint8_t *iend,
+                              size_t room, size_t done, size_t *plen, size_t *pdist) {
+  const uint8_t *ip = *ipp;
+  size_t len = (ctrl >> 5) - 1; /* 0..5 (+3 below), or 6: a long match */
+  size_t dist = (size_t)(ctrl & 31u) << 8;
+  unsigned code;
+  if (len == 6) {
+    do {
+      if (iend - ip < 2) return false;
+      code = *ip++;
+      len += code;
+      if (len > room) return false; /* also keeps len from overflowing */
+    } while (code == 255);
+  } else if (iend - ip < 2) {
+    return false;
+  }
+  code = *ip++;
+  len += 3;
+  if (code == 255 && dist == ((size_t)FAR_ESCAPE << 8)) {
+    if (iend - ip < 2) return false;
+    dist = ((size_t)ip[0] << 8 | ip[1]) + FAR_BASE;
+    ip += 2;
+  } else {
+    dist += (size_t)code + 1;
+  }
+  *ipp = ip;
+  *plen = len;
+  *pdist = dist;
+  return len <= room && dist <= done;
+}
+
 int32_t cat_blosclz_decompress(const uint8_t *in, int32_t n, uint8_t *out, int32_t nout) {
   if (in == NULL || out == NULL || n <= 0 || nout <= 0) return CATERVA_E_CORRUPT;
 
@@ -128,31 +162,9 @@ int32_t cat_blosclz_decompress(const uint8_t *in, int32_t n, uint8_t *out, int32
       ctrl = *ip++;
       continue;
     }
-
-    size_t len = (ctrl >> 5) - 1; /* 0..5 (+3 below), or 6: a long match */
-    size_t dist = (size_t)(ctrl & 31u) << 8;
-    if (len == 6) {
-      const size_t room = (size_t)(oend - op);
-      unsigned code;
-      do {
-        if (iend - ip < 2) goto corrupt;
-        code = *ip++;
-        len += code;
-        if (len > room) goto corrupt; /* also keeps len from overflowing */
-      } while (code == 255);
-    } else if (iend - ip < 2) {
+    size_t len, dist;
+    if (!read_match(ctrl, &ip, iend, (size_t)(oend - op), (size_t)(op - out), &len, &dist))
       goto corrupt;
-    }
-    unsigned code = *ip++;
-    len += 3;
-    if (code == 255 && dist == ((size_t)FAR_ESCAPE << 8)) {
-      if (iend - ip < 2) goto corrupt;
-      dist = ((size_t)ip[0] << 8 | ip[1]) + FAR_BASE;
-      ip += 2;
-    } else {
-      dist += (size_t)code + 1;
-    }
-    if (len > (size_t)(oend - op) || dist > (size_t)(op - out)) goto corrupt;
     if (ip == iend) break; /* the reference decoder does not execute a match that ends the input */
     ctrl = *ip++;
     copy_match(op, oend, dist, len);
@@ -164,6 +176,79 @@ int32_t cat_blosclz_decompress(const uint8_t *in, int32_t n, uint8_t *out, int32
 
 corrupt:
   return CATERVA_E_CORRUPT;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Bytes at some positions of a stream's output, without making the output
+ *
+ * The stream's tokens are listed (where each starts in the output, its length, and the input
+ * offset of a literal run's bytes or a match's distance), checked as the decoder checks them.
+ * A position in a literal run is read from the input; one in a match is the byte `dist` back,
+ * or for a repeating match (dist < len) the same byte of the pattern's first period, which is
+ * before the match: so a position moves strictly back until it lands in a literal run.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct lz_op {
+  int32_t at, len; /* output bytes [at, at + len) */
+  int32_t src;     /* literal run: input offset of its bytes; match: -distance */
+} lz_op;
+
+/* The tokens of the stream into ops (room for n / 2 + 1); their count, or -1 when the
+ * decoder would reject the stream. */
+static int32_t list_ops(const uint8_t *in, int32_t n, int32_t nout, lz_op *ops) {
+  const uint8_t *ip = in, *const iend = in + n;
+  int32_t k = 0, at = 0;
+  unsigned ctrl = *ip++ & 31u;
+  for (;;) {
+    if (ctrl < 32) {
+      int32_t run = (int32_t)ctrl + 1;
+      if (run > iend - ip || run > nout - at) return -1;
+      ops[k++] = (lz_op){at, run, (int32_t)(ip - in)};
+      ip += run;
+      at += run;
+      if (ip == iend) break;
+      ctrl = *ip++;
+      continue;
+    }
+    size_t len, dist;
+    if (!read_match(ctrl, &ip, iend, (size_t)(nout - at), (size_t)at, &len, &dist)) return -1;
+    if (ip == iend) break; /* not executed, as in the decoder */
+    ctrl = *ip++;
+    ops[k++] = (lz_op){at, (int32_t)len, -(int32_t)dist};
+    at += (int32_t)len;
+  }
+  return at == nout ? k : -1;
+}
+
+/* The output byte at x (0 <= x < the output's length) from the listed tokens. */
+static uint8_t byte_at(const uint8_t *in, const lz_op *ops, int32_t nops, int32_t x) {
+  for (;;) {
+    int32_t lo = 0, hi = nops - 1;
+    while (lo < hi) { /* the last token starting at or before x */
+      int32_t mid = lo + (hi - lo + 1) / 2;
+      if (ops[mid].at <= x) lo = mid;
+      else hi = mid - 1;
+    }
+    const lz_op *o = &ops[lo];
+    if (o->src >= 0) return in[o->src + (x - o->at)];
+    int32_t dist = -o->src;
+    x = o->at - dist + (x - o->at) % dist; /* strictly before o->at */
+  }
+}
+
+int32_t cat_blosclz_bytes_at(const uint8_t *in, int32_t n, int32_t nout, const int32_t *pos,
+                             int32_t npos, uint8_t *out, void *scratch, size_t cap) {
+  lz_op *ops = scratch;
+  int32_t nops;
+  if (in == NULL || n <= 0 || nout <= 0 || cap < CAT_BLOSCLZ_AT_SCRATCH(n))
+    return CATERVA_E_CORRUPT;
+  nops = list_ops(in, n, nout, ops);
+  if (nops <= 0) return CATERVA_E_CORRUPT;
+  for (int32_t k = 0; k < npos; k++) {
+    if (pos[k] < 0 || pos[k] >= nout) return CATERVA_E_CORRUPT;
+    out[k] = byte_at(in, ops, nops, pos[k]);
+  }
+  return npos;
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 #ifndef CAT_BLOSCLZ_H
 #define CAT_BLOSCLZ_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Compress n bytes of in into out (capacity maxout) at clevel 1..9 (higher searches harder;
@@ -24,5 +25,13 @@ int32_t cat_blosclz_compress(int clevel, const uint8_t *in, int32_t n, uint8_t *
  * out's contents are unspecified on failure. Follows the reference decoder's acceptance rules
  * (spec section 2). */
 int32_t cat_blosclz_decompress(const uint8_t *in, int32_t n, uint8_t *out, int32_t nout);
+/* Scratch bytes cat_blosclz_bytes_at needs for an n-byte stream (its tokens, listed). */
+#define CAT_BLOSCLZ_AT_SCRATCH(n) (((size_t)(n) / 2 + 1) * 12)
+/* The bytes at positions pos[0..npos) of the nout-byte output of the n-byte stream at in,
+ * into out[0..npos), without making the output (cost: the stream's tokens, listed in scratch
+ * of CAT_BLOSCLZ_AT_SCRATCH(n) bytes of cap). Returns npos, or CATERVA_E_CORRUPT when the
+ * decoder would reject the stream (or a position lies outside the output). */
+int32_t cat_blosclz_bytes_at(const uint8_t *in, int32_t n, int32_t nout, const int32_t *pos,
+                             int32_t npos, uint8_t *out, void *scratch, size_t cap);
 
 #endif /* CAT_BLOSCLZ_H */

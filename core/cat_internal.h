@@ -243,6 +243,15 @@ int32_t cat_codec_compress(cat_scratch *s, int codec, int clevel, const uint8_t 
  * dict/dictlen: the chunk's dictionary (zstd, lz4), or NULL/0. */
 int32_t cat_codec_decompress(cat_scratch *s, int codec, const uint8_t *in, int32_t n,
                              uint8_t *out, int32_t nout, const uint8_t *dict, int32_t dictlen);
+/* Scratch bytes cat_codec_bytes_at needs for an n-byte stream of codec; 0 when the codec
+ * cannot read bytes without decoding the stream (only blosclz can). */
+size_t cat_codec_bytes_at_scratch(int codec, int32_t n);
+/* The bytes at positions pos[0..npos) of the nout-byte output of the n-byte stream at in,
+ * into out, without decoding the stream (scratch: cat_codec_bytes_at_scratch bytes). Returns
+ * npos, or CATERVA_E_CORRUPT where decoding would fail. */
+int32_t cat_codec_bytes_at(int codec, const uint8_t *in, int32_t n, int32_t nout,
+                           const int32_t *pos, int32_t npos, uint8_t *out, void *scratch,
+                           size_t cap);
 /* Release the codec state held in s. */
 void cat_codec_scratch_free(cat_scratch *s);
 /* Chunk-header format id (flags bits 5-7) of a compcode, or -1. */

@@ -564,6 +564,26 @@ static bool cat_planes_only(const cat_chunk *ck, int32_t j) {
   return nshuffle == 1;
 }
 
+/* cat_stream_bytes for a stream (csize bytes at src) whose codec reads bytes without decoding
+ * it (their positions listed in scratch 2, the codec's scratch in scratch 0). */
+static int cat_stream_bytes_at(caterva_ctx *ctx, int codec, const uint8_t *src, int32_t csize,
+                               int32_t neblock, int32_t q, int32_t i, int32_t n, int32_t ts,
+                               uint8_t *out) {
+  int32_t np = neblock / q * n, *pos;
+  size_t cap = cat_codec_bytes_at_scratch(codec, csize);
+  uint8_t *ops = cat_scratch_get(ctx, 0, 0, cap), *got;
+  pos = (int32_t *)(void *)cat_scratch_get(ctx, 0, 2, (size_t)np * (sizeof *pos + 1));
+  if (ops == NULL || pos == NULL) return CATERVA_E_NOMEM;
+  got = (uint8_t *)(pos + np);
+  for (int32_t p = 0; p < neblock / q; p++)
+    for (int32_t m = 0; m < n; m++) pos[p * n + m] = p * q + i + m;
+  if (cat_codec_bytes_at(codec, src, csize, neblock, pos, np, got, ops, cap) != np)
+    return CATERVA_E_CORRUPT;
+  for (int32_t p = 0; p < neblock / q; p++)
+    for (int32_t m = 0; m < n; m++) out[p + (size_t)m * (size_t)ts] = got[p * n + m];
+  return CATERVA_OK;
+}
+
 /* From the stream at r (neblock bytes decoded), holding planes of q bytes each: byte i + m
  * of its plane p into out[p + m * ts] (out already offset to the stream's first plane). */
 static int cat_stream_bytes(caterva_ctx *ctx, const cat_chunk *ck, cat_rdr *r, int32_t neblock,
@@ -571,6 +591,7 @@ static int cat_stream_bytes(caterva_ctx *ctx, const cat_chunk *ck, cat_rdr *r, i
   int32_t csize, ts = ck->info.typesize;
   const uint8_t *src;
   uint8_t token, *buf;
+  size_t at;
   if (!cat_rdr_le32(r, &csize)) return CATERVA_E_CORRUPT;
   if (csize <= 0) { /* zeros, or a run of the byte -csize (a token byte follows) */
     if (csize < -255 || (csize < 0 && (!cat_rdr_u8(r, &token) || !(token & 1))))
@@ -580,6 +601,10 @@ static int cat_stream_bytes(caterva_ctx *ctx, const cat_chunk *ck, cat_rdr *r, i
     return CATERVA_OK;
   }
   if (!cat_rdr_bytes(r, (size_t)csize, &src)) return CATERVA_E_CORRUPT;
+  /* a stream that compresses well: its tokens take less room than its output */
+  at = csize != neblock ? cat_codec_bytes_at_scratch(ck->info.codec, csize) : 0;
+  if (at > 0 && at * 2 < (size_t)neblock)
+    return cat_stream_bytes_at(ctx, ck->info.codec, src, csize, neblock, q, i, n, ts, out);
   if (csize != neblock) {
     buf = cat_scratch_get(ctx, 0, 0, (size_t)neblock);
     if (buf == NULL) return CATERVA_E_NOMEM;

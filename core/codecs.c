@@ -161,6 +161,17 @@ static int32_t cat_snappy_decompress(const uint8_t *in, int32_t n, uint8_t *out,
 }
 #endif
 
+size_t cat_codec_bytes_at_scratch(int codec, int32_t n) {
+  return codec == CATERVA_BLOSCLZ && n > 0 ? CAT_BLOSCLZ_AT_SCRATCH(n) : 0;
+}
+
+int32_t cat_codec_bytes_at(int codec, const uint8_t *in, int32_t n, int32_t nout,
+                           const int32_t *pos, int32_t npos, uint8_t *out, void *scratch,
+                           size_t cap) {
+  if (codec != CATERVA_BLOSCLZ) return CATERVA_E_UNSUPPORTED;
+  return cat_blosclz_bytes_at(in, n, nout, pos, npos, out, scratch, cap);
+}
+
 int32_t cat_codec_decompress(cat_scratch *s, int codec, const uint8_t *in, int32_t n,
                              uint8_t *out, int32_t nout, const uint8_t *dict, int32_t dictlen) {
   switch (codec) {

@@ -147,6 +147,32 @@ static int walk_stream(const uint8_t *s, int32_t n, stream_stats *st) {
 /* Compress at clevel into an exact-size buffer of capacity n, check the stream's structure,
  * decode it with both decoders into exact-size buffers and compare.
  * Returns the compressed size (0 = stored raw), or -1 on any failure. */
+/* cat_blosclz_bytes_at against a decoding: dec, the stream's output when it decodes, else
+ * NULL (bytes_at must then fail too). Positions: both ends and up to 61 spread ones. */
+static int at_checks, at_failures;
+static void check_bytes_at(const uint8_t *stream, int32_t n, int32_t nout, const uint8_t *dec) {
+  int32_t pos[64], np = 0, rc;
+  uint8_t got[64];
+  size_t cap = CAT_BLOSCLZ_AT_SCRATCH(n);
+  void *scratch = xmalloc(cap);
+  if (nout <= 0) {
+    free(scratch);
+    return;
+  }
+  pos[np++] = 0;
+  pos[np++] = nout - 1;
+  for (int k = 0; k < 61 && k < nout; k++) pos[np++] = (int32_t)(rng() % (uint32_t)nout);
+  rc = cat_blosclz_bytes_at(stream, n, nout, pos, np, got, scratch, cap);
+  at_checks++;
+  if (dec == NULL ? rc != CATERVA_E_CORRUPT : rc != np) at_failures++;
+  for (int k = 0; dec != NULL && rc == np && k < np; k++)
+    if (got[k] != dec[pos[k]]) {
+      at_failures++;
+      break;
+    }
+  free(scratch);
+}
+
 static int32_t roundtrip(int clevel, const uint8_t *src, int32_t n, stream_stats *st) {
   int32_t result = -1;
   uint8_t *in = dup_exact(src, (size_t)n);
@@ -167,6 +193,7 @@ static int32_t roundtrip(int clevel, const uint8_t *src, int32_t n, stream_stats
   if (cat_blosclz_decompress(stream, csize, dec, n) != n) goto leave;
   if (model_decode(stream, csize, dec2, n) != n) goto leave;
   if (memcmp(dec, src, (size_t)n) != 0 || memcmp(dec2, src, (size_t)n) != 0) goto leave;
+  check_bytes_at(stream, csize, n, dec);
   result = csize;
 leave:
   free(in);
@@ -185,6 +212,7 @@ static int decoders_agree(const uint8_t *stream, int32_t n, int32_t nout, int32_
   int32_t rb = model_decode(s, n, b, nout);
   int agree = (ra == nout && rb == nout && memcmp(a, b, (size_t)nout) == 0) ||
               (ra == CATERVA_E_CORRUPT && rb == -1);
+  if (n > 0) check_bytes_at(s, n, nout, ra == nout ? a : NULL);
   if (rc_out) *rc_out = ra;
   free(s);
   free(a);
@@ -561,5 +589,8 @@ int main(void) {
   test_handmade();
   test_malformed();
   test_fuzz();
+  tap_ok(at_checks > 1000 && at_failures == 0,
+         "bytes read without decoding (cat_blosclz_bytes_at) agree with the decoder on %d "
+         "streams, valid and not (%d disagree)", at_checks, at_failures);
   return tap_done();
 }

@@ -928,7 +928,7 @@ double caterva_array_stats_selectivity(const caterva_array *a, int op, const cat
   cat_bs_prefetch_pages(bs, step);
   for (int64_t pg = 0; pg < npages; pg += step) {
     int64_t first = pg * page, n = bs->n - first < page ? bs->n - first : page, k;
-    if (bs->lazy->loaded[pg])
+    if (bs->lazy->loaded[pg] == BS_PAGE_READ)
       k = keep_recs(bs, first, n, op, b);
     else
       k = page_keep(bs, pg, n, op, b);

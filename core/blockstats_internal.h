@@ -27,6 +27,8 @@ typedef struct bs_mark {
   bs_rec **rec;
 } bs_mark;
 
+enum { BS_PAGE_UNREAD = 0, BS_PAGE_READ = 1, BS_PAGE_SOME = 2 };
+
 /* The stored records not read yet (blockstats_stored.c): the stored form's compressed bytes,
  * decoded a page of positions at a time when a position of the page is first asked for. */
 typedef struct bs_lazy {
@@ -36,7 +38,9 @@ typedef struct bs_lazy {
   caterva_schunk *sc;     /* set when chunk is borrowed from a remote frame */
   int64_t body;           /* offset of position 0's record in the stored form */
   int64_t page;           /* positions per page */
-  uint8_t *loaded;        /* per page: 1 once read (its records, or NULL ones, are in rec) */
+  uint8_t *loaded;        /* per page: BS_PAGE_READ once read (its records, or NULL ones, are
+                           * in rec), BS_PAGE_SOME when some of its positions have records
+                           * (read alone, or before memory ran out), else BS_PAGE_UNREAD */
   int64_t one_page;       /* the page a position was last read alone from, or -1: the first
                            * position asked for in an unread page is read alone, the next
                            * one reads the page (the positions read alone keep their records) */

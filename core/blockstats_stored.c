@@ -115,11 +115,11 @@ void cat_bs_free(cat_bstats *bs) {
   for (int k = 0; k < bs->nmarks; k++) cat_bs_recs_free(bs->marks[k].rec, bs->marks[k].n);
   free(bs->marks);
   if (bs->lazy != NULL && bs->lazy->loaded != NULL && bs->lazy->page > 0) {
-    /* records exist only in the pages read (an edit reads them all first): the positions of
-     * the others are never touched, not even to free them (a calloc'ed array of 8 bytes a
-     * chunk that stays out of memory) */
+    /* records exist only in the pages read or partly read (an edit reads them all first):
+     * the positions of the others are never touched, not even to free them (a calloc'ed
+     * array of 8 bytes a chunk that stays out of memory) */
     for (int64_t pg = 0; pg * bs->lazy->page < bs->n; pg++)
-      if (bs->lazy->loaded[pg])
+      if (bs->lazy->loaded[pg] != BS_PAGE_UNREAD)
         for (int64_t i = pg * bs->lazy->page; i < bs->n && i < (pg + 1) * bs->lazy->page; i++)
           cat_bs_rec_unref(bs->rec[i]);
     free(bs->rec);
@@ -436,9 +436,12 @@ static int load_page(caterva_ctx *ctx, cat_bstats *bs, int64_t pg) {
   const uint8_t *p;
   int rc = read_range(lz, lz->body + first * (int64_t)per_chunk(bs),
                       n * (int64_t)per_chunk(bs), &p);
-  if (rc >= 0 && !decode_chunks(bs, p, first, n)) rc = CATERVA_E_NOMEM;
+  if (rc >= 0 && !decode_chunks(bs, p, first, n)) {
+    lz->loaded[pg] = BS_PAGE_SOME; /* the records made are kept, and freed with bs */
+    rc = CATERVA_E_NOMEM;
+  }
   if (rc == CATERVA_E_NOMEM) return cat_error(ctx, rc, "out of memory");
-  lz->loaded[pg] = 1;
+  lz->loaded[pg] = BS_PAGE_READ;
   return CATERVA_OK;
 }
 
@@ -476,7 +479,7 @@ static void fetch_pages(cat_bstats *bs, const int64_t *pos, int64_t n, int64_t s
     int64_t pg = pos != NULL ? pos[k] : k * step, first, cnt, lo, hi;
     if (pg < 0 || pg >= bs->n) continue;
     pg /= lz->page;
-    if (pg == last || lz->loaded[pg]) continue;
+    if (pg == last || lz->loaded[pg] == BS_PAGE_READ) continue;
     last = pg;
     first = pg * lz->page;
     cnt = bs->n - first < lz->page ? bs->n - first : lz->page;
@@ -520,13 +523,16 @@ static bs_rec *load_one(cat_bstats *bs, int64_t n) {
   bool nomem = false;
   if (read_range(lz, lz->body + n * (int64_t)per_chunk(bs), (int64_t)per_chunk(bs), &p) < 0)
     return NULL;
-  return bs->rec[n] = decode_chunk(bs, p, &nomem);
+  bs->rec[n] = decode_chunk(bs, p, &nomem);
+  if (bs->rec[n] != NULL) lz->loaded[n / lz->page] = BS_PAGE_SOME; /* freed with bs */
+  return bs->rec[n];
 }
 
 bs_rec *cat_bs_rec_at(cat_bstats *bs, int64_t n) {
   bs_lazy *lz = bs->lazy;
   int64_t pg;
-  if (lz == NULL || bs->rec[n] != NULL || lz->loaded[n / lz->page]) return bs->rec[n];
+  if (lz == NULL || bs->rec[n] != NULL || lz->loaded[n / lz->page] == BS_PAGE_READ)
+    return bs->rec[n];
   pg = n / lz->page;
   if (lz->one_page != pg) {
     lz->one_page = pg;
@@ -540,7 +546,7 @@ int cat_bs_load_all(caterva_ctx *ctx, cat_bstats *bs) {
   bs_lazy *lz = bs->lazy;
   if (lz == NULL) return CATERVA_OK;
   for (int64_t pg = 0; pg * lz->page < bs->n; pg++)
-    if (!lz->loaded[pg]) {
+    if (lz->loaded[pg] != BS_PAGE_READ) {
       int rc = load_page(ctx, bs, pg);
       if (rc < 0) return rc;
     }

@@ -256,26 +256,26 @@ static int split_pieces(const rpiece *p, int64_t n, rpiece **out, int64_t *nout)
 static int check_answer(caterva_ctx *ctx, cat_rstore *rs, const caterva_schunk *sc,
                         const cat_get *g) {
   bool same;
-  if (strcmp(g->url, rs->url) != 0) return CATERVA_OK;
-  same = !g->changed &&
-         (g->version[0] != '\0' && rs->version[0] != '\0'
-              ? strcmp(g->version, rs->version) == 0
-              : sc->store != CATERVA_STORE_CONTIGUOUS || g->size < 0 || g->size == sc->frame_len);
+  if (strcmp(g->url, cat_rs_frame_url(rs)) != 0) return CATERVA_OK;
+  same = !g->changed && (g->version[0] != '\0' && rs->version[0] != '\0'
+                             ? strcmp(g->version, rs->version) == 0
+                             : g->size < 0 || g->size == sc->frame_len);
   if (same) return CATERVA_OK;
   rs->changed = true;
   if (rs->pending)
     return cat_error(ctx, CATERVA_E_CHANGED, "'%s' changed since it was opened (version %s, "
-                     "now %s)", rs->url, rs->version, g->version);
+                     "now %s)", g->url, rs->version, g->version);
   return cat_error(ctx, CATERVA_E_IO, "'%s' changed while it was being read (version %s, now "
-                   "%s): run the statement again", rs->url, rs->version, g->version);
+                   "%s): run the statement again", g->url, rs->version, g->version);
 }
 
-/* Ask the answers of gets to the frame object to be judged against the version opened. */
+/* Ask the answers of gets to the frame object to be judged against the version opened (the
+ * object's size is the frame's length, chunks.b2frame's too). */
 static void expect_version(const cat_rstore *rs, const caterva_schunk *sc, cat_get *g, int64_t n) {
   for (int64_t q = 0; q < n; q++)
-    if (strcmp(g[q].url, rs->url) == 0) {
+    if (strcmp(g[q].url, cat_rs_frame_url(rs)) == 0) {
       g[q].expect_version = rs->version;
-      g[q].expect_size = sc->store == CATERVA_STORE_CONTIGUOUS ? sc->frame_len : -1;
+      g[q].expect_size = sc->frame_len;
     }
 }
 
@@ -283,7 +283,7 @@ static void expect_version(const cat_rstore *rs, const caterva_schunk *sc, cat_g
  * came from the frame object. */
 static void checked(cat_rstore *rs, const cat_get *g, int64_t n) {
   for (int64_t q = 0; q < n && rs->pending; q++)
-    if (strcmp(g[q].url, rs->url) == 0) rs->pending = false;
+    if (strcmp(g[q].url, cat_rs_frame_url(rs)) == 0) rs->pending = false;
 }
 
 int cat_rs_run_pieces(caterva_ctx *ctx, cat_rstore *rs, const caterva_schunk *sc,
@@ -345,32 +345,67 @@ leave:
 
 /* ---- open ------------------------------------------------------------------------------- */
 
-static int open_sparse(caterva_ctx *ctx, caterva_schunk *sc, cat_rstore *rs, cat_get *probe) {
-  uint8_t *frame = probe->dst;
-  int64_t len = probe->got, tstart = 0;
+/* The rest of chunks.b2frame after the probe's len bytes, fetched whole into *frame (which
+ * grows to the object's size). */
+static int sparse_rest(caterva_ctx *ctx, cat_rstore *rs, cat_get *probe) {
+  cat_get more;
+  uint8_t *frame;
   int rc = CATERVA_OK;
-  char *iurl = (char *)probe->url;
+  CAT_CHECK(leave, probe->size <= INT32_MAX, CATERVA_E_CORRUPT,
+            "'%s' is too large for an index", probe->url);
+  frame = realloc(probe->dst, (size_t)probe->size);
+  CAT_CHECK(leave, frame != NULL, CATERVA_E_NOMEM, "out of memory");
+  probe->dst = frame;
+  memset(&more, 0, sizeof more);
+  more.url = probe->url;
+  more.off = probe->got;
+  more.len = probe->size - probe->got;
+  more.dst = frame + probe->got;
+  CAT_TRY(leave, cat_remote_get(ctx, rs->rm, &more, 1));
+  probe->got = probe->size;
+leave:
+  return rc;
+}
+
+/* A reader's large chunks.b2frame (more after its header than the two first requests of
+ * cat_rs_open_tail): its index and trailer read by range, the block statistics when asked
+ * for. 1 when done so, 0 when it is to be fetched whole. Writers fetch it whole: their commit
+ * rewrites every entry and record. */
+static int sparse_by_range(caterva_ctx *ctx, caterva_schunk *sc, cat_rstore *rs,
+                           cat_get *probe) {
+  int rc;
+  if (sc->writable || probe->size <= probe->got) return 0;
+  rc = cat_frame_parse_header_part(ctx, sc, probe->dst, (size_t)probe->got, (size_t)probe->size,
+                                   CAT_FRAME_SPARSE);
+  if (rc == CATERVA_E_NOSPACE) return 0; /* a header longer than the probe */
+  if (rc < 0) return rc;
+  if (sc->frame_len != probe->size)
+    return cat_error(ctx, CATERVA_E_CORRUPT, "'%s' holds %lld bytes, its header says %lld",
+                     probe->url, (long long)probe->size, (long long)sc->frame_len);
+  if (sc->frame_len - sc->header_len <= CAT_RTAIL_HEAD + CAT_RTAIL_END) return 0;
+  rc = cat_rs_open_tail(ctx, sc, rs, sc->header_len, probe->dst, probe->got);
+  return rc < 0 ? rc : 1;
+}
+
+static int open_sparse(caterva_ctx *ctx, caterva_schunk *sc, cat_rstore *rs, cat_get *probe) {
+  int64_t tstart = 0;
+  int rc = CATERVA_OK;
   sc->store = CATERVA_STORE_SPARSE;
   snprintf(rs->version, sizeof rs->version, "%s", probe->version);
   rs->index_mtime = probe->mtime;
-  if (probe->size > len) { /* the rest of chunks.b2frame: a second wave */
-    cat_get more;
-    CAT_CHECK(leave, probe->size <= INT32_MAX, CATERVA_E_CORRUPT,
-              "'%s' is too large for an index", iurl);
-    frame = realloc(probe->dst, (size_t)probe->size);
-    CAT_CHECK(leave, frame != NULL, CATERVA_E_NOMEM, "out of memory");
-    probe->dst = frame;
-    memset(&more, 0, sizeof more);
-    more.url = iurl;
-    more.off = len;
-    more.len = probe->size - len;
-    more.dst = frame + len;
-    CAT_TRY(leave, cat_remote_get(ctx, rs->rm, &more, 1));
-    len = probe->size;
+  rs->iurl = strdup(probe->url);
+  CAT_CHECK(leave, rs->iurl != NULL, CATERVA_E_NOMEM, "out of memory");
+  CAT_TRY(leave, rc = sparse_by_range(ctx, sc, rs, probe));
+  if (rc == 1) {
+    rc = CATERVA_OK;
+    goto leave;
   }
-  CAT_TRY(leave, cat_frame_parse_header(ctx, sc, frame, (size_t)len, CAT_FRAME_SPARSE));
-  CAT_TRY(leave, cat_frame_parse_trailer(ctx, sc, frame, sc->header_len, &tstart));
-  CAT_TRY(leave, cat_frame_parse_index(ctx, sc, frame, sc->header_len, tstart - sc->header_len));
+  if (probe->size > probe->got) CAT_TRY(leave, sparse_rest(ctx, rs, probe)); /* a second wave */
+  CAT_TRY(leave, cat_frame_parse_header(ctx, sc, probe->dst, (size_t)probe->got,
+                                        CAT_FRAME_SPARSE));
+  CAT_TRY(leave, cat_frame_parse_trailer(ctx, sc, probe->dst, sc->header_len, &tstart));
+  CAT_TRY(leave, cat_frame_parse_index(ctx, sc, probe->dst, sc->header_len,
+                                       tstart - sc->header_len));
   rc = CATERVA_OK;
 leave:
   return rc;
@@ -419,7 +454,7 @@ static int open_contiguous(caterva_ctx *ctx, caterva_schunk *sc, cat_rstore *rs,
       sc->frame_len - idx > CAT_RTAIL_HEAD + CAT_RTAIL_END) {
     CAT_CHECK(leave, sc->frame_len - idx <= INT32_MAX, CATERVA_E_UNSUPPORTED,
               "'%s': index and trailer of %lld bytes", rs->url, (long long)(sc->frame_len - idx));
-    rc = cat_rs_open_tail(ctx, sc, rs, idx);
+    rc = cat_rs_open_tail(ctx, sc, rs, idx, probe->dst, probe->got);
     goto leave;
   }
   if (have >= sc->frame_len) {
@@ -580,6 +615,7 @@ void cat_remote_close(caterva_schunk *sc) {
   free(rs->tail);
   free(rs->have);
   cat_remote_free(rs->rm);
+  free(rs->iurl);
   free(rs->url);
   pthread_mutex_destroy(&rs->mu);
   free(rs);

@@ -36,7 +36,8 @@ typedef struct cat_rchunk {
 struct cat_rstore {
   cat_remote *rm;
   char *url;             /* contiguous: the frame; sparse: the directory */
-  char version[96];      /* of the frame, or of chunks.b2frame */
+  char *iurl;            /* sparse: `<url>/chunks.b2frame` (owned); contiguous: NULL */
+  char version[96];      /* of the frame object (cat_rs_frame_url) */
   /* the chunks touched and still cached or pinned: records malloc'ed (they never move), found
    * by chunk number in an open-addressing table of tabcap (a power of 2) slots */
   cat_rchunk **tab;
@@ -50,8 +51,8 @@ struct cat_rstore {
   int64_t index_mtime;   /* sparse: when chunks.b2frame was written (seconds; -1 unknown) */
   uint8_t **retired;     /* bytes of chunks replaced while a reader had them pinned */
   int64_t nretired;
-  /* contiguous frames read by range at open (open_tail): bytes [tail_off, frame_len) of the
-   * object -- offsets index and trailer -- of which the ranges in have[] are present */
+  /* large frames read by range at open (cat_rs_open_tail): bytes [tail_off, frame_len) of the
+   * frame object -- offsets index and trailer -- of which the ranges in have[] are present */
   uint8_t *tail;
   int64_t tail_off;
   rrange *have;
@@ -73,12 +74,21 @@ typedef struct rpiece {
 #define CAT_RTAIL_HEAD (64 * 1024)
 #define CAT_RTAIL_END (16 * 1024)
 
+/* The frame object: the contiguous frame, or a sparse frame's chunks.b2frame (header, offsets
+ * index and trailer). Its answers are judged against rs->version; chunk objects of a sparse
+ * frame are never rewritten under their names. */
+static inline const char *cat_rs_frame_url(const cat_rstore *rs) {
+  return rs->iurl != NULL ? rs->iurl : rs->url;
+}
+
 /* Fetch the byte ranges orig[0..norig) of the store's objects (frame_remote.c): merged where
  * close, split where large, answers checked against the frame's version. The lock held. */
 int cat_rs_run_pieces(caterva_ctx *ctx, cat_rstore *rs, const caterva_schunk *sc,
                       const rpiece *orig, int64_t norig);
-/* Read the index and trailer of the contiguous frame at open, by range when it is large
- * (frame_remote_tail.c); idx: where the index starts. */
-int cat_rs_open_tail(caterva_ctx *ctx, caterva_schunk *sc, cat_rstore *rs, int64_t idx);
+/* Read the index and trailer of a large frame object at open, by range (frame_remote_tail.c);
+ * idx: where the index starts; seed: the object's first nseed bytes, already fetched (the
+ * open's probe: what of them lies from idx on is not asked again), borrowed. */
+int cat_rs_open_tail(caterva_ctx *ctx, caterva_schunk *sc, cat_rstore *rs, int64_t idx,
+                     const uint8_t *seed, int64_t nseed);
 
 #endif

@@ -1,16 +1,18 @@
 /*
- * frame_remote_tail.c -- a large contiguous frame on a server: its offsets index and trailer
- * read by range at open, and the block statistics' bytes fetched a block at a time when a
- * query needs them (cat_remote_bytes), as are the blocks of a large offsets index (read a block
- * at a time by frame_index.c). The remote store itself is frame_remote.c.
+ * frame_remote_tail.c -- a large frame on a server: its offsets index and trailer read by
+ * range at open, and the block statistics' bytes fetched a block at a time when a query needs
+ * them (cat_remote_bytes), as are the blocks of a large offsets index (read a block at a time
+ * by frame_index.c). The frame object is a contiguous frame, or a sparse frame's
+ * chunks.b2frame (its header, index and trailer, no chunks). The remote store itself is
+ * frame_remote.c.
  */
 #include "frame_remote_internal.h"
 
-/* ---- the offsets index and trailer of a contiguous frame, by range ------------------------ */
+/* ---- the offsets index and trailer of a frame, by range ------------------------------------ */
 
 /*
- * A large contiguous frame's bytes after its chunk section -- the offsets index, then the
- * trailer -- are not fetched whole at open: the block statistics in the trailer grow with the
+ * A large frame object's bytes after its chunk section (none in chunks.b2frame) -- the offsets
+ * index, then the trailer -- are not fetched whole at open: the block statistics in the trailer grow with the
  * chunk count (0.65 MB at a million chunks). The open's second wave asks for the first
  * CAT_RTAIL_HEAD bytes from the index on (the index's header; a small index whole, the
  * trailer's lead-in after it) and the last CAT_RTAIL_END bytes of the frame (the trailer's
@@ -88,7 +90,8 @@ static int tail_fetch(caterva_ctx *ctx, cat_rstore *rs, const caterva_schunk *sc
   int rc = CATERVA_OK;
   CAT_CHECK(leave, p != NULL, CATERVA_E_NOMEM, "out of memory");
   for (int k = 0; k < n; k++) {
-    p[k] = (rpiece){-1, rs->url, need[k].lo, need[k].hi - need[k].lo, tail_at(rs, need[k].lo)};
+    p[k] = (rpiece){-1, cat_rs_frame_url(rs), need[k].lo, need[k].hi - need[k].lo,
+                    tail_at(rs, need[k].lo)};
     if (needed) cat_remote_count_needed(rs->rm, p[k].len);
   }
   CAT_TRY(leave, cat_rs_run_pieces(ctx, rs, sc, p, n));
@@ -175,9 +178,19 @@ static int tail_plan(caterva_ctx *ctx, cat_rstore *rs, const caterva_schunk *sc,
   return CATERVA_OK;
 }
 
-/* Open's second wave and what follows for a large contiguous frame (see above); idx: where
- * its offsets index starts. Then the trailer and the index are parsed from the window. */
-int cat_rs_open_tail(caterva_ctx *ctx, caterva_schunk *sc, cat_rstore *rs, int64_t idx) {
+/* The probe's bytes (the object's first nseed) that lie in the window, marked present. */
+static int tail_seed(cat_rstore *rs, const caterva_schunk *sc, const uint8_t *seed,
+                     int64_t nseed) {
+  int64_t lo = rs->tail_off, hi = nseed < sc->frame_len ? nseed : sc->frame_len;
+  if (seed == NULL || hi <= lo) return CATERVA_OK;
+  memcpy(tail_at(rs, lo), seed + lo, (size_t)(hi - lo));
+  return tail_mark(rs, lo, hi);
+}
+
+/* Open's second wave and what follows for a large frame object (see above); idx: where its
+ * offsets index starts. Then the trailer and the index are parsed from the window. */
+int cat_rs_open_tail(caterva_ctx *ctx, caterva_schunk *sc, cat_rstore *rs, int64_t idx,
+                     const uint8_t *seed, int64_t nseed) {
   rrange *need = malloc(CAT_RTAIL_NEED * sizeof *need);
   int64_t tstart = 0, fl = sc->frame_len;
   int n = 0, rc = CATERVA_OK;
@@ -185,14 +198,21 @@ int cat_rs_open_tail(caterva_ctx *ctx, caterva_schunk *sc, cat_rstore *rs, int64
   rs->tail_off = idx;
   rs->tail = calloc(1, (size_t)(fl - idx)); /* zeros where nothing was fetched: no RSS */
   CAT_CHECK(leave, rs->tail != NULL, CATERVA_E_NOMEM, "out of memory");
-  need[n++] = (rrange){idx, idx + CAT_RTAIL_HEAD};
-  need[n++] = (rrange){fl - CAT_RTAIL_END, fl};
-  if (need[1].lo <= need[0].hi) need[0].hi = fl, n = 1;
-  for (int wave = 0; n > 0; wave++) {
+  CAT_CHECK(leave, tail_seed(rs, sc, seed, nseed) >= 0, CATERVA_E_NOMEM, "out of memory");
+  if (fl - CAT_RTAIL_END <= idx + CAT_RTAIL_HEAD) {
+    tail_want(rs, sc, need, &n, idx, fl);
+  } else {
+    tail_want(rs, sc, need, &n, idx, idx + CAT_RTAIL_HEAD);
+    tail_want(rs, sc, need, &n, fl - CAT_RTAIL_END, fl);
+  }
+  for (int wave = 0;; wave++) {
+    if (n == 0) CAT_TRY(leave, tail_plan(ctx, rs, sc, need, &n));
+    if (n == 0) break;
     CAT_CHECK(leave, wave <= CAT_RTAIL_WAVES, CATERVA_E_CORRUPT,
-              "'%s': its offsets index and trailer not found in %d waves", rs->url, wave);
+              "'%s': its offsets index and trailer not found in %d waves", cat_rs_frame_url(rs),
+              wave);
     CAT_TRY(leave, tail_fetch(ctx, rs, sc, need, n, false));
-    CAT_TRY(leave, tail_plan(ctx, rs, sc, need, &n));
+    n = 0;
   }
   sc->lazy_vlmeta = CAT_RLAZY_VLMETA;
   rc = cat_frame_parse_trailer_at(ctx, sc, rs->tail, idx, idx, &tstart);

@@ -1,17 +1,18 @@
 /*
  * frame_index.c -- the offsets index of a large frame read a block at a time. A read-only
- * open of a contiguous frame whose index holds more than CAT_INDEX_LAZY_MIN entries in
- * several blocks does not decode it (spec 3.4: the index is a chunk of int64 entries, cut
- * into blocks): an entry is read by decoding the one block of the index chunk it lies in
- * and kept in a small cache of decoded blocks; the first entry asked for in a block (with the
- * next one) is read from the block's byte planes instead, without decoding the block. Every
- * entry is checked like an entry decoded at open (cat_frame_check_entry) when it is read, so
- * a bad entry fails the reads that use it, and only those. Whatever needs every entry (writers, compaction, copies, the sparse
- * store) decodes the whole index first with cat_sc_index_load; readers ask for entries with
+ * open of a contiguous frame, or of a remote sparse frame (its chunks.b2frame), whose index
+ * holds more than CAT_INDEX_LAZY_MIN entries in several blocks does not decode it (spec 3.4:
+ * the index is a chunk of int64 entries, cut into blocks): an entry is read by decoding the
+ * one block of the index chunk it lies in and kept in a small cache of decoded blocks; the
+ * first entry asked for in a block (with the next one) is read from the block's byte planes
+ * instead, without decoding the block. Every entry is checked like an entry decoded at open
+ * (cat_frame_check_entry) when it is read, so a bad entry fails the reads that use it, and
+ * only those. Whatever needs every entry (writers, compaction, copies, a local sparse frame's
+ * files) decodes the whole index first with cat_sc_index_load; readers ask for entries with
  * cat_sc_entry or cat_sc_entries.
  *
  * The index chunk's bytes are those of a local file's map (a read-only schunk keeps its map
- * until it is freed), or those of a remote contiguous frame's window (frame_remote_tail.c),
+ * until it is freed), or those of a remote frame object's window (frame_remote_tail.c),
  * of which only the header part is present at open: a block's bytes are fetched by range
  * before it is decoded (cat_remote_bytes_locked, checked with the decoder's framing), the
  * blocks a list of entries needs in one wave.
@@ -64,7 +65,8 @@ bool cat_index_lazy_ok(const caterva_schunk *sc, const uint8_t *chunk, int64_t a
                        caterva_chunk_info *ci) {
   caterva_chunk_info tmp;
   if (ci == NULL) ci = &tmp;
-  return !sc->writable && sc->store == CATERVA_STORE_CONTIGUOUS &&
+  /* contiguous frames, and remote sparse ones (a local chunks.b2frame is read whole) */
+  return !sc->writable && (sc->store == CATERVA_STORE_CONTIGUOUS || sc->remote != NULL) &&
          sc->nchunks > CAT_INDEX_LAZY_MIN && sc->nchunks <= INT32_MAX / 8 &&
          avail >= CATERVA_CHUNK_HEADER_SIZE &&
          caterva_chunk_info_get(chunk, (size_t)avail, ci) >= 0 &&

@@ -289,6 +289,10 @@ void caterva_schunk_remote_stats(const caterva_schunk *sc, caterva_remote_stats 
   cat_remote_stats_of(sc, st);
 }
 
+int64_t caterva_schunk_index_blocks(const caterva_schunk *sc) {
+  return cat_sc_index_blocks_decoded(sc);
+}
+
 int caterva_schunk_get_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i,
                              const uint8_t **chunk, int32_t *cbytes) {
   const uint8_t *p = NULL;

@@ -209,15 +209,19 @@ static void cvJsonMsgpack(sqlite3_str *pStr, const msgpack_object *o, int nDepth
 }
 
 /* What a remote array fetched so far (the bytes served from its range cache are not
-** counted): "remote":{...}, for measuring pushdown over a network. Nothing for local ones. */
+** counted): "remote":{...}, for measuring pushdown over a network, with the blocks of its
+** offsets index decoded when it is read a block at a time. Nothing for local ones. */
 static void cvJsonRemote(sqlite3_str *pStr, const caterva_schunk *pSc) {
   caterva_remote_stats st;
+  int64_t nIdx = caterva_schunk_index_blocks(pSc);
   caterva_schunk_remote_stats(pSc, &st);
   if (st.requests == 0) return;
   sqlite3_str_appendf(pStr, "\"remote\":{\"waves\":%lld,\"requests\":%lld,\"retries\":%lld,"
-                      "\"bytes\":%lld,\"needed\":%lld},", (long long)st.waves,
+                      "\"bytes\":%lld,\"needed\":%lld", (long long)st.waves,
                       (long long)st.requests, (long long)st.retries, (long long)st.bytes,
                       (long long)st.needed);
+  if (nIdx >= 0) sqlite3_str_appendf(pStr, ",\"index_blocks\":%lld", (long long)nIdx);
+  sqlite3_str_appendall(pStr, "},");
 }
 
 /* Append the value of attribute zName (msgpack bytes) as JSON. */

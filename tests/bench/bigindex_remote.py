@@ -9,11 +9,14 @@ peak RSS (VmHWM) over the open and then over a one-cell query near the end.
       DIR ROWS[,ROWS...] EXT[,EXT...]
 
 ROWS 1000 makes 10^5 chunks, 10000 makes 10^6; EXT: paths of caterva.so without the suffix
-(build/.libs/caterva). Files are made in DIR once and kept.
+(build/.libs/caterva). Files are made in DIR once and kept. With SPARSE=1 each array is also
+read as a sparse frame (a copy made with caterva_copy; its chunks.b2frame holds the index,
+and two thirds of its chunks are files: 67,000 at 10^5 chunks).
 """
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -41,31 +44,54 @@ print(json.dumps({"open": o, "cell": remote(), "rss_open": r1 - r0, "rss_cell": 
 '''
 
 
+def sparse_layout(folder):
+    """The offsets index chunk of a sparse frame: it follows chunks.b2frame's header."""
+    b = open(os.path.join(folder, "chunks.b2frame"), "rb").read()
+    idx = struct.unpack(">I", b[11:15])[0]
+    nbytes, bsize, cbytes = struct.unpack("<iii", b[idx + 4:idx + 16])
+    return {"cbytes": cbytes, "spans": [0] * -(-nbytes // bsize)}
+
+
+def forms(s, path, rows):
+    """(kind, url, file bytes, index layout) of the array as served."""
+    base = s.nginx_http.rstrip("/") + "/"
+    shutil.copyfile(path, os.path.join(s.root, os.path.basename(path)))
+    out = [("contiguous", base + os.path.basename(path), os.path.getsize(path),
+            T.index_layout(path))]
+    if os.environ.get("SPARSE") == "1":
+        name = "bigindex_%d.sparse" % rows
+        folder = os.path.join(s.root, name)
+        db = T.connect()
+        db.execute("SELECT caterva_copy(?, ?, 1)", (path, folder))
+        db.close()
+        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(folder)
+                   for f in fs)
+        out.append(("sparse", base + name + "/", size, sparse_layout(folder)))
+    return out
+
+
 def main():
     folder, sizes, exts = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(",")
     os.makedirs(folder, exist_ok=True)
-    print("| chunks | file bytes | index chunk bytes (blocks) | extension | open: waves, "
+    print("| chunks | form | bytes | index chunk bytes (blocks) | extension | open: waves, "
           "requests, bytes | after one cell: waves, bytes | peak RSS rise MB: open, cell |")
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     with servers.Servers(folder, what="nginx", lifetime=3600, cleanup=True) as s:
-        base = s.nginx_http.rstrip("/") + "/"
         for rows in (int(r) for r in sizes):
             path = os.path.join(folder, "bigindex_%d.b2nd" % rows)
             if not os.path.exists(path):
                 T.make(path, rows)
-            shutil.copyfile(path, os.path.join(s.root, os.path.basename(path)))
-            lay = T.index_layout(path)
             q = "SELECT value FROM u WHERE d0 = %d AND d1 = 213" % (rows - 3)
-            for ext in exts:
-                out = subprocess.run([sys.executable, "-c", CHILD, ext,
-                                      base + os.path.basename(path), q],
-                                     capture_output=True, text=True, check=True)
-                g = json.loads(out.stdout)
-                o, c = g["open"], g["cell"]
-                print("| %d | %d | %d (%d) | %s | %d, %d, %d | %d, %d | %.1f, %.1f |"
-                      % (rows * T.COLS // T.C, os.path.getsize(path), lay["cbytes"],
-                         len(lay["spans"]), ext, o["waves"], o["requests"], o["bytes"],
-                         c["waves"], c["bytes"], g["rss_open"], g["rss_cell"]))
+            for kind, url, size, lay in forms(s, path, rows):
+                for ext in exts:
+                    out = subprocess.run([sys.executable, "-c", CHILD, ext, url, q],
+                                         capture_output=True, text=True, check=True)
+                    g = json.loads(out.stdout)
+                    o, c = g["open"], g["cell"]
+                    print("| %d | %s | %d | %d (%d) | %s | %d, %d, %d | %d, %d | %.1f, %.1f |"
+                          % (rows * T.COLS // T.C, kind, size, lay["cbytes"], len(lay["spans"]),
+                             ext, o["waves"], o["requests"], o["bytes"], c["waves"], c["bytes"],
+                             g["rss_open"], g["rss_cell"]))
 
 
 if __name__ == "__main__":

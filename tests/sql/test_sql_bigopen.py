@@ -23,7 +23,7 @@ build: 18.2 to 8.7 MB), and BOUND_MB came down from 60 to 15 MB.
 
 Over http (nginx started here on 127.0.0.1, tests/remote/servers.py), the million-chunk array,
 as its contiguous file and as a sparse frame (a copy: its chunks.b2frame holds the same index
-and trailer, read by range the same way),
+and trailer, read by range the same way, its index a block at a time),
 opens in at most 2 waves of at most 3 requests and at most REMOTE_OPEN_BYTES (the block
 statistics in its trailer, 650 KB, are read a block at a time as pages are needed; 718,696
 bytes were fetched when the index and trailer came whole), the one-cell query takes at most 2
@@ -255,6 +255,11 @@ def remote_one(n, first, url, size, kind):
     report(o.get("bytes", 1 << 30) <= REMOTE_OPEN_BYTES,
            "%s: the open fetches %d bytes, at most %d (the array: %d)"
            % (what, o.get("bytes", -1), REMOTE_OPEN_BYTES, size), repr(o))
+    # its offsets index (8 MB of entries) read a block at a time: none decoded at open, at
+    # most one for the cell (caterva_info's remote.index_blocks; absent when decoded whole)
+    report(o.get("index_blocks") == 0 and a.get("index_blocks", 99) <= 1,
+           "%s: the offsets index is read a block at a time: %s blocks decoded at open, %s "
+           "after the cell" % (what, o.get("index_blocks"), a.get("index_blocks")), repr(got))
     sixes = sum(1 for d0 in range(first, C * n) if d0 % 7 == 6)
     e = got["end"]
     # (the cell's chunk was decoded before: BOX - 1 or BOX blocks for `value > 5`)

@@ -467,19 +467,25 @@ static void cat_unfilter(const cat_chunk *ck, int32_t j, uint8_t *a, uint8_t *b,
   if (cur != dst) memcpy(dst, cur, (size_t)bsize);
 }
 
-/* Whether a block is a 4-byte shuffle of its streams and nothing else to undo (the common
- * float32 case): its streams are then the byte planes, each stream one plane or one stream
- * all four, and cat_decode_planes unshuffles them where they are. */
-static bool cat_planes_ok(const cat_chunk *ck, int32_t bsize, int32_t nstreams) {
-  const caterva_chunk_info *ci = &ck->info;
+/* Whether a block of bsize bytes of ci is a shuffle of its items' bytes with nothing else to
+ * undo (TRUNC_PREC changes values before the shuffle, not how they decode): its streams are
+ * then the items' byte planes, one stream holding them all or one stream a plane. */
+static bool cat_shuffle_only(const caterva_chunk_info *ci, int32_t bsize) {
   int nshuffle = 0;
-  if (ci->typesize != 4 || bsize % 4 != 0 || (nstreams != 1 && nstreams != 4)) return false;
+  if (ci->typesize < 2 || bsize % ci->typesize != 0) return false;
   for (int i = 0; i < CATERVA_MAX_FILTERS; i++) {
     uint8_t f = ci->filters[i], meta = ci->filters_meta[i];
-    if (f == CATERVA_SHUFFLE && (meta == 0 || meta == 4)) nshuffle++;
+    if (f == CATERVA_SHUFFLE && (meta == 0 || meta == ci->typesize)) nshuffle++;
     else if (f != CATERVA_NOFILTER && f != CATERVA_TRUNC_PREC) return false;
   }
   return nshuffle == 1;
+}
+
+/* Such a block of 4-byte items (the common float32 case): cat_decode_planes unshuffles its
+ * streams where they are. */
+static bool cat_planes_ok(const cat_chunk *ck, int32_t bsize, int32_t nstreams) {
+  return ck->info.typesize == 4 && (nstreams == 1 || nstreams == 4) &&
+         cat_shuffle_only(&ck->info, bsize);
 }
 
 /* Decode the streams of such a block (cat_planes_ok) at r and unshuffle them into dst. A
@@ -548,20 +554,11 @@ static int cat_decode_block(caterva_ctx *ctx, int w, const cat_chunk *ck, int32_
 
 /* ---- items read from byte planes ------------------------------------------------------- */
 
-/* Block j of ck is a shuffle of its typesize, whole (one stream) or split into its byte
- * planes, with nothing else to undo. */
+/* Block j of ck (a regular chunk) is such a shuffle (cat_shuffle_only). */
 static bool cat_planes_only(const cat_chunk *ck, int32_t j) {
   const caterva_chunk_info *ci = &ck->info;
-  int nshuffle = 0;
-  if (ci->special != CATERVA_SPECIAL_NONE || ci->memcpyed || ci->typesize < 2 ||
-      cat_block_size(ci, j) % ci->typesize != 0)
-    return false;
-  for (int i = 0; i < CATERVA_MAX_FILTERS; i++) {
-    uint8_t f = ci->filters[i], meta = ci->filters_meta[i];
-    if (f == CATERVA_SHUFFLE && (meta == 0 || meta == ci->typesize)) nshuffle++;
-    else if (f != CATERVA_NOFILTER && f != CATERVA_TRUNC_PREC) return false;
-  }
-  return nshuffle == 1;
+  return ci->special == CATERVA_SPECIAL_NONE && !ci->memcpyed &&
+         cat_shuffle_only(ci, cat_block_size(ci, j));
 }
 
 /* cat_stream_bytes for a stream (csize bytes at src) whose codec reads bytes without decoding

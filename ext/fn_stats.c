@@ -153,8 +153,11 @@ static void cvBuildStatsFunc(sqlite3_context *pCtx, int argc, sqlite3_value **ar
 
 /* ---- caterva_stats_check ------------------------------------------------------------- */
 
-#define CV_CHECK_POLL_ITEMS (16 << 20)
-#define CV_CHECK_POLL_BLOCKS 4096
+/* The check polls for an interrupt after this much work: an item checked counts 1, a block
+ * CV_CHECK_BLOCK_COST more (a block served from a fill chunk is checked from one item): at
+ * most 16 M items, or 4096 blocks, pass between two polls. */
+#define CV_CHECK_POLL_WORK (16 << 20)
+#define CV_CHECK_BLOCK_COST 4096
 
 /* One item as a number: *pI (integers, bool) or *pD (floats); 0 when it is missing (NaN). */
 static int cvCheckItem(int eKind, int szItem, const uint8_t *p, int64_t *pI, uint64_t *pU,
@@ -286,7 +289,7 @@ static void cvStatsCheckFunc(sqlite3_context *pCtx, int argc, sqlite3_value **ar
   caterva_block_iter *pIter = 0;
   const caterva_block *pBlk;
   caterva_dtype_info info;
-  int64_t nBlk = 0, nKnown = 0, nWrong = 0, nItem = 0, nSince = 0, nBlkSince = 0;
+  int64_t nBlk = 0, nKnown = 0, nWrong = 0, nItem = 0, nWork = 0;
   int rc, bInterrupted = 0, bStats;
   (void)argc;
   if (zArg == 0) {
@@ -317,10 +320,10 @@ static void cvStatsCheckFunc(sqlite3_context *pCtx, int argc, sqlite3_value **ar
     nKnown++;
     nWrong += !cvCheckBlock(info.kind, caterva_array_itemsize(pUse), caterva_array_ndim(pUse),
                             pBlk, &st, &nItem);
-    /* about every 16 M items or 4096 blocks: stop when sqlite3_interrupt() was called */
-    nSince += pBlk->uniform ? 1 : nItem;
-    if (++nBlkSince >= CV_CHECK_POLL_BLOCKS || nSince >= CV_CHECK_POLL_ITEMS) {
-      nSince = nBlkSince = 0;
+    /* stop when sqlite3_interrupt() was called (polled: see CV_CHECK_POLL_WORK) */
+    nWork += (pBlk->uniform ? 1 : nItem) + CV_CHECK_BLOCK_COST;
+    if (nWork >= CV_CHECK_POLL_WORK) {
+      nWork = 0;
       if (cvConnInterrupted(pConn)) {
         bInterrupted = 1;
         break;

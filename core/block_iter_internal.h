@@ -50,6 +50,7 @@ struct caterva_block_iter {
   int (*keep)(void *, int64_t, int32_t); /* block filter, or NULL */
   void *keep_arg;
   int (*keep_ahead)(void *, const int64_t *, int); /* the filter's look-ahead, or NULL */
+  bool keep_by_value;       /* the filter's answer depends on the values alone */
   int64_t (*owner)(void *, const caterva_block *); /* visit: blocks of one owner in turn */
   void *owner_arg;
   cat_readahead *ra;                 /* CATERVA_ITER_READAHEAD with threads, else NULL */

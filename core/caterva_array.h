@@ -517,6 +517,11 @@ void caterva_block_iter_set_filter(caterva_block_iter *it,
  * filter that reads block statistics passes caterva_array_block_stats_ahead there. NULL: none. */
 void caterva_block_iter_set_filter_ahead(caterva_block_iter *it,
                                          int (*ahead)(void *arg, const int64_t *nchunk, int n));
+/** Declare the filter's answer a function of the block's values alone (a filter on block
+ * statistics; not one that, say, claims a cache entry per block): the blocks of a special
+ * chunk (zeros, NaN, one repeated value) are then all kept or all skipped on its answer for
+ * the first of them. Off by default: the filter is asked about every block. */
+void caterva_block_iter_set_filter_by_value(caterva_block_iter *it, int on);
 void caterva_block_iter_free(caterva_block_iter *it);
 /** Called by caterva_block_iter_visit for each block, with its place in the visiting order
  * (seq: 0, 1, 2, ... in the iterator's C order) and the worker running it (0 ..

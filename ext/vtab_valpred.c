@@ -139,4 +139,5 @@ void cvValAttach(CvValPred *p, CvVtab *pTab, caterva_block_iter *pIter) {
   p->eType = caterva_array_stats_type(pTab->pArr);
   caterva_block_iter_set_filter(pIter, cvValKeep, p);
   caterva_block_iter_set_filter_ahead(pIter, cvValAhead);
+  caterva_block_iter_set_filter_by_value(pIter, 1);
 }

@@ -620,8 +620,35 @@ def check_special_chunks(tmp):
         report(st["wrong"] == 0 and st["with_stats"] == st["blocks"] == SPECIAL_BLOCKS,
                "%s%s: growth's %s chunks, edge blocks included, check exact" % (dtype, fill, what),
                repr(st))
+        special_predicates(db, dtype, fill, what)
         db.close()
         os.unlink(path)
+
+
+def special_predicates(db, dtype, fill, what):
+    """Value predicates over special chunks (the filter decides once for all the blocks of a
+    fill chunk): the rows of the same query without pushdown (value + 0), and no fill block
+    decoded where the fill cannot match (only the 4 blocks of the chunk holding the row)."""
+    f = fill.split("'")[1] if fill else ("NULL" if what == "NaN" else "0")
+    box = " AND d0 BETWEEN 1 AND 21 AND d1 >= 2"
+    if f == "NULL":
+        preds = [("value IS NULL", False), ("value IS NOT NULL", True), ("value > 0", True),
+                 ("value IS NULL" + box, False)]
+    else:
+        preds = [("value = %s" % f, False), ("value > %s" % f, True), ("value < %s" % f, True),
+                 ("value >= %s" % f, False), ("value <> %s" % f, False),
+                 ("value = %s" % f + box, False), ("value < %s" % f + box, True)]
+    for pred, excludes in preds:
+        plain = pred.replace("value", "(value + 0)")
+        b0 = db.execute("SELECT caterva_blocks_read()").fetchone()[0]
+        got = db.execute("SELECT count(*), sum(d0 * 10 + d1) FROM t WHERE " + pred).fetchall()
+        read = db.execute("SELECT caterva_blocks_read()").fetchone()[0] - b0
+        want = db.execute("SELECT count(*), sum(d0 * 10 + d1) FROM t WHERE " + plain).fetchall()
+        report(got == want and (not excludes or read <= 4),
+               "%s%s: `%s` over %s chunks gives the rows without pushdown (%r)%s"
+               % (dtype, fill, pred, what, got,
+                  ", decoding no fill block (%d read)" % read if excludes else ""),
+               "%r %r read %d" % (got, want, read))
 
 
 def check_interrupt(tmp):

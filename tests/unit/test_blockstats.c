@@ -587,12 +587,75 @@ static void run_filter(void) {
   free(buf);
 }
 
+/* A filter by value is asked once for all the blocks of a special chunk. */
+typedef struct {
+  int64_t calls;
+} count_arg;
+
+static int keep_chunk0(void *arg, int64_t nchunk, int32_t nblock) {
+  (void)nblock;
+  ((count_arg *)arg)->calls++;
+  return nchunk == 0;
+}
+
+static int keep_all(void *arg, int64_t nchunk, int32_t nblock) {
+  (void)nchunk;
+  (void)nblock;
+  ((count_arg *)arg)->calls++;
+  return 1;
+}
+
+static void filter_by_value_case(caterva_array *a, int by_value,
+                                 int (*keep)(void *, int64_t, int32_t), int64_t want_calls,
+                                 int64_t want_blocks, const char *what) {
+  caterva_block_iter *it = NULL;
+  const caterva_block *blk;
+  count_arg c = {0};
+  int64_t n = 0, uniform = 0;
+  caterva_block_iter_new(ctx, a, NULL, NULL, 0, &it);
+  caterva_block_iter_set_filter(it, keep, &c);
+  caterva_block_iter_set_filter_by_value(it, by_value);
+  while (caterva_block_iter_next(it, &blk) > 0) {
+    n++;
+    uniform += blk->nchunk != 0 && blk->uniform;
+  }
+  tap_ok(c.calls == want_calls && n == want_blocks && uniform == n - (n > 16 ? 16 : n),
+         "a filter %s: asked %lld times (want %lld), %lld blocks visited (want %lld)", what,
+         (long long)c.calls, (long long)want_calls, (long long)n, (long long)want_blocks);
+  caterva_block_iter_free(it);
+}
+
+static void run_filter_by_value(void) {
+  caterva_array_params p;
+  caterva_array *a = NULL;
+  double *buf = calloc(64 * 64, sizeof *buf);
+  for (int i = 0; i < 32; i++) /* chunk 0 holds values; chunks 1 to 3 are zero chunks */
+    for (int j = 0; j < 32; j++) buf[i * 64 + j] = 1 + i * 64 + j;
+  caterva_array_params_init(&p);
+  p.ndim = 2;
+  p.shape[0] = 64; p.shape[1] = 64;
+  p.chunkshape[0] = 32; p.chunkshape[1] = 32;
+  p.blockshape[0] = 8; p.blockshape[1] = 8;
+  p.dtype = "<f8";
+  caterva_array_from_buffer(ctx, &p, buf, 64 * 64 * 8, &a);
+  tap_ok(caterva_schunk_chunk_special(caterva_array_schunk(a), 3) == CATERVA_SPECIAL_ZERO,
+         "the zero chunks are stored as special chunks");
+  filter_by_value_case(a, 0, keep_all, 64, 64, "per block: every block asked");
+  filter_by_value_case(a, 1, keep_all, 16 + 3, 64,
+                       "by value: once for each zero chunk's 16 blocks, all kept");
+  filter_by_value_case(a, 1, keep_chunk0, 16 + 3, 16,
+                       "by value: once for each zero chunk's 16 blocks, all skipped");
+  caterva_array_free(a);
+  free(buf);
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "%s/cvbsXXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (mkdtemp(tmpdir) == NULL) return tap_skip_all("no temporary directory");
   caterva_ctx_new(2, &ctx);
   run_predicates();
   run_filter();
+  run_filter_by_value();
   run_fills();
   run_large_form();
   for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++)

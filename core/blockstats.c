@@ -274,32 +274,46 @@ static bs_rec *rec_compute(const cat_bstats *bs, const cat_geom *g, int64_t n,
   return r;
 }
 
+/* The statistics of block b (of chunk coordinates cc) whose items all equal the item whose
+ * own statistics are one. */
+static void uniform_block(const cat_bstats *bs, const cat_geom *g, const int64_t *cc, int32_t b,
+                          const caterva_block_stats *one, caterva_block_stats *s) {
+  int64_t ext[CATERVA_MAX_DIM], cnt = block_extent(g, cc, b, ext);
+  acc_init(s, bs->stype);
+  if (cnt == 0) return;
+  *s = *one;
+  s->nvalid = one->nvalid * cnt;
+  s->nnan = one->nnan * cnt;
+  if (bs->stype == CATERVA_STATS_FLOAT) s->sum.f = one->nvalid ? one->sum.f * (double)cnt : 0.0;
+  else if (bs->stype == CATERVA_STATS_INT)
+    s->sum_overflow = __builtin_mul_overflow(one->sum.i, cnt, &s->sum.i);
+  else s->sum_overflow = __builtin_mul_overflow(one->sum.u, (uint64_t)cnt, &s->sum.u);
+}
+
 /* A record for chunk n whose items all equal one item (a special chunk). */
 static bs_rec *rec_uniform(const cat_bstats *bs, const cat_geom *g, int64_t n,
                            const uint8_t *item, uint64_t fp) {
-  int64_t cc[CATERVA_MAX_DIM], ext[CATERVA_MAX_DIM];
+  int64_t cc[CATERVA_MAX_DIM];
   bs_rec *r = cat_bs_rec_new(bs->nblocks);
   caterva_block_stats one;
   if (r == NULL) return NULL;
   cat_geom_chunk_coords(g, n, cc);
   acc_init(&one, bs->stype);
   acc_run(bs, &one, item, 1);
-  for (int32_t b = 0; b < bs->nblocks; b++) {
-    int64_t cnt = block_extent(g, cc, b, ext);
-    caterva_block_stats *s = &r->b[b];
-    acc_init(s, bs->stype);
-    if (cnt == 0) continue;
-    *s = one;
-    s->nvalid = one.nvalid * cnt;
-    s->nnan = one.nnan * cnt;
-    if (bs->stype == CATERVA_STATS_FLOAT) s->sum.f = one.nvalid ? one.sum.f * (double)cnt : 0.0;
-    else if (bs->stype == CATERVA_STATS_INT)
-      s->sum_overflow = __builtin_mul_overflow(one.sum.i, cnt, &s->sum.i);
-    else s->sum_overflow = __builtin_mul_overflow(one.sum.u, (uint64_t)cnt, &s->sum.u);
-  }
+  for (int32_t b = 0; b < bs->nblocks; b++) uniform_block(bs, g, cc, b, &one, &r->b[b]);
   r->fp = fp;
   r->verified = true;
   return r;
+}
+
+/* The one item of a chunk that its index entry says is special (zeros, NaN, uninitialized:
+ * read as zeros) into item; false when it has none here (NaN of a size without one). */
+static bool special_item(const cat_geom *g, int special, uint8_t *item) {
+  memset(item, 0, 16);
+  if (special != CATERVA_SPECIAL_NAN) return true;
+  if (g->itemsize != 4 && g->itemsize != 8) return false;
+  cat_fill_items(item, 1, g->itemsize, special, NULL);
+  return true;
 }
 
 /* The record of chunk n stored as chunk bytes (decompressed here unless img is given) or
@@ -310,11 +324,9 @@ static bs_rec *rec_for_chunk(caterva_ctx *ctx, const cat_bstats *bs, const cat_g
   uint8_t item[16] = {0};
   uint8_t *buf = NULL;
   bs_rec *r = NULL;
-  if (chunk == NULL) {
-    if (special == CATERVA_SPECIAL_NAN) cat_fill_items(item, 1, g->itemsize, special, NULL);
-    if (special == CATERVA_SPECIAL_NAN && g->itemsize != 4 && g->itemsize != 8) return NULL;
-    return rec_uniform(bs, g, n, item, special_fp(special));
-  }
+  if (chunk == NULL)
+    return special_item(g, special, item) ? rec_uniform(bs, g, n, item, special_fp(special))
+                                          : NULL;
   if (img != NULL) {
     r = rec_compute(bs, g, n, img, fingerprint(chunk, (size_t)cbytes));
   } else {
@@ -763,6 +775,26 @@ leave:
   return rc < 0 ? rc : k;
 }
 
+/* Block nblock of chunk nchunk when its index entry says the chunk is special: its statistics
+ * from the chunk's one item, exact whatever records are stored, without reading or making a
+ * record (a value predicate over a grown array of a million fill chunks asked a record of
+ * each). 1 with *st, 0 when the chunk is not such a chunk (or its entry does not read: the
+ * record's check reports it). */
+static int special_stats(const cat_bstats *bs, const caterva_array *a, int64_t nchunk,
+                         int32_t nblock, caterva_block_stats *st) {
+  const cat_geom *g = bs->geom != NULL ? bs->geom : &a->g;
+  int64_t cc[CATERVA_MAX_DIM];
+  uint8_t item[16];
+  caterva_block_stats one;
+  int special = caterva_schunk_chunk_special(a->sc, nchunk);
+  if (special <= CATERVA_SPECIAL_NONE || !special_item(g, special, item)) return 0;
+  cat_geom_chunk_coords(g, nchunk, cc);
+  acc_init(&one, bs->stype);
+  acc_run(bs, &one, item, 1);
+  uniform_block(bs, g, cc, nblock, &one, st);
+  return 1;
+}
+
 int caterva_array_block_stats(caterva_ctx *ctx, caterva_array *a, int64_t nchunk,
                               int32_t nblock, caterva_block_stats *st) {
   int rc = 0;
@@ -773,6 +805,8 @@ int caterva_array_block_stats(caterva_ctx *ctx, caterva_array *a, int64_t nchunk
   if (bs == NULL || bs->broken || nchunk < 0 || nchunk >= bs->n || nblock < 0 ||
       nblock >= bs->nblocks || bs->n != a->g.nchunks)
     goto leave;
+  rc = special_stats(bs, a, nchunk, nblock, st);
+  if (rc != 0) goto leave;
   r = cat_bs_rec_at(bs, nchunk);
   if (r == NULL || r->stale) goto leave;
   CAT_TRY(leave, verify_once(ctx, a, nchunk, r));

@@ -551,14 +551,10 @@ static int keep_even(void *arg, int64_t nchunk, int32_t nblock) {
   return (nchunk + nblock) % 2 == 0;
 }
 
-static void run_filter(void) {
+/* A 64 x 64 float64 array of buf (chunks 32 x 32, blocks 8 x 8: 4 chunks of 16 blocks). */
+static caterva_array *array_64(const double *buf) {
   caterva_array_params p;
   caterva_array *a = NULL;
-  caterva_block_iter *it = NULL;
-  const caterva_block *blk;
-  double *buf = malloc(64 * 64 * sizeof *buf);
-  int64_t before, n = 0, bad = 0;
-  for (int i = 0; i < 64 * 64; i++) buf[i] = i;
   caterva_array_params_init(&p);
   p.ndim = 2;
   p.shape[0] = 64; p.shape[1] = 64;
@@ -566,6 +562,17 @@ static void run_filter(void) {
   p.blockshape[0] = 8; p.blockshape[1] = 8;
   p.dtype = "<f8";
   caterva_array_from_buffer(ctx, &p, buf, 64 * 64 * 8, &a);
+  return a;
+}
+
+static void run_filter(void) {
+  caterva_array *a = NULL;
+  caterva_block_iter *it = NULL;
+  const caterva_block *blk;
+  double *buf = malloc(64 * 64 * sizeof *buf);
+  int64_t before, n = 0, bad = 0;
+  for (int i = 0; i < 64 * 64; i++) buf[i] = i;
+  a = array_64(buf);
   caterva_block_iter_new(ctx, a, NULL, NULL, 0, &it);
   caterva_block_iter_set_filter(it, keep_even, NULL);
   before = caterva_ctx_blocks_decompressed(ctx);
@@ -626,18 +633,11 @@ static void filter_by_value_case(caterva_array *a, int by_value,
 }
 
 static void run_filter_by_value(void) {
-  caterva_array_params p;
   caterva_array *a = NULL;
   double *buf = calloc(64 * 64, sizeof *buf);
   for (int i = 0; i < 32; i++) /* chunk 0 holds values; chunks 1 to 3 are zero chunks */
     for (int j = 0; j < 32; j++) buf[i * 64 + j] = 1 + i * 64 + j;
-  caterva_array_params_init(&p);
-  p.ndim = 2;
-  p.shape[0] = 64; p.shape[1] = 64;
-  p.chunkshape[0] = 32; p.chunkshape[1] = 32;
-  p.blockshape[0] = 8; p.blockshape[1] = 8;
-  p.dtype = "<f8";
-  caterva_array_from_buffer(ctx, &p, buf, 64 * 64 * 8, &a);
+  a = array_64(buf);
   tap_ok(caterva_schunk_chunk_special(caterva_array_schunk(a), 3) == CATERVA_SPECIAL_ZERO,
          "the zero chunks are stored as special chunks");
   filter_by_value_case(a, 0, keep_all, 64, 64, "per block: every block asked");

@@ -65,8 +65,9 @@ int caterva_schunk_open_ex(caterva_ctx *ctx, const char *path, int mode,
                            const caterva_remote_opts *o, caterva_schunk **out);
 /** What a remote super-chunk has fetched so far (zeros for a local one). */
 void caterva_schunk_remote_stats(const caterva_schunk *sc, caterva_remote_stats *st);
-/** Blocks of the offsets index decoded so far when the index is read a block at a time (a
- * read-only open of a large index), or -1 when it was decoded whole. */
+/** Blocks of the offsets index read so far (decoded, or read at the wanted entries only) when
+ * the index is read a block at a time (a read-only open of a large index), or -1 when it was
+ * decoded whole. */
 int64_t caterva_schunk_index_blocks(const caterva_schunk *sc);
 
 /** Open a contiguous frame held in memory. The bytes are copied; the result is a memory store. */

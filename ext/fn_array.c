@@ -210,7 +210,7 @@ static void cvJsonMsgpack(sqlite3_str *pStr, const msgpack_object *o, int nDepth
 
 /* What a remote array fetched so far (the bytes served from its range cache are not
 ** counted): "remote":{...}, for measuring pushdown over a network, with the blocks of its
-** offsets index decoded when it is read a block at a time. Nothing for local ones. */
+** offsets index read so far when it is read a block at a time. Nothing for local ones. */
 static void cvJsonRemote(sqlite3_str *pStr, const caterva_schunk *pSc) {
   caterva_remote_stats st;
   int64_t nIdx = caterva_schunk_index_blocks(pSc);

@@ -259,10 +259,10 @@ def remote_one(n, first, url, size, kind):
     report(o.get("bytes", 1 << 30) <= REMOTE_OPEN_BYTES,
            "%s: the open fetches %d bytes, at most %d (the array: %d)"
            % (what, o.get("bytes", -1), REMOTE_OPEN_BYTES, size), repr(o))
-    # its offsets index (8 MB of entries) read a block at a time: none decoded at open, at
-    # most one for the cell (caterva_info's remote.index_blocks; absent when decoded whole)
+    # its offsets index (8 MB of entries) read a block at a time: none read at open, at most
+    # one for the cell (caterva_info's remote.index_blocks; absent when decoded whole)
     report(o.get("index_blocks") == 0 and a.get("index_blocks", 99) <= 1,
-           "%s: the offsets index is read a block at a time: %s blocks decoded at open, %s "
+           "%s: the offsets index is read a block at a time: %s blocks read at open, %s "
            "after the cell" % (what, o.get("index_blocks"), a.get("index_blocks")), repr(got))
     sixes = sum(1 for d0 in range(first, C * n) if d0 % 7 == 6)
     e = got["end"]

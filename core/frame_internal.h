@@ -310,6 +310,12 @@ int cat_sc_vlmeta_put(caterva_ctx *ctx, caterva_schunk *sc, const char *name, ui
  * else cached in sc->data. */
 int cat_file_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool cache,
                           const uint8_t **p, int32_t *cbytes, uint8_t **tmp);
+/* Before a loop that reads every stored chunk of sc in index order (a copy): for a remote sc,
+ * when the loop reaches chunk i at or past *next, the stored chunks from i on are fetched
+ * whole in one wave, as many as 16 MiB of chunksize allow (2 to 64), and *next moves past
+ * them; nothing for a local one. An error of the wave is returned (the loop's own reads would
+ * meet it). */
+int cat_file_stored_ahead(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, int64_t *next);
 /* Copy n bytes at p, which lie in the read-only map of a contiguous file, into buf with
  * pread on the descriptor behind that map (the same file: cheaper than faulting the pages
  * in for a reader that looks at each byte once). 1 when copied; 0 when p is not in the

@@ -15,7 +15,7 @@
 /* Lay sc out as a new packed frame: stored chunks in index order; contiguous entries become
  * their offsets, sparse entries consecutive file numbers. */
 static int plan_build(caterva_ctx *ctx, caterva_schunk *sc, int frame_type, cat_plan *pl) {
-  int64_t off = 0, files = 0;
+  int64_t off = 0, files = 0, ahead = 0;
   int rc0;
   memset(pl, 0, sizeof *pl);
   if ((rc0 = cat_sc_index_load(ctx, sc)) < 0) return rc0;
@@ -32,6 +32,7 @@ static int plan_build(caterva_ctx *ctx, caterva_schunk *sc, int frame_type, cat_
       pl->entries[i] = sc->entries[i];
       continue;
     }
+    if ((rc = cat_file_stored_ahead(ctx, sc, i, &ahead)) < 0) return rc;
     rc = cat_file_stored_chunk(ctx, sc, i, false, &p, &cb, &tmp);
     free(tmp);
     if (rc < 0) return rc;
@@ -46,7 +47,7 @@ static int plan_build(caterva_ctx *ctx, caterva_schunk *sc, int frame_type, cat_
 typedef int (*chunk_fn)(caterva_ctx *ctx, void *arg, int64_t k, const uint8_t *p, int32_t cb);
 
 static int each_stored(caterva_ctx *ctx, caterva_schunk *sc, chunk_fn fn, void *arg) {
-  int64_t k = 0;
+  int64_t k = 0, ahead = 0;
   int rc0 = cat_sc_index_load(ctx, sc);
   if (rc0 < 0) return rc0;
   for (int64_t i = 0; i < sc->nchunks; i++) {
@@ -55,7 +56,8 @@ static int each_stored(caterva_ctx *ctx, caterva_schunk *sc, chunk_fn fn, void *
     int32_t cb;
     int rc;
     if (sc->entries[i] < 0) continue;
-    rc = cat_file_stored_chunk(ctx, sc, i, false, &p, &cb, &tmp);
+    rc = cat_file_stored_ahead(ctx, sc, i, &ahead);
+    if (rc >= 0) rc = cat_file_stored_chunk(ctx, sc, i, false, &p, &cb, &tmp);
     if (rc >= 0) rc = fn(ctx, arg, k++, p, cb);
     free(tmp);
     if (rc < 0) return rc;

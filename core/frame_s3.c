@@ -608,7 +608,7 @@ static int save_s3(caterva_ctx *ctx, caterva_schunk *sc, const char *path,
   char *url = NULL, *iurl = NULL, version[CAT_RVERSION];
   s3_up *u = NULL;
   uint8_t **tmp = NULL, *body = NULL;
-  int64_t nu = 0, next = 0, cbytes = 0, len = 0, *entries = NULL;
+  int64_t nu = 0, next = 0, cbytes = 0, len = 0, ahead = 0, *entries = NULL;
   cat_plan pl;
   int rc = CATERVA_OK;
   memset(&pl, 0, sizeof pl);
@@ -633,6 +633,7 @@ static int save_s3(caterva_ctx *ctx, caterva_schunk *sc, const char *path,
     int32_t cb;
     entries[i] = sc->entries[i];
     if (sc->entries[i] < 0) continue;
+    CAT_TRY(leave, cat_file_stored_ahead(ctx, sc, i, &ahead));
     CAT_TRY(leave, cat_file_stored_chunk(ctx, sc, i, false, &p, &cb, &tmp[i]));
     if (tmp[i] == NULL && sc->remote != NULL) { /* a cache entry the next fetch may drop */
       tmp[i] = malloc((size_t)cb);

@@ -51,6 +51,19 @@ static int load_chunk_file(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, uint
   return CATERVA_OK;
 }
 
+#define CAT_AHEAD_BYTES (16 * 1024 * 1024)
+#define CAT_AHEAD_MAX 64
+
+int cat_file_stored_ahead(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, int64_t *next) {
+  cat_want w[CAT_AHEAD_MAX];
+  int64_t per = sc->chunksize > 0 ? CAT_AHEAD_BYTES / sc->chunksize : CAT_AHEAD_MAX;
+  int n = 0, max = per < 2 ? 2 : per > CAT_AHEAD_MAX ? CAT_AHEAD_MAX : (int)per;
+  if (!cat_sc_is_remote(sc) || i < *next) return CATERVA_OK;
+  for (*next = i; *next < sc->nchunks && n < max; (*next)++)
+    if (sc->entries[*next] >= 0) w[n++] = (cat_want){*next, NULL, -1, NULL};
+  return n > 1 ? cat_sc_prefetch(ctx, sc, w, n) : CATERVA_OK;
+}
+
 int cat_file_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool cache,
                           const uint8_t **p, int32_t *cbytes, uint8_t **tmp) {
   uint8_t *buf = NULL;

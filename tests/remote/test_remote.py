@@ -642,6 +642,49 @@ def tls_and_consistency(s, src):
     db.close()
 
 
+def waves_of(entries, gap_s):
+    """Waves in a front's log entries: runs of requests whose arrivals are closer than gap_s."""
+    ts = sorted(e["t"] for e in entries)
+    return sum(1 for k, t in enumerate(ts) if k == 0 or t - ts[k - 1] > gap_s)
+
+
+def copy_in_waves(s, src):
+    """caterva_copy of a remote array fetches its stored chunks a batch per wave (it took a
+    wave per chunk, twice: 16 chunks here, 32 waves and more), through a front delaying every
+    request by 40 ms, so that one wave is a burst of requests and the next comes 40 ms later;
+    the copy holds the local array's cells."""
+    import servers
+    local = connect()
+    for name in ("grid.b2nd", "grid_sparse.b2frame"):
+        dst = os.path.join(src, "copied_" + name.replace("/", ""))
+        open_table(local, "w", os.path.join(src, name))
+        want = rows(local, "SELECT count(*), sum(value) FROM w")
+        local.execute("DROP TABLE w")
+        url = s.fault_url.rstrip("/") + "/" + name + ("/" if "sparse" in name else "")
+        s.set_faults([])
+        s.set_shape(delay_ms=40, front="http")
+        time.sleep(0.3)  # requests of earlier cases still landing
+        n0 = len(servers.read_json_log(s.fault_log))
+        db = connect()
+        try:
+            n = db.execute("SELECT caterva_copy(?, ?)", (url, dst)).fetchone()[0]
+        except sqlite3.Error as e:
+            n = str(e)
+        db.close()
+        s.set_shape(delay_ms=0, front="http")
+        seen = [e for e in servers.read_json_log(s.fault_log)[n0:]
+                if name.split(".")[0] in e.get("target", "")]
+        waves = waves_of(seen, 0.02)
+        open_table(local, "c", dst)
+        got = rows(local, "SELECT count(*), sum(value) FROM c")
+        local.execute("DROP TABLE c")
+        report(n == 16 and got == want and waves <= 8,
+               "caterva_copy of %s over http (16 chunks, 40 ms a request): %d waves of %d "
+               "requests, the local cells" % (name, waves, len(seen)),
+               "%r %r %r waves %d" % (n, got, want, waves))
+    local.close()
+
+
 def all_cases(s, work):
     src = os.path.join(work, "src")
     os.makedirs(src)
@@ -655,6 +698,7 @@ def all_cases(s, work):
     hinted_blocks(s, src)
     flipped_blocks(s, src)
     fetch_ahead(s, src)
+    copy_in_waves(s, src)
     tls_and_consistency(s, src)
 
 

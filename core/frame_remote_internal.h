@@ -1,7 +1,8 @@
 /*
- * frame_remote_internal.h -- what frame_remote.c (the remote store: open, chunks) and
- * frame_remote_tail.c (a large contiguous frame's index and trailer read by range) share:
- * the store's structure and the two calls between them. Not a public interface.
+ * frame_remote_internal.h -- what the remote store's files share: frame_remote.c (the store
+ * and its chunks), frame_remote_open.c (the open) and frame_remote_tail.c (a large frame's
+ * index and trailer read by range): the store's structure and the calls between them. Not a
+ * public interface.
  */
 #ifndef CATERVA_FRAME_REMOTE_INTERNAL_H
 #define CATERVA_FRAME_REMOTE_INTERNAL_H

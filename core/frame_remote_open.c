@@ -7,6 +7,17 @@
  */
 #include "frame_remote_internal.h"
 
+/* Bytes off .. off + len - 1 of url into dst, one request; g holds the answer's version. */
+static int get_range(caterva_ctx *ctx, cat_rstore *rs, cat_get *g, const char *url, int64_t off,
+                     int64_t len, uint8_t *dst) {
+  memset(g, 0, sizeof *g);
+  g->url = url;
+  g->off = off;
+  g->len = len;
+  g->dst = dst;
+  return cat_remote_get(ctx, rs->rm, g, 1);
+}
+
 /* The rest of chunks.b2frame after the probe's len bytes, fetched whole into *frame (which
  * grows to the object's size). */
 static int sparse_rest(caterva_ctx *ctx, cat_rstore *rs, cat_get *probe) {
@@ -18,12 +29,8 @@ static int sparse_rest(caterva_ctx *ctx, cat_rstore *rs, cat_get *probe) {
   frame = realloc(probe->dst, (size_t)probe->size);
   CAT_CHECK(leave, frame != NULL, CATERVA_E_NOMEM, "out of memory");
   probe->dst = frame;
-  memset(&more, 0, sizeof more);
-  more.url = probe->url;
-  more.off = probe->got;
-  more.len = probe->size - probe->got;
-  more.dst = frame + probe->got;
-  CAT_TRY(leave, cat_remote_get(ctx, rs->rm, &more, 1));
+  CAT_TRY(leave, get_range(ctx, rs, &more, probe->url, probe->got, probe->size - probe->got,
+                           frame + probe->got));
   probe->got = probe->size;
 leave:
   return rc;
@@ -93,12 +100,7 @@ static int open_contiguous(caterva_ctx *ctx, caterva_schunk *sc, cat_rstore *rs,
     head = realloc(probe->dst, (size_t)sc->header_len);
     CAT_CHECK(leave, head != NULL, CATERVA_E_NOMEM, "out of memory");
     probe->dst = head;
-    memset(&g, 0, sizeof g);
-    g.url = rs->url;
-    g.off = have;
-    g.len = sc->header_len - have;
-    g.dst = head + have;
-    CAT_TRY(leave, cat_remote_get(ctx, rs->rm, &g, 1));
+    CAT_TRY(leave, get_range(ctx, rs, &g, rs->url, have, sc->header_len - have, head + have));
     have = sc->header_len;
     rc = cat_frame_parse_header_part(ctx, sc, head, (size_t)have, (size_t)probe->size,
                                      CAT_FRAME_CONTIGUOUS);
@@ -129,12 +131,7 @@ static int open_contiguous(caterva_ctx *ctx, caterva_schunk *sc, cat_rstore *rs,
     wstart = idx;
     tail = malloc((size_t)(sc->frame_len - idx));
     CAT_CHECK(leave, tail != NULL, CATERVA_E_NOMEM, "out of memory");
-    memset(&g, 0, sizeof g);
-    g.url = rs->url;
-    g.off = idx;
-    g.len = sc->frame_len - idx;
-    g.dst = tail;
-    CAT_TRY(leave, cat_remote_get(ctx, rs->rm, &g, 1));
+    CAT_TRY(leave, get_range(ctx, rs, &g, rs->url, idx, sc->frame_len - idx, tail));
     CAT_CHECK(leave, rs->version[0] == '\0' || strcmp(g.version, rs->version) == 0,
               CATERVA_E_IO, "'%s' changed while it was being opened", rs->url);
   }

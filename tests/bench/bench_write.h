@@ -65,6 +65,7 @@ Stat bw_usink_runs(sqlite3 *db, const char *create, const char *sql_fmt, int fir
 void bench_commit(Bench *b);
 /* 5a. The loads of the 200^3 cube against bench_sink (bench_write_grow.c). */
 void bench_cube_load(Bench *b);
+void bench_cube_profile(Bench *b, const char *codec);
 /* 5. The slab UPDATE of the 200^3 cube (bench_write_grow.c). */
 void bench_slab(Bench *b);
 /* 6. Growth with a value fill (bench_write_grow.c). */

@@ -54,6 +54,12 @@ static double wall_median(const Timing *t, int n) {
   return bw_median(w, n);
 }
 
+static double cpu_median(const Timing *t, int n) {
+  double c[MAXRUNS];
+  for (int i = 0; i < n; i++) c[i] = t[i].cpu;
+  return bw_median(c, n);
+}
+
 void bench_cube_load(Bench *b) {
   static const char *const codec[2] = {"zstd", "lz4"};
   static const char *const order[2] = {"C order (c fastest)", "transposed (a fastest)"};
@@ -84,8 +90,26 @@ void bench_cube_load(Bench *b) {
     for (int r = 0; r < b->trounds; r++)
       printf(" %.3f/%.3f", sink[o][r].wall / cat[o][0][r].wall, sink[o][r].wall / cat[o][1][r].wall);
   }
+  printf(".\n\nThe process's CPU time (both threads), medians, s:");
+  for (int o = 0; o < 2; o++)
+    printf(" %s bench_sink %.3f, zstd %.3f, lz4 %.3f", o ? "; transposed" : "C order",
+           cpu_median(sink[o], b->trounds) / 1e3, cpu_median(cat[o][0], b->trounds) / 1e3,
+           cpu_median(cat[o][1], b->trounds) / 1e3);
   printf(".\n");
   fflush(stdout);
+}
+
+/* -L: the transposed load with one codec only, -T times, each one's wall and CPU time. */
+void bench_cube_profile(Bench *b, const char *codec) {
+  char sql[600];
+  double n, s;
+  if (strcmp(codec, "zstd") != 0 && strcmp(codec, "lz4") != 0) bench_die("-L: zstd or lz4");
+  snprintf(sql, sizeof(sql), "SELECT count(*), sum(%s) FROM bench_grid(200, 200, 200)", CUBE_EXPR);
+  bw_query2(b->dbc, sql, &n, &s);
+  for (int r = 0; r < b->trounds; r++) {
+    Timing t = cube_load(b, codec, 1, n, s);
+    printf("transposed cube load, %s: %.3f s, CPU %.3f s\n", codec, t.wall / 1e3, t.cpu / 1e3);
+  }
 }
 
 /* 5. UPDATE t SET value = -1 WHERE a = K on the 200x200x200 float64 array: one slab of

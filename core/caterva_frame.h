@@ -226,14 +226,17 @@ int caterva_schunk_rename(caterva_ctx *ctx, caterva_schunk *sc, const char *path
  * (contiguous) or one stat (sparse). */
 int caterva_schunk_stale(caterva_ctx *ctx, caterva_schunk *sc);
 
-/** As caterva_schunk_stale, at the start of a statement, but a remote contiguous frame sends
- * nothing now: its version is checked by the statement's first read instead, against the
- * version every answer carries (so the check costs no round trip of its own), or by one HEAD
- * request when that read needs no request (caterva_schunk_verify). When the object changed,
- * that first read fails with CATERVA_E_CHANGED before any byte of the new version is used,
- * and caterva_schunk_stale then says 1 without a request: open the array again and read
- * again. Later reads of the same statement that find a change fail with CATERVA_E_IO, as
- * before. Local and sparse frames: caterva_schunk_stale. */
+/** As caterva_schunk_stale, at the start of a statement, but a remote frame sends nothing
+ * now: its version is checked by the statement's first read instead, against the version
+ * every answer from the frame object carries (so the check costs no round trip of its own;
+ * a sparse frame's chunks are objects of their own, so a GET of the first bytes of
+ * chunks.b2frame rides that read's first wave), or by one HEAD request when that read needs
+ * no request
+ * (caterva_schunk_verify). When the object changed, that first read fails with
+ * CATERVA_E_CHANGED before any byte of the new version is used (a chunk object the change
+ * removed included), and caterva_schunk_stale then says 1 without a request: open the array
+ * again and read again. Later reads of the same statement that find a change fail with
+ * CATERVA_E_IO, as before. Local frames: caterva_schunk_stale. */
 int caterva_schunk_stale_later(caterva_ctx *ctx, caterva_schunk *sc);
 
 /** The check caterva_schunk_stale_later left pending, now (one HEAD request), for a reader

@@ -27,10 +27,13 @@
  * from (cat_remote_pin): its bytes stay until it unpins them.
  *
  * The frame's version (ETag, else Last-Modified) read at open is compared with every answer:
- * an object that changed underneath gives an error for that read, and cat_remote_stale (one
- * HEAD request) tells the next statement to open it again. A sparse frame in S3 opened for
- * writing is changed by frame_s3.c: the chunks its transaction wrote are read from memory
- * until they are uploaded (sync_slot), and every slot holds the bytes of one index entry.
+ * an object that changed underneath gives an error for that read. A statement's first read
+ * checks the version (cat_remote_check_later; a sparse frame's check rides that read's first
+ * wave as a GET of the first bytes of chunks.b2frame: ride_check), else cat_remote_stale (one
+ * HEAD request) does, and a change has the statement open the frame again. A sparse frame in
+ * S3 opened for writing is changed by frame_s3.c: the chunks its transaction wrote are read
+ * from memory until they are uploaded (sync_slot), and every slot holds the bytes of one
+ * index entry.
  *
  * Threads: every entry point below takes the store's lock for all it does, network included,
  * so that an iterator's fetch-ahead thread (array_iter.c) may fetch the next part of a scan
@@ -287,18 +290,49 @@ static void checked(cat_rstore *rs, const cat_get *g, int64_t n) {
     if (strcmp(g[q].url, cat_rs_frame_url(rs)) == 0) rs->pending = false;
 }
 
+/* The statement's pending version check of a sparse frame, whose chunks live in objects of
+ * their own: when no request of the wave asks chunks.b2frame, a GET of its first CAT_RCHECK
+ * bytes rides the wave (g has room for it at g[ng]; buf receives them), judged by check_answer like
+ * any other. The wave's other requests then take a refusal as an answer (missing_ok), so that
+ * a chunk object removed by the commit the check finds reads as that change (the statement
+ * opens the frame again), not as a missing object; refused() reports the others as before.
+ * 1 when the check was added. */
+static int ride_check(const cat_rstore *rs, const caterva_schunk *sc, cat_get *g, int64_t ng,
+                      uint8_t *buf) {
+  if (!rs->pending || sc->store != CATERVA_STORE_SPARSE) return 0;
+  for (int64_t q = 0; q < ng; q++)
+    if (strcmp(g[q].url, cat_rs_frame_url(rs)) == 0) return 0;
+  for (int64_t q = 0; q < ng; q++) g[q].missing_ok = true;
+  memset(&g[ng], 0, sizeof g[ng]);
+  g[ng].url = cat_rs_frame_url(rs);
+  g[ng].len = CAT_RCHECK;
+  g[ng].dst = buf;
+  return 1;
+}
+
+/* After the answers of a wave that carried the check were judged: a request refused (a 404,
+ * 403 or redirect) is the error it would have been without missing_ok. */
+static int refused(caterva_ctx *ctx, const cat_get *g, int64_t ng) {
+  for (int64_t q = 0; q < ng; q++)
+    if (g[q].missing_ok && g[q].errmsg[0] != '\0')
+      return cat_error(ctx, g[q].status == 404 ? CATERVA_E_NOTFOUND : CATERVA_E_REMOTE, "%s",
+                       g[q].errmsg);
+  return CATERVA_OK;
+}
+
 int cat_rs_run_pieces(caterva_ctx *ctx, cat_rstore *rs, const caterva_schunk *sc,
                       const rpiece *orig, int64_t norig) {
   cat_get *g = NULL;
   rpiece *p = NULL;
-  int64_t *first = NULL, ng = 0, n = 0, gap = cat_remote_merge_gap(rs->rm);
+  int64_t *first = NULL, ng = 0, nall, n = 0, gap = cat_remote_merge_gap(rs->rm);
+  uint8_t buf[CAT_RCHECK];
   int rc = CATERVA_OK;
   if (norig == 0) return CATERVA_OK;
   CAT_TRY(leave, split_pieces(orig, norig, &p, &n) < 0
                      ? cat_error(ctx, CATERVA_E_NOMEM, "out of memory") : 0);
   CAT_CHECK(leave, n <= INT32_MAX / 2, CATERVA_E_OVERFLOW, "too many ranges");
   qsort(p, (size_t)n, sizeof *p, cmp_piece);
-  g = calloc((size_t)n, sizeof *g);
+  g = calloc((size_t)n + 1, sizeof *g); /* + 1: ride_check */
   first = calloc((size_t)n + 1, sizeof *first);
   CAT_CHECK(leave, g != NULL && first != NULL, CATERVA_E_NOMEM, "out of memory");
   for (int64_t k = 0; k < n;) {
@@ -326,10 +360,12 @@ int cat_rs_run_pieces(caterva_ctx *ctx, cat_rstore *rs, const caterva_schunk *sc
     k = m;
   }
   first[ng] = n;
-  expect_version(rs, sc, g, ng);
-  CAT_TRY(leave, cat_remote_get(ctx, rs->rm, g, (int)ng));
-  for (int64_t q = 0; q < ng; q++) CAT_TRY(leave, check_answer(ctx, rs, sc, &g[q]));
-  checked(rs, g, ng);
+  nall = ng + ride_check(rs, sc, g, ng, buf);
+  expect_version(rs, sc, g, nall);
+  CAT_TRY(leave, cat_remote_get(ctx, rs->rm, g, (int)nall));
+  for (int64_t q = 0; q < nall; q++) CAT_TRY(leave, check_answer(ctx, rs, sc, &g[q]));
+  CAT_TRY(leave, refused(ctx, g, nall));
+  checked(rs, g, nall);
   for (int64_t q = 0; q < ng; q++) {
     if (first[q + 1] - first[q] > 1)
       for (int64_t k = first[q]; k < first[q + 1]; k++)
@@ -681,10 +717,11 @@ static int wave_headers(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc,
   rspec *sp = NULL;
   cat_rchunk **who = calloc((size_t)n, sizeof *who);
   int64_t guess, nblk, cap = n;
-  int ng = 0, nh = 0, nsp = 0, rc = CATERVA_OK;
+  int ng = 0, nh = 0, nsp = 0, nall, rc = CATERVA_OK;
+  uint8_t buf[CAT_RCHECK];
   bool upfront;
   for (int k = 0; k < n; k++) cap += w[k].nblocks > 0 ? w[k].nblocks : 0;
-  g = calloc((size_t)cap, sizeof *g);
+  g = calloc((size_t)cap + 1, sizeof *g); /* + 1: ride_check */
   sp = calloc((size_t)cap, sizeof *sp);
   CAT_CHECK(leave, g != NULL && sp != NULL && who != NULL, CATERVA_E_NOMEM, "out of memory");
   nblk = sc->blocksize > 0 ? cat_ceil_div64(sc->chunksize, sc->blocksize) : 1024;
@@ -718,10 +755,12 @@ static int wave_headers(caterva_ctx *ctx, cat_rstore *rs, caterva_schunk *sc,
                                nblk, room));
   }
   if (ng == 0) goto leave;
-  expect_version(rs, sc, g, ng);
-  CAT_TRY(leave, cat_remote_get(ctx, rs->rm, g, ng));
-  for (int q = 0; q < ng; q++) CAT_TRY(leave, check_answer(ctx, rs, sc, &g[q]));
-  checked(rs, g, ng);
+  nall = ng + (int)ride_check(rs, sc, g, ng, buf);
+  expect_version(rs, sc, g, nall);
+  CAT_TRY(leave, cat_remote_get(ctx, rs->rm, g, nall));
+  for (int q = 0; q < nall; q++) CAT_TRY(leave, check_answer(ctx, rs, sc, &g[q]));
+  CAT_TRY(leave, refused(ctx, g, nall));
+  checked(rs, g, nall);
   for (int q = 0, h = 0; q < ng; q++) {
     bool spec = false;
     for (int s = 0; s < nsp && !spec; s++) spec = sp[s].q == q;

@@ -15,6 +15,8 @@
 
 #define CAT_RPROBE (64 * 1024)         /* first bytes asked for at open */
 #define CAT_RSMALL_CHUNK (32 * 1024)   /* chunks this small are fetched whole */
+#define CAT_RCHECK 16                  /* bytes of chunks.b2frame a version check asks for (not
+                                        * 1: some S3 servers misread "bytes=0-0") */
 #define CAT_RMAXREQ (2 * 1024 * 1024)  /* larger ranges are split: several connections */
 #define CAT_RSPARSE_INDEX "chunks.b2frame"
 

@@ -406,7 +406,8 @@ int caterva_schunk_stale(caterva_ctx *ctx, caterva_schunk *sc) {
 }
 
 int caterva_schunk_stale_later(caterva_ctx *ctx, caterva_schunk *sc) {
-  if (sc != NULL && sc->remote != NULL && sc->store == CATERVA_STORE_CONTIGUOUS)
+  if (sc != NULL && sc->remote != NULL &&
+      (sc->store == CATERVA_STORE_CONTIGUOUS || sc->store == CATERVA_STORE_SPARSE))
     return cat_remote_check_later(sc);
   return caterva_schunk_stale(ctx, sc);
 }

@@ -695,6 +695,12 @@ static int cvFilter(sqlite3_vtab_cursor *pCursor, int idxNum, const char *idxStr
     return rc;
   }
   if (pLimit) pCur->nLeft = cvRowBudget(pLimit, pOffset);
+  if (bEmpty && pTab->bRemote) {
+    /* no read will make the pending version check, and the box came from the labels and the
+    ** shape as opened: a change may have moved it (cvCursorFilter opens the array again) */
+    int r = caterva_schunk_verify(pTab->pConn->pCtx, caterva_array_schunk(pTab->pArr));
+    if (r != 0) return cvLibError(pTab, r < 0 ? r : CATERVA_E_CHANGED);
+  }
   if (bEmpty || pCur->nLeft == 0) return SQLITE_OK;  /* bEof is set */
   pCur->bEof = 0;
   pCur->bOrdered = (idxNum & CV_PLAN_ORDERED) != 0 && pTab->nDim > 0;

@@ -21,7 +21,8 @@ fault-injecting front before nginx.
 - TLS: without the test CA the certificate is refused; HTTP/2 is used over TLS.
 - Consistency: an object replaced between two statements is read anew by the second; the
   version check rides on a statement's first wave (no HEAD for a cold query), or is one HEAD when
-  the statement is served from the cache; a replacement of another shape is read anew too.
+  the statement is served from the cache; a replacement of another shape is read anew too, a
+  query whose box lies outside the shape opened included.
 - Opening: a contiguous frame in at most 2 ranged requests, none refused; a sparse frame is
   probed as `<url>/chunks.b2frame` only after `<url>` is not a frame (none with a trailing '/').
 - Read-only (http(s)://): writes and creation options give an error naming the URL (writes
@@ -597,6 +598,18 @@ def versions_and_probes(s, src):
                "replaced by an array of another shape, %s: the next statement reads the new one "
                "(%r, then %r; %d requests, %d HEAD)" % (when, before, after, len(reqs), len(heads)),
                "\n".join(str(r) for r in reqs))
+    # replaced by a larger array, the next statement's box outside the shape opened: no block
+    # read would make the version check, so the empty box makes it (0 rows before)
+    shutil.copyfile(small, path)
+    open_table(db, "v3", base + "/swap2.b2nd")
+    q = "SELECT count(*), sum(value) FROM %s WHERE d0 = 30"
+    before = rows(db, q % "v3")
+    shutil.copyfile(os.path.join(src, "ints.b2nd"), path + ".new")
+    os.replace(path + ".new", path)
+    after, want = rows(db, q % "v3"), rows(local, q % "li")
+    report(before == ("ok", [(0, None)]) and after == want and want[1][0][0] == 48,
+           "replaced by a larger array: a box outside the shape opened (empty before) reads the "
+           "new one (%r, then %r)" % (before, after))
     local.close()
     db.close()
 

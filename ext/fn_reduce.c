@@ -427,8 +427,12 @@ static int cvRedOpenArray(CvRedCursor *pCur, const char *zArg, CvVtab **ppFound)
     rc = caterva_array_flush(pCur->pCtx, pCur->pArr);
   } else if (pFound && !((CvVtab *)pFound)->bLockReads) {
     /* the table's array, brought up to date as a statement of the table would (its
-    ** statistics' fingerprints are then checked once per table, not once per call) */
-    rc = cvStatementStart((CvVtab *)pFound) == SQLITE_OK ? CATERVA_OK : CATERVA_E_IO;
+    ** statistics' fingerprints are then checked once per table, not once per call); a
+    ** remote one's version check now (one HEAD when pending): a reduction's reads do not
+    ** open the array again when they find a change, a scan's first read does */
+    CvVtab *pF = (CvVtab *)pFound;
+    rc = cvStatementStart(pF) == SQLITE_OK && (!pF->bRemote || cvRemoteVerify(pF) == SQLITE_OK)
+             ? CATERVA_OK : CATERVA_E_IO;
     if (rc < 0)
       return cvRedError(pCur, sqlite3_mprintf("caterva_reduce: %s",
                                               ((CvVtab *)pFound)->base.zErrMsg

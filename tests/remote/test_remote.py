@@ -610,6 +610,15 @@ def versions_and_probes(s, src):
     report(before == ("ok", [(0, None)]) and after == want and want[1][0][0] == 48,
            "replaced by a larger array: a box outside the shape opened (empty before) reads the "
            "new one (%r, then %r)" % (before, after))
+    # caterva_reduce over the table, replaced between two calls: the second reduces the new one
+    red = "SELECT value, n FROM caterva_reduce('%s', 'sum', 'd0,d1')"
+    before = rows(db, red % "v3")
+    shutil.copyfile(small, path + ".new")
+    os.replace(path + ".new", path)
+    after = rows(db, red % "v3")
+    report(before == rows(local, red % "li") and after == rows(local, red % "ls") and
+           before != after, "replaced between two caterva_reduce calls over the table: the "
+           "second reduces the new one (%r, then %r)" % (before, after))
     local.close()
     db.close()
 

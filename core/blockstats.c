@@ -274,6 +274,12 @@ static bs_rec *rec_compute(const cat_bstats *bs, const cat_geom *g, int64_t n,
   return r;
 }
 
+/* The statistics of one item alone, into one. */
+static void item_stats(const cat_bstats *bs, const uint8_t *item, caterva_block_stats *one) {
+  acc_init(one, bs->stype);
+  acc_run(bs, one, item, 1);
+}
+
 /* The statistics of block b (of chunk coordinates cc) whose items all equal the item whose
  * own statistics are one. */
 static void uniform_block(const cat_bstats *bs, const cat_geom *g, const int64_t *cc, int32_t b,
@@ -298,8 +304,7 @@ static bs_rec *rec_uniform(const cat_bstats *bs, const cat_geom *g, int64_t n,
   caterva_block_stats one;
   if (r == NULL) return NULL;
   cat_geom_chunk_coords(g, n, cc);
-  acc_init(&one, bs->stype);
-  acc_run(bs, &one, item, 1);
+  item_stats(bs, item, &one);
   for (int32_t b = 0; b < bs->nblocks; b++) uniform_block(bs, g, cc, b, &one, &r->b[b]);
   r->fp = fp;
   r->verified = true;
@@ -789,8 +794,7 @@ static int special_stats(const cat_bstats *bs, const caterva_array *a, int64_t n
   int special = caterva_schunk_chunk_special(a->sc, nchunk);
   if (special <= CATERVA_SPECIAL_NONE || !special_item(g, special, item)) return 0;
   cat_geom_chunk_coords(g, nchunk, cc);
-  acc_init(&one, bs->stype);
-  acc_run(bs, &one, item, 1);
+  item_stats(bs, item, &one);
   uniform_block(bs, g, cc, nblock, &one, st);
   return 1;
 }

@@ -310,6 +310,13 @@ int cat_sc_vlmeta_put(caterva_ctx *ctx, caterva_schunk *sc, const char *name, ui
  * else cached in sc->data. */
 int cat_file_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool cache,
                           const uint8_t **p, int32_t *cbytes, uint8_t **tmp);
+/* 1 with chunk i's bytes borrowed in *p and *cbytes when they lie in a local contiguous
+ * frame's map within max bytes of the next chunk's start (a frame written in order: a special
+ * chunk stored as bytes, 32 to 287 of them), without reading anything but the index; 0 when
+ * not (a larger or remote chunk, a sparse frame, bytes of the open transaction, an entry that
+ * does not read: the chunk's readers report those). */
+int cat_file_small_chunk(const caterva_schunk *sc, int64_t i, int32_t max, const uint8_t **p,
+                         int32_t *cbytes);
 /* Before a loop that reads every stored chunk of sc in index order (a copy): for a remote sc,
  * when the loop reaches chunk i at or past *next, the stored chunks from i on are fetched
  * whole in one wave, as many as 16 MiB of chunksize allow (2 to 64), and *next moves past

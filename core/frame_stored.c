@@ -64,6 +64,22 @@ int cat_file_stored_ahead(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, int64
   return n > 1 ? cat_sc_prefetch(ctx, sc, w, n) : CATERVA_OK;
 }
 
+int cat_file_small_chunk(const caterva_schunk *sc, int64_t i, int32_t max, const uint8_t **p,
+                         int32_t *cbytes) {
+  int64_t e, next;
+  if (sc->remote != NULL || sc->store != CATERVA_STORE_CONTIGUOUS || sc->base == NULL ||
+      i < 0 || i >= sc->nchunks || cat_sc_entry(NULL, sc, i, &e) < 0 || e < 0 ||
+      (sc->txn != NULL && e >= sc->section) || e > sc->section - CATERVA_CHUNK_HEADER_SIZE)
+    return 0;
+  /* how far the next chunk starts: the chunk's size at most (a frame written in order) */
+  if (i + 1 == sc->nchunks) next = sc->section;
+  else if (cat_sc_entry(NULL, sc, i + 1, &next) < 0 || next <= e || next > sc->section)
+    return 0;
+  if (next - e > max) return 0;
+  *p = sc->base + sc->header_len + e;
+  return chunk_cbytes(*p, next - e, cbytes) == CATERVA_OK;
+}
+
 int cat_file_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool cache,
                           const uint8_t **p, int32_t *cbytes, uint8_t **tmp) {
   uint8_t *buf = NULL;

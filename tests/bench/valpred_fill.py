@@ -7,7 +7,9 @@ reopened array, twice (seconds), and the rise of the peak RSS (VmHWM) over the f
 
 The arrays (made once in DIR and kept): `shape='0,9'` int16 grown by one INSERT at row
 3,353,630,237 (259,124 chunks of 32 blocks), and `shape='0,9'` float64 grown at row
-30,182,672,135 (1,036,493 chunks of 32 blocks: the fuzz_sql input of 29 Nov). EXT: paths of
+30,182,672,135 (1,036,493 chunks of 32 blocks: the fuzz_sql input of 29 Nov), with the default
+fill (zero chunks in the index) and with `fill=3` (chunks of one repeated value, stored as
+bytes in the chunk section). EXT: paths of
 caterva.so without the suffix; ROUNDS (default 2) rounds taking the extensions in turn.
 """
 import json
@@ -36,16 +38,18 @@ for k in range(2):
 print(json.dumps({"rows": rows, "s": out, "rise": rise}))
 '''
 
-ARRAYS = [("int16", "int16", 3353630237, 2), ("float64", "float64", 30182672135, 7)]
+ARRAYS = [("int16", "int16", 3353630237, 2, ""), ("float64", "float64", 30182672135, 7, ""),
+          ("int16_fill3", "int16", 3353630237, 2, "3"),
+          ("float64_fill3", "float64", 30182672135, 7, "3")]
 
 
-def make(ext, path, dtype, row, col):
+def make(ext, path, dtype, row, col, fill):
     import sqlite3
     db = sqlite3.connect(":memory:", isolation_level=None)
     db.enable_load_extension(True)
     db.load_extension(ext)
-    db.execute("CREATE VIRTUAL TABLE g USING caterva('%s', shape='0,9', dtype='%s')"
-               % (path, dtype))
+    db.execute("CREATE VIRTUAL TABLE g USING caterva('%s', shape='0,9', dtype='%s'%s)"
+               % (path, dtype, ", fill=" + fill if fill else ""))
     db.execute("INSERT INTO g(d0, d1, value) VALUES(?, ?, 7)", (row, col))
     db.close()
 
@@ -56,10 +60,10 @@ def main():
     os.makedirs(folder, exist_ok=True)
     print("| array | extension | first query s | again s | peak RSS rise of the first, MB |")
     print("|---|---|---|---|---|")
-    for name, dtype, row, col in ARRAYS:
+    for name, dtype, row, col, fill in ARRAYS:
         path = os.path.join(folder, "valpred_%s.b2nd" % name)
         if not os.path.exists(path):
-            make(exts[-1], path, dtype, row, col)
+            make(exts[-1], path, dtype, row, col, fill)
         got = {e: [] for e in exts}
         for _ in range(rounds):
             for e in exts:
@@ -69,8 +73,8 @@ def main():
         for e in exts:
             g = got[e]
             assert all(x["rows"] == [[1]] for x in g), g
-            print("| %s, grown | %s | %s | %s | %s |"
-                  % (dtype, e, ", ".join("%.3f" % x["s"][0] for x in g),
+            print("| %s, grown%s | %s | %s | %s | %s |"
+                  % (dtype, ", fill=" + fill if fill else "", e, ", ".join("%.3f" % x["s"][0] for x in g),
                      ", ".join("%.3f" % x["s"][1] for x in g),
                      ", ".join("%.1f" % x["rise"] for x in g)))
 

@@ -74,7 +74,8 @@ def main():
             g = got[e]
             assert all(x["rows"] == [[1]] for x in g), g
             print("| %s, grown%s | %s | %s | %s | %s |"
-                  % (dtype, ", fill=" + fill if fill else "", e, ", ".join("%.3f" % x["s"][0] for x in g),
+                  % (dtype, ", fill=" + fill if fill else "", e,
+                     ", ".join("%.3f" % x["s"][0] for x in g),
                      ", ".join("%.3f" % x["s"][1] for x in g),
                      ", ".join("%.1f" % x["rise"] for x in g)))
 

@@ -177,14 +177,14 @@ void caterva_block_iter_set_owner(caterva_block_iter *it,
 
 /* Drop the blocks of sel[0, *n) of chunk nchunk that the filter rejects. Every block of a
  * special chunk (zeros, NaN, one repeated value: in the index, or stored as bytes and at hand,
- * cat_sc_chunk_uniform) holds that one value: a filter that decides by the values alone
+ * cat_bs_chunk_uniform) holds that one value: a filter that decides by the values alone
  * answers for the first as for every one (a grown array of a million fill chunks of 32
  * blocks: a million questions instead of 32 million). */
 static int filter_sel(caterva_block_iter *it, int64_t nchunk, int32_t *sel, int32_t *n) {
   int32_t j = 0, vsize;
   const uint8_t *value;
   /* (an entry that does not read: each block's question reports it) */
-  int special = it->keep_by_value && *n > 1 ? cat_sc_chunk_uniform(it->sc, nchunk, &value, &vsize)
+  int special = it->keep_by_value && *n > 1 ? cat_bs_chunk_uniform(it->a, nchunk, &value, &vsize)
                                             : CATERVA_SPECIAL_NONE;
   if (special > CATERVA_SPECIAL_NONE) {
     int r = it->keep(it->keep_arg, nchunk, sel[0]);

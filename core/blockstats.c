@@ -780,6 +780,16 @@ leave:
   return rc < 0 ? rc : k;
 }
 
+int cat_bs_chunk_uniform(const caterva_array *a, int64_t n, const uint8_t **value,
+                         int32_t *vsize) {
+  const cat_bstats *bs = a->bs;
+  *value = NULL;
+  *vsize = 0;
+  if (bs == NULL || n < 0 || n >= bs->n || bs->rec[n] == NULL)
+    return cat_sc_chunk_uniform(a->sc, n, value, vsize);
+  return caterva_schunk_chunk_special(a->sc, n);
+}
+
 /* Block nblock of chunk nchunk when the chunk is special (zeros, NaN, uninitialized, one
  * repeated item: its index entry, or its bytes when at hand, cat_sc_chunk_uniform): its
  * statistics from the chunk's one item, exact whatever records are stored, without reading
@@ -794,7 +804,7 @@ static int special_stats(const cat_bstats *bs, const caterva_array *a, int64_t n
   const uint8_t *value;
   int32_t vsize;
   caterva_block_stats one;
-  int special = cat_sc_chunk_uniform(a->sc, nchunk, &value, &vsize);
+  int special = cat_bs_chunk_uniform(a, nchunk, &value, &vsize);
   if (special == CATERVA_SPECIAL_VALUE) {
     if (vsize != g->itemsize) return 0;
     memcpy(item, value, (size_t)vsize);

@@ -300,10 +300,11 @@ void cat_bs_edit_hook(void *arg, caterva_ctx *ctx, int op, int64_t pos, const ui
 /* The remap hook (cat_sc_remap): records follow their chunks, new chunks get new records. */
 void cat_bs_remap_hook(void *arg, caterva_ctx *ctx, const int64_t *map, int64_t n,
                        const uint8_t *chunk, int32_t cbytes, int special);
-/* cat_sc_chunk_uniform for chunk n of a, except that a chunk whose record of statistics is
- * in memory is not looked at again (CATERVA_SPECIAL_NONE unless its index entry is special):
- * it is read through that record, as before, and the small stored chunks of a tiny partition
- * are not parsed once per block. */
+/* Chunk n of a when one item repeats through it: its index entry's special kind, else a
+ * stored special chunk's (cat_sc_stored_uniform), except that a stored chunk whose record of
+ * statistics is in memory is not looked at (CATERVA_SPECIAL_NONE): it is read through that
+ * record, as before, and the small stored chunks of a tiny partition are not parsed once per
+ * block. A negative error of the index entry. */
 int cat_bs_chunk_uniform(const caterva_array *a, int64_t n, const uint8_t **value,
                          int32_t *vsize);
 /* The uncompressed image of the chunk about to be stored at pos (NULL: none), so that the

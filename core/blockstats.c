@@ -783,15 +783,16 @@ leave:
 int cat_bs_chunk_uniform(const caterva_array *a, int64_t n, const uint8_t **value,
                          int32_t *vsize) {
   const cat_bstats *bs = a->bs;
+  int special = caterva_schunk_chunk_special(a->sc, n);
   *value = NULL;
   *vsize = 0;
-  if (bs == NULL || n < 0 || n >= bs->n || bs->rec[n] == NULL)
-    return cat_sc_chunk_uniform(a->sc, n, value, vsize);
-  return caterva_schunk_chunk_special(a->sc, n);
+  if (special != CATERVA_SPECIAL_NONE || (bs != NULL && n < bs->n && bs->rec[n] != NULL))
+    return special;
+  return cat_sc_stored_uniform(a->sc, n, value, vsize);
 }
 
 /* Block nblock of chunk nchunk when the chunk is special (zeros, NaN, uninitialized, one
- * repeated item: its index entry, or its bytes when at hand, cat_sc_chunk_uniform): its
+ * repeated item: its index entry, or its bytes when at hand, cat_bs_chunk_uniform): its
  * statistics from the chunk's one item, exact whatever records are stored, without reading
  * or making a record (a value predicate over a grown array of a million fill chunks asked a
  * record of each: 1.7 GB). 1 with *st, 0 when the chunk is not such a chunk (or its entry

@@ -144,14 +144,13 @@ typedef struct cat_want {
 } cat_want;
 /* A super-chunk read from a server: 1, else 0. */
 int cat_sc_is_remote(const caterva_schunk *sc);
-/* Chunk i's content when one item repeats through it, as caterva_schunk_chunk_special says
- * from the index, else from the chunk's bytes when they are at hand without reading anything
- * but the index (a special chunk stored as bytes in a local contiguous frame:
- * cat_file_small_chunk): CATERVA_SPECIAL_ZERO, _NAN, _UNINIT or _VALUE (its value's bytes
- * borrowed in *value, *vsize of them), CATERVA_SPECIAL_NONE when not (or not known so
- * cheaply), or a negative error of the index. */
-int cat_sc_chunk_uniform(const caterva_schunk *sc, int64_t i, const uint8_t **value,
-                         int32_t *vsize);
+/* Stored chunk i's content when one item repeats through it and its bytes are at hand
+ * without reading anything but the index (a special chunk stored as bytes in a local
+ * contiguous frame: cat_file_small_chunk): CATERVA_SPECIAL_ZERO, _NAN, _UNINIT or _VALUE (its
+ * value's bytes borrowed in *value, *vsize of them), else CATERVA_SPECIAL_NONE (a regular
+ * chunk, or not known so cheaply). Index entries that are special: caterva_schunk_chunk_special. */
+int cat_sc_stored_uniform(const caterva_schunk *sc, int64_t i, const uint8_t **value,
+                          int32_t *vsize);
 /* Fetch what the wants need, in few waves (remote super-chunks; nothing to do otherwise). */
 int cat_sc_prefetch(caterva_ctx *ctx, caterva_schunk *sc, const cat_want *w, int n);
 /* A remote frame whose offsets index is read a block at a time: the index blocks that chunks

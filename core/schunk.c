@@ -256,15 +256,13 @@ int caterva_schunk_chunk_special(const caterva_schunk *sc, int64_t i) {
   return (int)(((uint64_t)e >> 56) & 0x7f);
 }
 
-int cat_sc_chunk_uniform(const caterva_schunk *sc, int64_t i, const uint8_t **value,
-                         int32_t *vsize) {
+int cat_sc_stored_uniform(const caterva_schunk *sc, int64_t i, const uint8_t **value,
+                          int32_t *vsize) {
   caterva_chunk_info ci;
   const uint8_t *p;
   int32_t cb;
-  int special = caterva_schunk_chunk_special(sc, i);
   *value = NULL;
   *vsize = 0;
-  if (special != CATERVA_SPECIAL_NONE) return special;
   if (!cat_file_small_chunk(sc, i, CATERVA_CHUNK_HEADER_SIZE + 255, &p, &cb) ||
       caterva_chunk_info_get(p, (size_t)cb, &ci) < 0 || ci.nbytes != chunk_nbytes(sc, i))
     return CATERVA_SPECIAL_NONE; /* (a chunk that does not read: its readers say why) */

@@ -307,6 +307,10 @@ void cat_bs_remap_hook(void *arg, caterva_ctx *ctx, const int64_t *map, int64_t 
  * block. A negative error of the index entry. */
 int cat_bs_chunk_uniform(const caterva_array *a, int64_t n, const uint8_t **value,
                          int32_t *vsize);
+/* The sum that adding v to 0.0 n times in double gives, as a record of statistics sums a
+ * block of one repeated value item by item, in O(binades) steps; 0.0 for n <= 0, a zero or
+ * a NaN v (NaN items count as missing). */
+double cat_bs_repeat_sum(double v, int64_t n);
 /* The uncompressed image of the chunk about to be stored at pos (NULL: none), so that the
  * hook need not decompress it; or, for a raw copy, the record of a's chunk apos. */
 void cat_bs_hint(caterva_array *a, int64_t pos, const uint8_t *img);

@@ -32,6 +32,7 @@
 #include "blockstats_internal.h"
 #include "frame_internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -280,8 +281,50 @@ static void item_stats(const cat_bstats *bs, const uint8_t *item, caterva_block_
   acc_run(bs, one, item, 1);
 }
 
+/* One addition of a cat_bs_repeat_sum, and whether the sum can go on changing. */
+static bool repeat_step(double *s, double a) {
+  double before = *s;
+  *s += a;
+  return *s != before && !isinf(*s);
+}
+
+double cat_bs_repeat_sum(double v, int64_t n) {
+  double s = 0.0, a = fabs(v);
+  int64_t k = 0;
+  if (!(a > 0.0) || n <= 0) return 0.0; /* zero; NaN counts as missing */
+  while (k < n) {
+    int e;
+    double u, q, fl, fq;
+    int64_t big = (int64_t)1 << 53, d, j;
+    frexp(s, &e); /* s in [2^(e-1), 2^e), spaced u = 2^(e-53) apart */
+    u = ldexp(1.0, e - 53);
+    if (s < DBL_MIN || e >= DBL_MAX_EXP || a >= ldexp(1.0, e) - s) { /* leaves the binade */
+      k++;
+      if (!repeat_step(&s, a)) break;
+      continue;
+    }
+    q = a / u; /* exact: a scaling by a power of two, below 2^53 */
+    fl = floor(q);
+    fq = q - fl;
+    if (fq == 0.5) { /* a tie: rounded to even, which depends on s */
+      k++;
+      if (!repeat_step(&s, a)) break;
+      continue;
+    }
+    d = (int64_t)(fq > 0.5 ? fl + 1.0 : fl); /* each addition adds d spacings exactly */
+    if (d == 0) break;                       /* s + a rounds back to s from now on */
+    /* additions i = 0, 1, ... stay in the binade while s/u + i*d + q < 2^53 */
+    j = (big - (int64_t)(s / u) - (int64_t)fl - 1) / d + 1;
+    if (j > n - k) j = n - k;
+    s += (double)(j * d) * u; /* exact: a multiple of u no larger than 2^e */
+    k += j;
+  }
+  return v < 0 ? -s : s;
+}
+
 /* The statistics of block b (of chunk coordinates cc) whose items all equal the item whose
- * own statistics are one. */
+ * own statistics are one: a float sum as acc_run's additions give it (cat_bs_repeat_sum),
+ * which a record of the same values holds. */
 static void uniform_block(const cat_bstats *bs, const cat_geom *g, const int64_t *cc, int32_t b,
                           const caterva_block_stats *one, caterva_block_stats *s) {
   int64_t ext[CATERVA_MAX_DIM], cnt = block_extent(g, cc, b, ext);
@@ -290,7 +333,7 @@ static void uniform_block(const cat_bstats *bs, const cat_geom *g, const int64_t
   *s = *one;
   s->nvalid = one->nvalid * cnt;
   s->nnan = one->nnan * cnt;
-  if (bs->stype == CATERVA_STATS_FLOAT) s->sum.f = one->nvalid ? one->sum.f * (double)cnt : 0.0;
+  if (bs->stype == CATERVA_STATS_FLOAT) s->sum.f = one->nvalid ? cat_bs_repeat_sum(one->sum.f, cnt) : 0.0;
   else if (bs->stype == CATERVA_STATS_INT)
     s->sum_overflow = __builtin_mul_overflow(one->sum.i, cnt, &s->sum.i);
   else s->sum_overflow = __builtin_mul_overflow(one->sum.u, (uint64_t)cnt, &s->sum.u);
@@ -540,9 +583,13 @@ cat_bs_rec *cat_bs_rec_patched(const caterva_array *a, const cat_geom *g, int64_
 
 cat_bs_rec *cat_bs_rec_ref(caterva_ctx *ctx, caterva_array *a, int64_t n) {
   caterva_block_stats st;
+  bs_rec *r;
   if (caterva_array_block_stats(ctx, a, n, 0, &st) != 1) return NULL; /* checks it first */
-  a->bs->rec[n]->refs++;
-  return a->bs->rec[n];
+  /* a chunk of one repeated item answers from that item, with no record or an unchecked one */
+  r = cat_bs_rec_at(a->bs, n);
+  if (r == NULL || r->stale || !r->verified) return NULL;
+  r->refs++;
+  return r;
 }
 
 int cat_bs_rec_is(const caterva_array *a, int64_t n, const cat_bs_rec *r) {

@@ -231,8 +231,7 @@ int caterva_schunk_stale(caterva_ctx *ctx, caterva_schunk *sc);
  * every answer from the frame object carries (so the check costs no round trip of its own;
  * a sparse frame's chunks are objects of their own, so a GET of the first bytes of
  * chunks.b2frame rides that read's first wave), or by one HEAD request when that read needs
- * no request
- * (caterva_schunk_verify). When the object changed, that first read fails with
+ * no request (caterva_schunk_verify). When the object changed, that first read fails with
  * CATERVA_E_CHANGED before any byte of the new version is used (a chunk object the change
  * removed included), and caterva_schunk_stale then says 1 without a request: open the array
  * again and read again. Later reads of the same statement that find a change fail with

@@ -64,12 +64,17 @@ int cat_file_stored_ahead(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, int64
   return n > 1 ? cat_sc_prefetch(ctx, sc, w, n) : CATERVA_OK;
 }
 
+/* Whether a chunk at offset e of the chunk section lies in the committed, mapped section (a
+ * chunk the open transaction wrote lies past it). */
+static bool in_section(const caterva_schunk *sc, int64_t e) {
+  return sc->base != NULL && e >= 0 && e <= sc->section - CATERVA_CHUNK_HEADER_SIZE;
+}
+
 int cat_file_small_chunk(const caterva_schunk *sc, int64_t i, int32_t max, const uint8_t **p,
                          int32_t *cbytes) {
   int64_t e, next;
-  if (sc->remote != NULL || sc->store != CATERVA_STORE_CONTIGUOUS || sc->base == NULL ||
-      i < 0 || i >= sc->nchunks || cat_sc_entry(NULL, sc, i, &e) < 0 || e < 0 ||
-      (sc->txn != NULL && e >= sc->section) || e > sc->section - CATERVA_CHUNK_HEADER_SIZE)
+  if (sc->remote != NULL || sc->store != CATERVA_STORE_CONTIGUOUS || i < 0 ||
+      i >= sc->nchunks || cat_sc_entry(NULL, sc, i, &e) < 0 || !in_section(sc, e))
     return 0;
   /* how far the next chunk starts: the chunk's size at most (a frame written in order) */
   if (i + 1 == sc->nchunks) next = sc->section;
@@ -116,7 +121,7 @@ int cat_file_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool 
     *p = buf;
     return CATERVA_OK;
   }
-  if (sc->base == NULL || e < 0 || e > sc->section - CATERVA_CHUNK_HEADER_SIZE)
+  if (!in_section(sc, e))
     return cat_error(ctx, CATERVA_E_CORRUPT, "chunk %lld: no bytes behind its index entry",
                      (long long)i);
   *p = sc->base + sc->header_len + e;

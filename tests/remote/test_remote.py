@@ -90,6 +90,16 @@ def make_arrays(src):
                "WHERE a.value < 64 AND b.value < 48")
     db.execute("DROP TABLE g")
     made.append(("ints.b2nd", ("d0", "d1"), False))
+    # grown with fill=0.1: its chunks beyond the written columns are one repeated value stored
+    # as bytes, read locally from their headers and remotely from the records of statistics;
+    # both must give the writer's sums (0.1 added item by item, not 0.1 times the count)
+    db.execute("CREATE VIRTUAL TABLE g USING caterva('%s', shape='0,48', dtype='float64', "
+               "chunks='8,16', blocks='4,8', fill=0.1)" % os.path.join(src, "fill.b2nd"))
+    db.execute(SERIES + "INSERT INTO g(d0, d1, value) SELECT a.value, b.value, "
+               "CASE WHEN (a.value + b.value) % 5 = 0 THEN 1.5 ELSE 0 END FROM n a, n b "
+               "WHERE a.value BETWEEN 32 AND 39 AND b.value < 16")
+    db.execute("DROP TABLE g")
+    made.append(("fill.b2nd", ("d0", "d1"), False))
     for g in GOLDEN_PICK:
         p = os.path.join(GOLDEN, g)
         if not os.path.exists(p):
@@ -123,6 +133,7 @@ def queries(dims, labels):
         ("caterva_slice", "SELECT hex(caterva_slice({p}, '[%s]', '[%s]'))"
          % (",".join("1" for _ in dims), ",".join("3" for _ in dims))),
         ("caterva_reduce", "SELECT * FROM caterva_reduce({p}, 'mean', '%s')" % d0),
+        ("caterva_reduce's sum", "SELECT value FROM caterva_reduce({p}, 'sum', '')"),
         ("caterva_info", "SELECT json_remove(caterva_info({p}), '$.remote', '$.leftovers', '$.journal')"),
     ]
     if labels:

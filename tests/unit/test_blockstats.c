@@ -20,9 +20,11 @@
 #include "tap.h"
 #include "testrng.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static caterva_ctx *ctx;
 static char tmpdir[256];
@@ -649,10 +651,52 @@ static void run_filter_by_value(void) {
   free(buf);
 }
 
+/* v added to 0.0 n times, one addition after another (what acc_run does). */
+static double added(double v, int64_t n) {
+  double s = 0.0;
+  for (int64_t i = 0; i < n; i++) s += v;
+  return s;
+}
+
+/* cat_bs_repeat_sum against the additions it replaces: values whose sums round at every step
+ * (0.1, 1/3), ties to even (1 + 2^-52 from the second addition on), sums that reach a power of
+ * two, subnormals, the largest doubles (overflow to infinity), zeros, NaN and random values of
+ * every magnitude, for counts up to 70,000. */
+static void run_repeat_sum(void) {
+  const double fixed[] = {0.1, -0.1, 1.0 / 3, 3.0, 2.5, -0.7, 1 + 0x1p-52, 1 - 0x1p-53, 0x1p-60,
+                          0x1.8p-1074, 1e-310, DBL_MAX / 3, 1e300, INFINITY, -INFINITY, 0.0, -0.0,
+                          NAN, 0.2 + 0x1p-55, 65504.0, 123456.789};
+  const int64_t counts[] = {0, 1, 2, 3, 7, 10, 64, 100, 1000, 4096, 4097, 65536, 70000};
+  int bad = 0, cases = 0;
+  for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+    for (size_t j = 0; j < sizeof counts / sizeof *counts; j++) {
+      double want = fixed[i] != fixed[i] ? 0.0 : added(fixed[i], counts[j]);
+      double got = cat_bs_repeat_sum(fixed[i], counts[j]);
+      cases++;
+      if (memcmp(&want, &got, sizeof got) != 0 && bad++ < 5)
+        tap_diag("%a x %lld: %a, additions %a", fixed[i], (long long)counts[j], got, want);
+    }
+  for (int r = 0; r < 3000; r++) {
+    uint64_t bits = rnd() & 0x7FFFFFFFFFFFFFFFull;
+    int64_t n = (int64_t)(rnd() % 20000);
+    double v;
+    memcpy(&v, &bits, sizeof v);
+    if (v != v || isinf(v)) continue;
+    if (r % 2) v = ldexp(frexp(v, &(int){0}), (int)(rnd() % 200) - 100); /* everyday sizes */
+    double want = added(v, n), got = cat_bs_repeat_sum(v, n);
+    cases++;
+    if (memcmp(&want, &got, sizeof got) != 0 && bad++ < 5)
+      tap_diag("%a x %lld: %a, additions %a", v, (long long)n, got, want);
+  }
+  tap_ok(bad == 0, "a repeated value's sum equals its additions one by one (%d cases, %d differ)",
+         cases, bad);
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "%s/cvbsXXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (mkdtemp(tmpdir) == NULL) return tap_skip_all("no temporary directory");
   caterva_ctx_new(2, &ctx);
+  run_repeat_sum();
   run_predicates();
   run_filter();
   run_filter_by_value();

@@ -398,6 +398,19 @@ leave:
   return rc;
 }
 
+/* The special chunk kind whose chunks read as the item v (a's itemsize bytes) repeated: zeros,
+ * the NaN that a NaN chunk reads as (so that such chunks are index entries, not 40 stored bytes
+ * each), else a repeated value. */
+static int item_special(const caterva_array *a, const uint8_t *v) {
+  uint8_t nan[8];
+  int is = a->g.itemsize, zero = 1;
+  for (int i = 0; i < is; i++) zero &= v[i] == 0;
+  if (zero) return CATERVA_SPECIAL_ZERO;
+  if (is != 4 && is != 8) return CATERVA_SPECIAL_VALUE;
+  cat_fill_items(nan, 1, is, CATERVA_SPECIAL_NAN, NULL);
+  return memcmp(v, nan, (size_t)is) == 0 ? CATERVA_SPECIAL_NAN : CATERVA_SPECIAL_VALUE;
+}
+
 /* Check the fill mode of caterva_array_create against a's dtype; the special kind. */
 static int create_kind(caterva_ctx *ctx, const caterva_array *a, int fill, const void *value) {
   int rc = CATERVA_OK, kind = CATERVA_SPECIAL_ZERO;
@@ -415,12 +428,7 @@ static int create_kind(caterva_ctx *ctx, const caterva_array *a, int fill, const
                          (info.kind == CATERVA_KIND_FLOAT || info.kind == CATERVA_KIND_BYTES),
               CATERVA_E_INVALID, "NaN fill needs float32 or float64 items");
   }
-  if (kind == CATERVA_SPECIAL_VALUE) {
-    const uint8_t *v = value;
-    int allzero = 1;
-    for (int i = 0; i < a->g.itemsize; i++) allzero &= v[i] == 0;
-    if (allzero) kind = CATERVA_SPECIAL_ZERO;
-  }
+  if (kind == CATERVA_SPECIAL_VALUE) kind = item_special(a, value);
   rc = kind;
 leave:
   return rc;
@@ -622,13 +630,7 @@ leave:
 
 /* The special chunk kind that holds the fill value. */
 static int fill_special(const caterva_array *a) {
-  static const uint8_t nan32[4] = {0x00, 0x00, 0xC0, 0x7F}, nan64[8] = {0, 0, 0, 0, 0, 0, 0xF8, 0x7F};
-  int is = a->g.itemsize, zero = 1;
-  for (int i = 0; i < is && i < CAT_FILL_MAX; i++) zero &= a->fill[i] == 0;
-  if (zero || is > CAT_FILL_MAX) return CATERVA_SPECIAL_ZERO;
-  if ((is == 4 && memcmp(a->fill, nan32, 4) == 0) || (is == 8 && memcmp(a->fill, nan64, 8) == 0))
-    return CATERVA_SPECIAL_NAN;
-  return CATERVA_SPECIAL_VALUE;
+  return a->g.itemsize > CAT_FILL_MAX ? CATERVA_SPECIAL_ZERO : item_special(a, a->fill);
 }
 
 /* Write the fill value into the box [lo, hi). */

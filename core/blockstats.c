@@ -288,10 +288,20 @@ static bool repeat_step(double *s, double a) {
   return *s != before && !isinf(*s);
 }
 
-double cat_bs_repeat_sum(double v, int64_t n) {
-  double s = 0.0, a = fabs(v);
+/* Whether every partial sum k * a (k <= n) is a double, so that each addition is exact: a's
+ * significant bits and n's together fit in 53 (3, 2.5 and other short values; not 0.1). */
+static bool repeat_exact(double a, int64_t n) {
+  int e;
+  uint64_t m = (uint64_t)ldexp(frexp(a, &e), 53); /* a's significand as an integer */
+  int bits = 64 - __builtin_clzll(m) - __builtin_ctzll(m);
+  int nbits = 64 - __builtin_clzll((uint64_t)n);
+  return bits + nbits <= 53 && isfinite(a * (double)n);
+}
+
+/* The additions of cat_bs_repeat_sum one binade at a time. */
+static double repeat_steps(double a, int64_t n) {
+  double s = 0.0;
   int64_t k = 0;
-  if (!(a > 0.0) || n <= 0) return 0.0; /* zero; NaN counts as missing */
   while (k < n) {
     int e;
     double u, q, fl, fq;
@@ -319,7 +329,22 @@ double cat_bs_repeat_sum(double v, int64_t n) {
     s += (double)(j * d) * u; /* exact: a multiple of u no larger than 2^e */
     k += j;
   }
-  return v < 0 ? -s : s;
+  return s;
+}
+
+double cat_bs_repeat_sum(double v, int64_t n) {
+  /* the blocks of a chunk ask with the same value and count, one after the other */
+  static _Thread_local struct { uint64_t vbits; int64_t n; double sum; } last = {0, 0, 0.0};
+  double a = fabs(v), s;
+  uint64_t vbits;
+  if (!(a > 0.0) || n <= 0) return 0.0; /* zero; NaN counts as missing */
+  memcpy(&vbits, &v, sizeof vbits);
+  if (last.n == n && last.vbits == vbits) return last.sum;
+  s = isfinite(a) && repeat_exact(a, n) ? a * (double)n : repeat_steps(a, n);
+  last.vbits = vbits;
+  last.n = n;
+  last.sum = v < 0 ? -s : s;
+  return last.sum;
 }
 
 /* The statistics of block b (of chunk coordinates cc) whose items all equal the item whose

@@ -9,7 +9,8 @@ The arrays (made once in DIR and kept): `shape='0,9'` int16 grown by one INSERT 
 3,353,630,237 (259,124 chunks of 32 blocks), and `shape='0,9'` float64 grown at row
 30,182,672,135 (1,036,493 chunks of 32 blocks: the fuzz_sql input of 29 Nov), with the default
 fill (zero chunks in the index) and with `fill=3` (chunks of one repeated value, stored as
-bytes in the chunk section). EXT: paths of
+bytes in the chunk section); the float64 one also with `fill=0.1`, whose blocks' sums are
+chains of inexact additions (cat_bs_repeat_sum). EXT: paths of
 caterva.so without the suffix; ROUNDS (default 2) rounds taking the extensions in turn.
 """
 import json
@@ -40,7 +41,8 @@ print(json.dumps({"rows": rows, "s": out, "rise": rise}))
 
 ARRAYS = [("int16", "int16", 3353630237, 2, ""), ("float64", "float64", 30182672135, 7, ""),
           ("int16_fill3", "int16", 3353630237, 2, "3"),
-          ("float64_fill3", "float64", 30182672135, 7, "3")]
+          ("float64_fill3", "float64", 30182672135, 7, "3"),
+          ("float64_fill01", "float64", 30182672135, 7, "0.1")]
 
 
 def make(ext, path, dtype, row, col, fill):

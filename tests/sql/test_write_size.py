@@ -169,7 +169,8 @@ def empty_arrays(tmp):
     """An array created with its final shape and nothing written holds no chunk bytes when its
     fill is zero or NaN (the default of float dtypes): index entries say so, as
     caterva_array_create's fill modes write them. Before, SQL's NaN fill stored every chunk as
-    a 40-byte repeated-value chunk (a 1-D float64 array of 2.1e12 cells: 16 s, 162 MB)."""
+    a 40-byte repeated-value chunk (a 1-D float64 array of 2.1e12 cells: 162.8 MB, see
+    docs/performance.md, "A new array's fill chunks")."""
     db = connect()
     for dtype, fill in (("float64", ""), ("float32", ""), ("float64", ", fill=nan"),
                         ("float32", ", fill=0"), ("int16", "")):

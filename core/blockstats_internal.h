@@ -32,9 +32,11 @@ enum { BS_PAGE_UNREAD = 0, BS_PAGE_READ = 1, BS_PAGE_SOME = 2 };
 /* The stored records not read yet (blockstats_stored.c): the stored form's compressed bytes,
  * decoded a page of positions at a time when a position of the page is first asked for. */
 typedef struct bs_lazy {
-  uint8_t *chunk;         /* a copy of the vlmetalayer's chunk, or (remote, sc set) the
-                           * frame's own lazy one, whose blocks are fetched when read */
+  uint8_t *chunk;         /* a copy of the vlmetalayer's chunk (own), or borrowed: the
+                           * frame's own lazy one (remote, sc set), whose blocks are fetched
+                           * when read, or a read-only file's, in its map */
   int32_t cbytes;
+  bool own;               /* chunk is a copy, freed with this */
   caterva_schunk *sc;     /* set when chunk is borrowed from a remote frame */
   int64_t body;           /* offset of position 0's record in the stored form */
   int64_t page;           /* positions per page */
@@ -99,6 +101,12 @@ void cat_bs_rec_unref(bs_rec *r);
 bs_rec *cat_bs_rec_new(int32_t nblocks);
 uint32_t *cat_bs_rec_starts(bs_rec *r, int32_t nblocks);
 void cat_bs_recs_free(bs_rec **rec, int64_t n);
+/* Tables of n record pointers, zeroed (a large one is a map: pages untouched stay out of
+ * memory), resized (positions past the old end not set) and freed only by these. NULL: out of
+ * memory (resize leaves t as it was). */
+bs_rec **cat_bs_table_new(int64_t n);
+bs_rec **cat_bs_table_resize(bs_rec **t, int64_t n);
+void cat_bs_table_free(bs_rec **t);
 int cat_bs_stats_type(const char *dtype, int itemsize, int *kind);
 cat_bstats *cat_bs_new(const caterva_array *a, int stype, int kind);
 /* Forget the kept stored form (the next store encodes every position). */

@@ -80,6 +80,8 @@ typedef struct cat_vlmeta {
                      * finds the changed blocks without decoding the chunk */
   int32_t rawlen;
   bool lazy;
+  bool mapped;      /* chunk borrowed from a read-only schunk's file map, which it keeps until
+                     * it is freed (never remapped: only writers remap), so not freed here */
 } cat_vlmeta;
 
 /* A file map given up while readers might still point into it (retain_maps). */
@@ -291,6 +293,9 @@ int cat_sc_vlmeta_chunk(const caterva_schunk *sc, const char *name, const uint8_
                         int32_t *cbytes);
 /* Is vlmetalayer name's chunk a remote frame's lazy one (cat_vlmeta.lazy)? */
 bool cat_sc_vlmeta_is_lazy(const caterva_schunk *sc, const char *name);
+/* Is it borrowed from a read-only schunk's file map (cat_vlmeta.mapped): valid, unchanged,
+ * until the schunk is freed? */
+bool cat_sc_vlmeta_is_mapped(const caterva_schunk *sc, const char *name);
 /* caterva_schunk_vlmeta_set with a content of up to max bytes (at most
  * CATERVA_CHUNK_MAX_NBYTES): the block statistics of very large arrays. */
 int cat_sc_vlmeta_set_max(caterva_ctx *ctx, caterva_schunk *sc, const char *name,

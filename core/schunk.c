@@ -45,7 +45,7 @@ caterva_schunk *cat_sc_alloc(int store) {
 static void free_vlmeta_items(cat_vlmeta *v, int n) {
   for (int k = 0; k < n; k++) {
     free(v[k].name);
-    if (!v[k].lazy) free(v[k].chunk);
+    if (!v[k].lazy && !v[k].mapped) free(v[k].chunk);
     free(v[k].raw);
   }
 }
@@ -1060,6 +1060,11 @@ bool cat_sc_vlmeta_is_lazy(const caterva_schunk *sc, const char *name) {
   return k >= 0 && sc->vlmeta[k].lazy;
 }
 
+bool cat_sc_vlmeta_is_mapped(const caterva_schunk *sc, const char *name) {
+  int k = find_vlmeta(sc, name);
+  return k >= 0 && sc->vlmeta[k].mapped;
+}
+
 int cat_sc_vlmeta_chunk(const caterva_schunk *sc, const char *name, const uint8_t **chunk,
                         int32_t *cbytes) {
   int k = find_vlmeta(sc, name);
@@ -1110,7 +1115,7 @@ static int vlmeta_slot(caterva_ctx *ctx, caterva_schunk *sc, const char *name, i
 
 int cat_sc_vlmeta_set_max(caterva_ctx *ctx, caterva_schunk *sc, const char *name,
                           const void *content, int32_t len, int32_t max) {
-  cat_vlmeta item = {NULL, NULL, 0, NULL, 0, false};
+  cat_vlmeta item = {NULL, NULL, 0, NULL, 0, false, false};
   int k, rc = vlmeta_slot(ctx, sc, name, &k);
   if (rc < 0) return rc;
   CAT_CHECK(fail, len >= 0 && len <= max && (content != NULL || len == 0),
@@ -1138,7 +1143,7 @@ fail:
 
 int cat_sc_vlmeta_put(caterva_ctx *ctx, caterva_schunk *sc, const char *name, uint8_t *chunk,
                       int32_t cbytes, int32_t max) {
-  cat_vlmeta item = {NULL, chunk, cbytes, NULL, 0, false};
+  cat_vlmeta item = {NULL, chunk, cbytes, NULL, 0, false, false};
   caterva_chunk_info ci;
   int k, rc = vlmeta_slot(ctx, sc, name, &k);
   if (rc < 0) goto fail;

@@ -70,11 +70,20 @@ static bool parse_fill(const uint8_t *v, int32_t len, const caterva_array *a, ui
   return cat_mp_int(&r, &i) && int_to_item(i, kind, a->g.itemsize, item);
 }
 
+static bool has_vlmeta(const caterva_schunk *sc, const char *name) {
+  for (int k = 0; k < caterva_schunk_vlmeta_count(sc); k++)
+    if (strcmp(caterva_schunk_vlmeta_name(sc, k), name) == 0) return true;
+  return false;
+}
+
 static int load_fill(caterva_ctx *ctx, caterva_array *a) {
   uint8_t *v = NULL, item[CAT_FILL_MAX] = {0};
   int32_t len = 0;
   memset(a->fill, 0, sizeof a->fill);
   a->fill_stored = 0;
+  /* none: the default, without the error message a failed get formats (a tenth of a small
+   * array's open in a fresh process, vsnprintf's first call) */
+  if (!has_vlmeta(a->sc, CAT_FILL_ATTR)) return CATERVA_OK;
   if (caterva_schunk_vlmeta_get(ctx, a->sc, CAT_FILL_ATTR, &v, &len) < 0) {
     if (ctx != NULL) ctx->errmsg[0] = '\0';
     return CATERVA_OK; /* none, or unreadable: the default */

@@ -49,10 +49,19 @@ void caterva_remote_opts_init(caterva_remote_opts *o) {
   o->path_style = -1;
 }
 
+/* An ASCII prefix in any case: strncasecmp's first call in a process (its binding, the
+ * locale's tables) cost a local open more than the comparison. */
+static bool has_scheme(const char *path, const char *scheme) {
+  for (; *scheme != '\0'; path++, scheme++) {
+    char c = *path >= 'A' && *path <= 'Z' ? (char)(*path - 'A' + 'a') : *path;
+    if (c != *scheme) return false;
+  }
+  return true;
+}
+
 int caterva_path_is_remote(const char *path) {
-  return path != NULL && (strncasecmp(path, "http://", 7) == 0 ||
-                          strncasecmp(path, "https://", 8) == 0 ||
-                          strncasecmp(path, "s3://", 5) == 0);
+  return path != NULL &&
+         (has_scheme(path, "http://") || has_scheme(path, "https://") || has_scheme(path, "s3://"));
 }
 
 char *cat_remote_sibling(const char *base, const char *leaf) {

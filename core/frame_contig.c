@@ -44,6 +44,26 @@ static size_t map_reserve(off_t size) {
   return n <= SIZE_MAX - room ? n + room : n;
 }
 
+/* A reader's small file read whole into memory: a map would cost its mmap, its page fault and
+ * its munmap's TLB flush (half of a 1,000-chunk array's open in a process that opened it
+ * before). The copy of an earlier try (map_for_open) is freed first. */
+static int read_whole(caterva_ctx *ctx, caterva_schunk *sc, int fd, const struct stat *st) {
+  uint8_t *b = malloc((size_t)st->st_size);
+  int rc;
+  if (b == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
+  rc = cat_io_pread(ctx, fd, b, (size_t)st->st_size, 0, sc->path);
+  if (rc < 0) {
+    free(b);
+    return rc;
+  }
+  if (!sc->base_mapped) free((void *)sc->base);
+  sc->base = b;
+  sc->base_len = sc->map_len = (size_t)st->st_size;
+  sc->base_mapped = false;
+  sc->seen_ino = (uint64_t)st->st_ino;
+  return CATERVA_OK;
+}
+
 /* Map the whole file behind fd read-only (the previous map, if any, is released). The same
  * file within the map's reservation keeps its map: the map is never written, so its pages
  * are the page cache's and show what was written since; a pointer into it stays valid. */
@@ -61,6 +81,7 @@ int cat_contig_remap(caterva_ctx *ctx, caterva_schunk *sc, int fd) {
     return CATERVA_OK;
   }
   cat_contig_unmap(sc);
+  if (!sc->writable && st.st_size <= CAT_READ_WHOLE_MAX) return read_whole(ctx, sc, fd, &st);
   len = map_reserve(st.st_size);
   m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
   if (m == MAP_FAILED) return io_fail(ctx, "cannot map", sc->path);
@@ -106,6 +127,7 @@ int cat_contig_open(caterva_ctx *ctx, caterva_schunk *sc) {
   if (fd < 0) return io_fail(ctx, "cannot open", sc->path);
   sc->store = CATERVA_STORE_CONTIGUOUS;
   CAT_TRY(fail, map_for_open(ctx, sc, fd));
+  sc->base_kept = !sc->writable; /* only writers map again */
   CAT_TRY(fail, cat_frame_parse_contiguous(ctx, sc, sc->base, sc->base_len));
   if (sc->writable && (int64_t)sc->base_len > sc->frame_len) {
     /* leftovers of an interrupted commit */

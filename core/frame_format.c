@@ -230,11 +230,11 @@ int cat_frame_parse_header(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *
  *   CE u32 trailer_len     at frame_len - 23
  *   D8 00 + 16 bytes       fingerprint (none)
  */
-/* Whether [p, p + n) lies in the file map of a read-only schunk: its bytes stay valid and
- * unchanged until the schunk is freed (a reader's map is never replaced), so they need no
- * copy. A million-chunk array's block statistics are a vlmetalayer of 0.65 MB. */
+/* Whether [p, p + n) lies in a reader's image of its file (sc->base_kept): its bytes stay
+ * valid and unchanged until the schunk is freed, so they need no copy. A million-chunk
+ * array's block statistics are a vlmetalayer of 0.65 MB. */
 static bool in_readonly_map(const caterva_schunk *sc, const uint8_t *p, int32_t n) {
-  return !sc->writable && sc->base_mapped && sc->base != NULL && p >= sc->base &&
+  return !sc->writable && sc->base_kept && sc->base != NULL && p >= sc->base &&
          (size_t)(p - sc->base) <= sc->base_len && (size_t)n <= sc->base_len - (size_t)(p - sc->base);
 }
 

@@ -99,7 +99,7 @@ int cat_index_lazy_attach(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *c
 }
 
 int cat_index_try_lazy(caterva_ctx *ctx, caterva_schunk *sc, int64_t pos, int64_t avail) {
-  if (!sc->base_mapped) return 0; /* decoded whole (and checked) by cat_frame_parse_index */
+  if (!sc->base_kept) return 0; /* decoded whole (and checked) by cat_frame_parse_index */
   return cat_index_lazy_attach(ctx, sc, sc->base + pos, avail, false);
 }
 

@@ -57,6 +57,9 @@
 /* A read-only contiguous file with more chunks than this reads its index a block at a time
  * (frame_index.c); smaller indices are decoded and checked whole at open. */
 #define CAT_INDEX_LAZY_MIN 65536
+/* A reader's contiguous file of at most this many bytes is read whole into memory at open
+ * instead of mapped (frame_contig.c). */
+#define CAT_READ_WHOLE_MAX 65536
 /* Contents at least this large are kept decoded beside their chunk (cat_vlmeta.raw). */
 #define CAT_VLMETA_KEEP_RAW (32 * 1024)
 
@@ -120,12 +123,16 @@ struct caterva_schunk {
   cat_vlmeta *vlmeta;
   int nvlmeta;
   /* The frame image chunks are read from: an owned copy (memory store opened from a
-   * buffer) or a read-only map of the file (contiguous store). */
+   * buffer; a reader's contiguous file of at most CAT_READ_WHOLE_MAX bytes, read whole) or a
+   * read-only map of the file (contiguous store). */
   const uint8_t *base;
   size_t base_len;           /* bytes of the image (the file's length when it was mapped) */
   size_t map_len;            /* bytes the map reserves (>= base_len): a file that grows
                               * within them is read through the same map (frame_file.c) */
   bool base_mapped;
+  bool base_kept;            /* a reader's file (map or copy): base stays, unchanged, until the
+                              * schunk is freed, so pointers into it may be kept (the lazy
+                              * index, vlmetalayers) */
   int64_t header_len;        /* header length of the image / file on disk */
   int64_t section;           /* bytes of the image's chunk section (its header cbytes) */
   int fd;                    /* contiguous store opened for writing, else -1 */

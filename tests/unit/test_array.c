@@ -12,10 +12,14 @@
 #include "tap.h"
 #include "testrng.h"
 
+#include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static caterva_ctx *ctx;
 static char tmpdir[256];
@@ -434,6 +438,45 @@ static const config configs[] = {
 
 /* ---- creation with fills, 9+ dims, errors, names ---------------------------------------- */
 
+/* A reader of a small file (at most 64 KiB) reads the bytes its open read: the file is read
+ * whole then, not mapped. Here the file is then overwritten in place with zeros (as no writer
+ * of ours does: they append, or rename a new file over it), and the reader still reads the
+ * values; through a map it read the zeros and failed ("malformed" chunks). */
+static void snapshot_reader_test(void) {
+  caterva_array_params p;
+  caterva_array *a = NULL, *r = NULL;
+  char path[512];
+  double buf[60 * 60], got[60 * 60];
+  struct stat st;
+  uint8_t *zeros = NULL;
+  int fd, ok;
+  caterva_array_params_init(&p);
+  p.ndim = 2;
+  p.shape[0] = p.shape[1] = 60;
+  p.chunkshape[0] = p.chunkshape[1] = 30;
+  p.blockshape[0] = p.blockshape[1] = 15;
+  p.dtype = "<f8";
+  p.store = CATERVA_STORE_CONTIGUOUS;
+  next_path(path, sizeof path, ".b2nd");
+  p.path = path;
+  for (int i = 0; i < 60 * 60; i++) buf[i] = i * 0.5;
+  ok = caterva_array_from_buffer(ctx, &p, buf, sizeof buf, &a) == 0;
+  caterva_array_free(a);
+  ok = ok && stat(path, &st) == 0 && st.st_size <= 65536 &&
+       caterva_array_open(ctx, path, CATERVA_OPEN_READ, &r) == 0;
+  zeros = ok ? calloc(1, (size_t)st.st_size) : NULL;
+  fd = ok ? open(path, O_WRONLY) : -1;
+  ok = ok && zeros != NULL && fd >= 0 &&
+       pwrite(fd, zeros, (size_t)st.st_size, 0) == (ssize_t)st.st_size;
+  if (fd >= 0) close(fd);
+  ok = ok && caterva_array_to_buffer(ctx, r, got, sizeof got) == 0 &&
+       memcmp(got, buf, sizeof buf) == 0;
+  tap_ok(ok, "a reader of a %lld-byte file reads what its open read after the file is overwritten",
+         (long long)st.st_size);
+  caterva_array_free(r);
+  free(zeros);
+}
+
 static void fill_tests(void) {
   caterva_array_params p;
   caterva_array *a = NULL;
@@ -796,6 +839,7 @@ int main(void) {
   big_ndim_tests();
   large_read_tests();
   fill_tests();
+  snapshot_reader_test();
   error_tests();
   names_tests();
   from_schunk_tests();

@@ -304,19 +304,19 @@ static double repeat_steps(double a, int64_t n) {
   int64_t k = 0;
   while (k < n) {
     int e;
-    double u, q, fl, fq;
+    double u, q = 0.0, fl = 0.0, fq = 0.0;
     int64_t big = (int64_t)1 << 53, d, j;
+    bool alone;
     frexp(s, &e); /* s in [2^(e-1), 2^e), spaced u = 2^(e-53) apart */
     u = ldexp(1.0, e - 53);
-    if (s < DBL_MIN || e >= DBL_MAX_EXP || a >= ldexp(1.0, e) - s) { /* leaves the binade */
-      k++;
-      if (!repeat_step(&s, a)) break;
-      continue;
+    alone = s < DBL_MIN || e >= DBL_MAX_EXP || a >= ldexp(1.0, e) - s; /* leaves the binade */
+    if (!alone) {
+      q = a / u; /* exact: a scaling by a power of two, below 2^53 */
+      fl = floor(q);
+      fq = q - fl;
+      alone = fq == 0.5; /* a tie: rounded to even, which depends on s */
     }
-    q = a / u; /* exact: a scaling by a power of two, below 2^53 */
-    fl = floor(q);
-    fq = q - fl;
-    if (fq == 0.5) { /* a tie: rounded to even, which depends on s */
+    if (alone) { /* one real addition */
       k++;
       if (!repeat_step(&s, a)) break;
       continue;

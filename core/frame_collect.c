@@ -194,6 +194,7 @@ int cat_file_collect(caterva_ctx *ctx, caterva_schunk *sc, bool dry_run, int64_t
   /* entries older than the committed index would make its new chunk files look unreferenced */
   CAT_CHECK(leave, cat_file_stale(ctx, sc) == 0, CATERVA_E_BUSY,
             "collect: '%s' changed since this handle read it (reopen it)", sc->path);
+  CAT_TRY(leave, cat_sc_index_load(ctx, sc)); /* every entry: a reader's is read lazily */
   CAT_TRY(leave, split_path(ctx, sc->path, &dir, &base));
   collect_temporaries(&c, dir, base);
   if (sc->store == CATERVA_STORE_SPARSE) {

@@ -47,7 +47,7 @@ static size_t map_reserve(off_t size) {
 /* A reader's small file read whole into memory: a map would cost its mmap, its page fault and
  * its munmap's TLB flush (half of a 1,000-chunk array's open in a process that opened it
  * before). The copy of an earlier try (map_for_open) is freed first. */
-static int read_whole(caterva_ctx *ctx, caterva_schunk *sc, int fd, const struct stat *st) {
+static int read_image(caterva_ctx *ctx, caterva_schunk *sc, int fd, const struct stat *st) {
   uint8_t *b = malloc((size_t)st->st_size);
   int rc;
   if (b == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
@@ -81,7 +81,7 @@ int cat_contig_remap(caterva_ctx *ctx, caterva_schunk *sc, int fd) {
     return CATERVA_OK;
   }
   cat_contig_unmap(sc);
-  if (!sc->writable && st.st_size <= CAT_READ_WHOLE_MAX) return read_whole(ctx, sc, fd, &st);
+  if (!sc->writable && st.st_size <= CAT_READ_WHOLE_MAX) return read_image(ctx, sc, fd, &st);
   len = map_reserve(st.st_size);
   m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
   if (m == MAP_FAILED) return io_fail(ctx, "cannot map", sc->path);

@@ -65,8 +65,9 @@ bool cat_index_lazy_ok(const caterva_schunk *sc, const uint8_t *chunk, int64_t a
                        caterva_chunk_info *ci) {
   caterva_chunk_info tmp;
   if (ci == NULL) ci = &tmp;
-  /* contiguous frames, and remote sparse ones (a local chunks.b2frame is read whole) */
-  return !sc->writable && (sc->store == CATERVA_STORE_CONTIGUOUS || sc->remote != NULL) &&
+  /* a reader's: a local image kept until it is freed (a contiguous file's, a sparse frame's
+   * chunks.b2frame), or a remote frame's */
+  return !sc->writable && (sc->base_kept || sc->remote != NULL) &&
          sc->nchunks > CAT_INDEX_LAZY_MIN && sc->nchunks <= INT32_MAX / 8 &&
          avail >= CATERVA_CHUNK_HEADER_SIZE &&
          caterva_chunk_info_get(chunk, (size_t)avail, ci) >= 0 &&

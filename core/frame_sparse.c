@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,9 +24,10 @@ char *cat_sparse_chunk_path(const char *dir, int64_t num) {
   return cat_path_join(dir, name);
 }
 
-/* Read a whole regular file of at most maxlen bytes into a new malloc'ed buffer. */
+/* Read a whole regular file of at most maxlen bytes into a new malloc'ed buffer; the file's
+ * stat into *seen when it is not NULL (that of the file read, whatever replaces it after). */
 static int read_whole(caterva_ctx *ctx, const char *path, int64_t maxlen, uint8_t **out,
-                      size_t *len) {
+                      size_t *len, struct stat *seen) {
   struct stat st;
   uint8_t *buf = NULL;
   size_t got = 0;
@@ -45,6 +47,7 @@ static int read_whole(caterva_ctx *ctx, const char *path, int64_t maxlen, uint8_
   CAT_CHECK(leave, got == (size_t)st.st_size, CATERVA_E_IO, "short read of '%s'", path);
   *out = buf;
   *len = got;
+  if (seen != NULL) *seen = st;
   buf = NULL;
 leave:
   free(buf);
@@ -53,20 +56,16 @@ leave:
 }
 
 /* Remember which chunks.b2frame this object reflects (it is replaced by rename on every
- * change, so its inode and time tell a newer one). */
-static void note_index_file(caterva_schunk *sc) {
-  struct stat st;
-  char *path = cat_path_join(sc->path, CAT_SPARSE_INDEX);
-  if (path != NULL && stat(path, &st) == 0) {
-    sc->seen_ino = (uint64_t)st.st_ino;
-    sc->seen_mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-  }
-  free(path);
+ * change, so its inode and time tell a newer one): st, the one read. */
+static void note_index_file(caterva_schunk *sc, const struct stat *st) {
+  sc->seen_ino = (uint64_t)st->st_ino;
+  sc->seen_mtime = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
 /* Replace chunks.b2frame: header (frame type 1), offsets index, trailer. */
 int cat_sparse_write_index(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
                            int64_t nbytes, int64_t cbytes, bool sync) {
+  struct stat st;
   cat_plan pl;
   char *path = cat_path_join(sc->path, CAT_SPARSE_INDEX);
   int rc;
@@ -84,7 +83,7 @@ int cat_sparse_write_index(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entrie
   CAT_TRY(leave, cat_plan_write_sparse(ctx, path, &pl, sync));
   sc->header_len = pl.header_len;
   sc->frame_len = pl.frame_len;
-  note_index_file(sc);
+  if (stat(path, &st) == 0) note_index_file(sc, &st); /* ours: the writer holds the lock */
 leave:
   free(path);
   cat_plan_free(&pl);
@@ -116,7 +115,7 @@ int cat_file_read_chunk(caterva_ctx *ctx, const caterva_schunk *sc, int64_t num,
   size_t n = 0;
   int rc;
   if (path == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
-  rc = read_whole(ctx, path, INT32_MAX, out, &n);
+  rc = read_whole(ctx, path, INT32_MAX, out, &n, NULL);
   if (rc == CATERVA_E_NOTFOUND) rc = cat_error(ctx, CATERVA_E_CORRUPT, "sparse frame: missing chunk file '%s'", path);
   free(path);
   if (rc >= 0) *len = (int32_t)n;
@@ -181,23 +180,71 @@ bool cat_file_is_live(const int64_t *live, int64_t n, int64_t num) {
   return n > 0 && bsearch(&num, live, (size_t)n, sizeof num, cmp_num) != NULL;
 }
 
+static int open_image(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *frame, size_t len,
+                      int64_t *tstart) {
+  int rc;
+  CAT_TRY(leave, cat_frame_parse_header(ctx, sc, frame, len, CAT_FRAME_SPARSE));
+  CAT_TRY(leave, cat_frame_parse_trailer(ctx, sc, frame, sc->header_len, tstart));
+  if (frame == sc->base) {
+    rc = cat_index_try_lazy(ctx, sc, sc->header_len, *tstart - sc->header_len);
+    if (rc != 0) return rc < 0 ? rc : CATERVA_OK;
+  }
+  rc = cat_frame_parse_index(ctx, sc, frame, sc->header_len, *tstart - sc->header_len);
+leave:
+  return rc < 0 ? rc : CATERVA_OK;
+}
+
+/* A reader's image of chunks.b2frame (sc->base, kept until sc is freed): read whole when it is
+ * small, else mapped (a writer replaces the file by rename, never in place, so the map keeps
+ * the bytes read). */
+static int reader_image(caterva_ctx *ctx, caterva_schunk *sc, const char *path,
+                        struct stat *st) {
+  void *m;
+  int rc = CATERVA_OK, fd = open(path, O_RDONLY);
+  if (fd < 0) return io_fail(ctx, "cannot open", path);
+  CAT_CHECK(leave, fstat(fd, st) == 0, CATERVA_E_IO, "cannot stat '%s'", path);
+  CAT_CHECK(leave, S_ISREG(st->st_mode) && st->st_size <= INT32_MAX, CATERVA_E_CORRUPT,
+            "'%s' is not a regular file of at most %lld bytes", path, (long long)INT32_MAX);
+  if (st->st_size <= CAT_READ_WHOLE_MAX) {
+    close(fd);
+    fd = -1;
+    CAT_TRY(leave, read_whole(ctx, path, CAT_READ_WHOLE_MAX, (uint8_t **)&sc->base,
+                              &sc->base_len, st));
+  } else {
+    m = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    CAT_CHECK(leave, m != MAP_FAILED, CATERVA_E_IO, "cannot map '%s'", path);
+    sc->base = m;
+    sc->base_len = sc->map_len = (size_t)st->st_size;
+    sc->base_mapped = true;
+  }
+  sc->base_kept = true;
+leave:
+  if (fd >= 0) close(fd);
+  return rc;
+}
+
+/* chunks.b2frame. A reader keeps it as its image (reader_image): its vlmetalayers are read
+ * in it, and its offsets index a block at a time (frame_index.c), as a contiguous file's; a
+ * writer reads it whole, decodes the index whole and frees the bytes. */
 int cat_sparse_open(caterva_ctx *ctx, caterva_schunk *sc) {
   char *path = cat_path_join(sc->path, CAT_SPARSE_INDEX);
   uint8_t *frame = NULL;
   size_t len = 0;
   int64_t tstart = 0;
-  int rc;
+  struct stat st;
+  int rc = CATERVA_OK;
   sc->store = CATERVA_STORE_SPARSE;
   CAT_CHECK(leave, path != NULL, CATERVA_E_NOMEM, "out of memory");
-  CAT_TRY(leave, read_whole(ctx, path, INT32_MAX, &frame, &len));
-  CAT_TRY(leave, cat_frame_parse_header(ctx, sc, frame, len, CAT_FRAME_SPARSE));
-  CAT_TRY(leave, cat_frame_parse_trailer(ctx, sc, frame, sc->header_len, &tstart));
-  CAT_TRY(leave, cat_frame_parse_index(ctx, sc, frame, sc->header_len, tstart - sc->header_len));
-  rc = CATERVA_OK;
-  note_index_file(sc);
-  for (int64_t i = 0; i < sc->nchunks; i++)
-    if (sc->entries[i] >= sc->next_file) sc->next_file = sc->entries[i] + 1;
-  if (sc->writable) skip_used_numbers(sc);
+  if (sc->writable) CAT_TRY(leave, read_whole(ctx, path, INT32_MAX, &frame, &len, &st));
+  else CAT_TRY(leave, reader_image(ctx, sc, path, &st));
+  CAT_TRY(leave, open_image(ctx, sc, sc->writable ? frame : sc->base,
+                            sc->writable ? len : sc->base_len, &tstart));
+  note_index_file(sc, &st);
+  if (sc->writable) {
+    for (int64_t i = 0; i < sc->nchunks; i++)
+      if (sc->entries[i] >= sc->next_file) sc->next_file = sc->entries[i] + 1;
+    skip_used_numbers(sc);
+  }
 leave:
   free(frame);
   free(path);

@@ -40,13 +40,16 @@ static int ensure_data(caterva_ctx *ctx, caterva_schunk *sc) {
 static int load_chunk_file(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, uint8_t **buf,
                            int32_t *cbytes) {
   int32_t len = 0;
-  int rc = cat_file_read_chunk(ctx, sc, sc->entries[i], buf, &len);
+  int64_t num;
+  int rc = cat_sc_entry(ctx, sc, i, &num);
+  if (rc < 0) return rc;
+  rc = cat_file_read_chunk(ctx, sc, num, buf, &len);
   if (rc < 0) return rc;
   if (chunk_cbytes(*buf, len, cbytes) < 0) {
     free(*buf);
     *buf = NULL;
     return cat_error(ctx, CATERVA_E_CORRUPT, "chunk %lld (file %08llX.chunk) is malformed",
-                     (long long)i, (unsigned long long)sc->entries[i]);
+                     (long long)i, (unsigned long long)num);
   }
   return CATERVA_OK;
 }

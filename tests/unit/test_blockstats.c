@@ -449,62 +449,86 @@ static size_t resident_pages(const void *p, size_t n, size_t *pages) {
   return in;
 }
 
+/* Opens of path (N chunks of 64 int16, the last chunk's values 1..64), each followed by a
+ * cell and its block's statistics: whether all read right with the statistics' vlmetalayer in
+ * the file's image and no block of the offsets index decoded by the open, and the pages of
+ * the records' table in memory after each, in in[]. */
+static int reopen_reads(const char *path, int64_t n, size_t *in, int opens, size_t *pages) {
+  int64_t cell[1] = {n * 64 - 3}, cell1[1] = {n * 64 - 2};
+  int ok = 1;
+  for (int k = 0; k < opens && ok; k++) {
+    caterva_array *a = NULL;
+    caterva_block_stats st;
+    const uint8_t *chunk = NULL;
+    int32_t cbytes = 0;
+    int16_t got = 0;
+    ok = caterva_array_open(ctx, path, CATERVA_OPEN_READ, &a) == 0 &&
+         cat_sc_index_blocks_decoded(a->sc) == 0 &&
+         caterva_array_get_slice(ctx, a, cell, cell1, &got, sizeof got) == 0 && got == 62 &&
+         caterva_array_block_stats(ctx, a, n - 1, 0, &st) == 1 && st.min.i == 1 &&
+         st.max.i == 64 && a->bs != NULL && a->bs->n == n &&
+         cat_sc_vlmeta_chunk(a->sc, "_caterva_blockstats", &chunk, &cbytes) == 0 &&
+         chunk >= a->sc->base && chunk + cbytes <= a->sc->base + a->sc->base_len;
+    if (ok) in[k] = resident_pages(a->bs->rec, (size_t)n * sizeof *a->bs->rec, pages);
+    caterva_array_free(a);
+  }
+  return ok;
+}
+
 /* What a reader's open of a big array holds, again and again in one process (a Dask worker's
- * tasks): the memory that scales with the chunk count is neither copied nor zeroed. The
- * statistics' vlmetalayer was copied twice from the file's map, and the table of records (8
- * bytes a chunk) came from calloc, which zeroes the memory the heap reuses from the second
- * open on (2 MB here; 23 ms at a million chunks). Now the vlmetalayer is read in the map and
- * the table is a map of its own, its pages in memory only once written. */
+ * tasks): the memory that scales with the chunk count is neither copied nor zeroed, in a
+ * contiguous file and in a sparse frame. The statistics' vlmetalayer was copied twice from
+ * the file's map (a sparse frame's chunks.b2frame: read whole, its index decoded whole), and
+ * the table of records (8 bytes a chunk) came from calloc, which zeroes the memory the heap
+ * reuses from the second open on (2 MB here; 23 ms at a million chunks). Now the
+ * vlmetalayer is read in the file's image, the index a block at a time, and the table is a
+ * map of its own, its pages in memory only once written. */
 static void run_reopen(void) {
   enum { N = 1 << 18, OPENS = 4 };
   caterva_array_params p;
-  caterva_array *a = NULL;
-  char path[512];
-  int16_t v[64], got = 0;
-  int64_t lo[1] = {0}, hi[1] = {64}, shape[1] = {(int64_t)N * 64}, cell[1], cell1[1];
-  size_t in[OPENS], pages = 0;
-  int ok = 1, mapped = 1;
+  caterva_array *a = NULL, *b = NULL;
+  char path[512], spath[512];
+  int16_t v[64];
+  int64_t lo[1] = {0}, hi[1] = {64}, shape[1] = {(int64_t)N * 64};
+  size_t in[OPENS] = {0}, pages = 0;
+  int ok;
   caterva_array_params_init(&p);
   p.ndim = 1;
   p.shape[0] = p.chunkshape[0] = p.blockshape[0] = 64;
   p.dtype = "<i2";
   p.store = CATERVA_STORE_CONTIGUOUS;
   next_path(path, sizeof path, ".b2nd");
+  next_path(spath, sizeof spath, ".b2sparse");
   p.path = path;
   for (int i = 0; i < 64; i++) v[i] = (int16_t)(i + 1);
-  if (!tap_ok(caterva_array_create(ctx, &p, CATERVA_FILL_ZEROS, NULL, &a) == 0 &&
-                  caterva_array_set_slice(ctx, a, lo, hi, v, sizeof v) == 0 &&
-                  caterva_array_resize(ctx, a, shape) == 0,
-              "reopen: an array of %d chunks", N)) {
-    caterva_array_free(a);
-    return;
-  }
+  ok = caterva_array_create(ctx, &p, CATERVA_FILL_ZEROS, NULL, &a) == 0 &&
+       caterva_array_set_slice(ctx, a, lo, hi, v, sizeof v) == 0 &&
+       caterva_array_resize(ctx, a, shape) == 0;
   lo[0] = shape[0] - 64;
   hi[0] = shape[0];
-  ok = caterva_array_set_slice(ctx, a, lo, hi, v, sizeof v) == 0;
+  ok = ok && caterva_array_set_slice(ctx, a, lo, hi, v, sizeof v) == 0;
+  p.store = CATERVA_STORE_SPARSE;
+  p.path = spath;
+  ok = ok && caterva_array_copy(ctx, a, &p, &b) == 0;
   caterva_array_free(a);
-  cell[0] = shape[0] - 3;
-  cell1[0] = cell[0] + 1;
-  for (int k = 0; k < OPENS && ok; k++) {
-    caterva_block_stats st;
-    const uint8_t *chunk = NULL;
-    int32_t cbytes = 0;
-    a = NULL;
-    ok = caterva_array_open(ctx, path, CATERVA_OPEN_READ, &a) == 0 &&
-         caterva_array_get_slice(ctx, a, cell, cell1, &got, sizeof got) == 0 && got == 62 &&
-         caterva_array_block_stats(ctx, a, N - 1, 0, &st) == 1 && st.min.i == 1 &&
-         st.max.i == 64 && a->bs != NULL && a->bs->n == N &&
-         cat_sc_vlmeta_chunk(a->sc, "_caterva_blockstats", &chunk, &cbytes) == 0;
-    if (ok) {
-      in[k] = resident_pages(a->bs->rec, (size_t)N * sizeof *a->bs->rec, &pages);
-      mapped &= chunk >= a->sc->base && chunk + cbytes <= a->sc->base + a->sc->base_len;
-    }
+  caterva_array_free(b);
+  if (!tap_ok(ok, "reopen: an array of %d chunks, contiguous and sparse", N)) return;
+  for (int s = 0; s < 2; s++) {
+    ok = reopen_reads(s == 0 ? path : spath, N, in, OPENS, &pages);
+    tap_ok(ok && in[0] < 16 && in[1] < 16 && in[2] < 16 && in[3] < 16,
+           "reopen, %s: %d read-only opens of %d chunks, a cell and its block's statistics "
+           "each: no block of the index decoded by the open, the statistics read in the "
+           "file's image, pages of the records' table in memory %zu, %zu, %zu, %zu of %zu",
+           s == 0 ? "contiguous" : "sparse", OPENS, N, in[0], in[1], in[2], in[3], pages);
+  }
+  { /* what needs every entry still has them: a dry collect of the sparse frame's files */
+    int64_t removed = -1;
+    ok = caterva_array_open(ctx, spath, CATERVA_OPEN_READ, &a) == 0 &&
+         caterva_schunk_collect(ctx, a->sc, 1, &removed) == 0;
+    tap_ok(ok && removed == 0, "reopen, sparse: a dry collect on a reader finds %lld files to remove",
+           (long long)removed);
     caterva_array_free(a);
   }
-  tap_ok(ok && mapped && in[0] < 16 && in[1] < 16 && in[2] < 16 && in[3] < 16,
-         "reopen: %d read-only opens of %d chunks, a cell and its block's statistics each: "
-         "the statistics read in the file's map, pages of the records' table in memory %zu, "
-         "%zu, %zu, %zu of %zu", OPENS, N, in[0], in[1], in[2], in[3], pages);
 }
 
 /* The stored form is byte for byte what compressing its decoded content whole gives. */

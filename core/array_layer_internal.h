@@ -294,6 +294,9 @@ void cat_bs_free(cat_bstats *bs);
 int cat_bs_enable_new(caterva_ctx *ctx, caterva_array *a);
 /* Take the stored statistics of an opened array when they describe it. */
 int cat_bs_load(caterva_ctx *ctx, caterva_array *a);
+/* The vlmetalayer the block statistics are stored in (blockstats_stored.c): derived data that
+ * each array keeps for its own chunks, not an attribute that a copy takes along. */
+#define CAT_BS_ATTR "_caterva_blockstats"
 /* The schunk edit hook (arg: the array). */
 void cat_bs_edit_hook(void *arg, caterva_ctx *ctx, int op, int64_t pos, const uint8_t *chunk,
                       int32_t cbytes, int special);

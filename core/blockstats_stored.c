@@ -46,7 +46,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define BS_ATTR "_caterva_blockstats"
+#define BS_ATTR CAT_BS_ATTR
 #define BS_MAGIC "CvBS"
 #define BS_VERSION 1
 #define BS_HEAD 32

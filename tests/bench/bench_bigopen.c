@@ -13,7 +13,9 @@
  * b2nd_get_slice_cbuffer), each timed, and the process's peak RSS (VmHWM) after both.
  * A process that only starts and exits gives the RSS every process has (printed as "base").
  * Then each child opens, reads the cell and frees the array 5 times more (a worker that
- * opens the array for every task), and "again" is the median of those opens' times.
+ * opens the array for every task), and "again" is the median of those opens' times. Each
+ * size is measured again on a sparse copy of the array (a directory: chunks.b2frame and the
+ * two chunk files of values), which the reference opens too.
  * Figures are medians over the R runs; both readers' cells are checked against the value
  * written.
  *
@@ -245,23 +247,32 @@ static run median(const run *rs, int R) {
   return r;
 }
 
-static void bench_size(const char *self, const char *dir, int64_t nchunks, int R) {
-  char path[4096];
-  int64_t shape[3], at[3];
+/* A sparse copy of the array at src (the same partitioning: the zero chunks stay index
+ * entries, the two chunks of values become chunk files). */
+static void make_sparse(const char *src, const char *dst) {
+  caterva_ctx *ctx = NULL;
+  caterva_array *a = NULL, *b = NULL;
+  caterva_array_params p;
+  int rc = caterva_ctx_new(1, &ctx);
+  if (rc < 0) die(NULL, "ctx", rc);
+  rc = caterva_array_open(ctx, src, CATERVA_OPEN_READ, &a);
+  if (rc < 0) die(ctx, "open", rc);
+  caterva_array_params_init(&p);
+  p.ndim = 3;
+  for (int k = 0; k < 3; k++) p.chunkshape[k] = p.blockshape[k] = 10;
+  p.store = CATERVA_STORE_SPARSE;
+  p.path = dst;
+  rc = caterva_array_copy(ctx, a, &p, &b);
+  if (rc < 0) die(ctx, "sparse copy", rc);
+  caterva_array_free(b);
+  caterva_array_free(a);
+  caterva_ctx_free(ctx);
+}
+
+/* R runs of each reader on path, alternating, and the row of medians. */
+static void bench_path(const char *self, const char *path, const char *label, const int64_t *at,
+                       int want, int R) {
   run ours[MAXRUNS], ref[MAXRUNS], mo, mr;
-  struct stat st;
-  double t0;
-  int want;
-  shape_of(nchunks, shape);
-  for (int k = 0; k < 3; k++) at[k] = shape[k] - 3;
-  want = CELLVAL(at[0], at[1], at[2]);
-  snprintf(path, sizeof path, "%s/bigopen_%lld.b2nd", dir, (long long)nchunks);
-  t0 = now();
-  make_array(path, nchunks);
-  if (stat(path, &st) != 0) exit(1);
-  fprintf(stderr, "bench_bigopen: %lld chunks (%lldx%lldx%lld) made in %.1f s, %.1f MB\n",
-          (long long)nchunks, (long long)shape[0], (long long)shape[1], (long long)shape[2],
-          now() - t0, st.st_size / 1e6);
   (void)spawn_one(self, "ours", path, at); /* the file into the page cache */
   (void)spawn_one(self, "ref", path, at);
   for (int i = 0; i < R; i++) {
@@ -275,12 +286,39 @@ static void bench_size(const char *self, const char *dir, int64_t nchunks, int R
   }
   mo = median(ours, R);
   mr = median(ref, R);
-  printf("%9lld  %9.2f %9.2f %6.2f   %8.1f %8.1f %6.2f   %8.3f %8.3f %6.2f   %8.3f %8.3f %6.2f\n",
-         (long long)nchunks, mo.open * 1e3, mr.open * 1e3, mo.open / mr.open, mo.rss / 1024.0,
+  printf("%16s  %9.2f %9.2f %6.2f   %8.1f %8.1f %6.2f   %8.3f %8.3f %6.2f   %8.3f %8.3f %6.2f\n",
+         label, mo.open * 1e3, mr.open * 1e3, mo.open / mr.open, mo.rss / 1024.0,
          mr.rss / 1024.0, (double)mo.rss / (double)mr.rss, mo.cell * 1e3, mr.cell * 1e3,
          mo.cell / mr.cell, mo.again * 1e3, mr.again * 1e3, mo.again / mr.again);
   fflush(stdout);
+}
+
+static void bench_size(const char *self, const char *dir, int64_t nchunks, int R) {
+  char path[4096], spath[4096], label[64], cmd[8300];
+  int64_t shape[3], at[3];
+  struct stat st;
+  double t0;
+  int want;
+  shape_of(nchunks, shape);
+  for (int k = 0; k < 3; k++) at[k] = shape[k] - 3;
+  want = CELLVAL(at[0], at[1], at[2]);
+  snprintf(path, sizeof path, "%s/bigopen_%lld.b2nd", dir, (long long)nchunks);
+  snprintf(spath, sizeof spath, "%s/bigopen_%lld.b2sparse", dir, (long long)nchunks);
+  t0 = now();
+  make_array(path, nchunks);
+  if (stat(path, &st) != 0) exit(1);
+  fprintf(stderr, "bench_bigopen: %lld chunks (%lldx%lldx%lld) made in %.1f s, %.1f MB\n",
+          (long long)nchunks, (long long)shape[0], (long long)shape[1], (long long)shape[2],
+          now() - t0, st.st_size / 1e6);
+  snprintf(label, sizeof label, "%lld", (long long)nchunks);
+  bench_path(self, path, label, at, want, R);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", spath);
+  if (system(cmd) != 0) exit(1);
+  make_sparse(path, spath);
+  snprintf(label, sizeof label, "%lld sparse", (long long)nchunks);
+  bench_path(self, spath, label, at, want, R);
   unlink(path);
+  if (system(cmd) != 0) exit(1);
 }
 
 int main(int argc, char **argv) {
@@ -300,7 +338,7 @@ int main(int argc, char **argv) {
   printf("bench_bigopen: open and one cell, medians of %d runs, each in a process of its own "
          "(a process that only starts: %.1f MB peak RSS)\n",
          R, median(base, R).rss / 1024.0);
-  printf("%9s  %9s %9s %6s   %8s %8s %6s   %8s %8s %6s   %8s %8s %6s\n", "chunks", "open ms",
+  printf("%16s  %9s %9s %6s   %8s %8s %6s   %8s %8s %6s   %8s %8s %6s\n", "chunks", "open ms",
          "ref", "x", "RSS MB", "ref", "x", "cell ms", "ref", "x", "again ms", "ref", "x");
   if (argc > 3)
     for (int i = 3; i < argc; i++) bench_size(self, dir, atoll(argv[i]), R);

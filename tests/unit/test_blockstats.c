@@ -531,6 +531,48 @@ static void run_reopen(void) {
   }
 }
 
+/* A copy of an array whose statistics are more than a vlmetalayer read whole may hold (64 MB:
+ * 1.2 million chunks of one block) takes none of them along (it keeps its own): copying them
+ * as an attribute failed ("vlmetalayer '_caterva_blockstats' of 67200048 bytes is too
+ * large"). */
+static void run_big_copy(void) {
+  enum { N = 1200000 };
+  caterva_array_params p;
+  caterva_array *a = NULL, *b = NULL;
+  caterva_block_stats st;
+  char path[512], spath[512];
+  int16_t v[64];
+  int64_t lo[1] = {(int64_t)N * 64 - 64}, hi[1] = {(int64_t)N * 64}, shape[1] = {hi[0]};
+  int ok;
+  caterva_array_params_init(&p);
+  p.ndim = 1;
+  p.shape[0] = p.chunkshape[0] = p.blockshape[0] = 64;
+  p.dtype = "<i2";
+  p.store = CATERVA_STORE_CONTIGUOUS;
+  next_path(path, sizeof path, ".b2nd");
+  next_path(spath, sizeof spath, ".b2sparse");
+  p.path = path;
+  for (int i = 0; i < 64; i++) v[i] = (int16_t)(i - 7);
+  ok = caterva_array_create(ctx, &p, CATERVA_FILL_ZEROS, NULL, &a) == 0 &&
+       caterva_array_resize(ctx, a, shape) == 0 &&
+       caterva_array_set_slice(ctx, a, lo, hi, v, sizeof v) == 0;
+  caterva_array_free(a);
+  a = NULL;
+  p.store = CATERVA_STORE_SPARSE;
+  p.path = spath;
+  ok = ok && caterva_array_open(ctx, path, CATERVA_OPEN_READ, &a) == 0 &&
+       caterva_array_copy(ctx, a, &p, &b) == 0;
+  caterva_array_free(b);
+  b = NULL;
+  ok = ok && caterva_array_open(ctx, spath, CATERVA_OPEN_READ, &b) == 0 &&
+       caterva_array_block_stats(ctx, b, N - 1, 0, &st) == 1 && st.min.i == -7 &&
+       st.max.i == 56 && caterva_array_block_stats(ctx, b, 5, 0, &st) == 1 && st.max.i == 0;
+  tap_ok(ok, "an array of %d chunks copied to a sparse frame, with statistics of its own (%s)", N,
+         ok ? "" : caterva_ctx_errmsg(ctx));
+  caterva_array_free(a);
+  caterva_array_free(b);
+}
+
 /* The stored form is byte for byte what compressing its decoded content whole gives. */
 static int form_exact(caterva_array *a) {
   caterva_schunk *sc = caterva_array_schunk(a);
@@ -806,6 +848,7 @@ int main(void) {
   run_fills();
   run_large_form();
   run_reopen();
+  run_big_copy();
   for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++)
     for (int store = 0; store < 3; store++) run_store(&dtypes[i], store);
   caterva_ctx_free(ctx);

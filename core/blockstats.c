@@ -58,7 +58,7 @@ static void marks_drop(cat_bstats *bs, int level) {
 
 /* A copy of rec[0..n) with a reference taken on each record. */
 static bs_rec **recs_dup(bs_rec *const *rec, int64_t n) {
-  bs_rec **c = cat_bs_table_new(n);
+  bs_rec **c = cat_ztable_new(n, sizeof *c);
   if (c == NULL) return NULL;
   for (int64_t i = 0; i < n; i++) {
     c[i] = rec[i];
@@ -449,7 +449,7 @@ static bool positions_shift(cat_bstats *bs, int op, int64_t pos) {
     if (bs->n + 1 > bs->cap) {
       int64_t cap = bs->cap < 16 ? 16 : bs->cap;
       while (cap < bs->n + 1) cap *= 2;
-      p = cat_bs_table_resize(bs->rec, cap);
+      p = cat_ztable_resize(bs->rec, cap, sizeof *p);
       if (p == NULL) return false;
       bs->rec = p;
       bs->cap = cap;
@@ -528,7 +528,7 @@ void cat_bs_remap_hook(void *arg, caterva_ctx *ctx, const int64_t *map, int64_t 
     return;
   }
   g = bs->geom != NULL ? bs->geom : &a->g;
-  rec = cat_bs_table_new(n);
+  rec = cat_ztable_new(n, sizeof *rec);
   if (rec == NULL) {
     bs->broken = true;
     return;
@@ -948,7 +948,7 @@ int cat_bs_build(caterva_ctx *ctx, caterva_array *a,
     a->bs = cat_bs_new(a, stype, kind);
     CAT_CHECK(leave, a->bs != NULL, CATERVA_E_NOMEM, "out of memory");
     a->bs->n = a->g.nchunks;
-    a->bs->rec = cat_bs_table_new(a->bs->n);
+    a->bs->rec = cat_ztable_new(a->bs->n, sizeof *a->bs->rec);
     a->bs->cap = a->bs->n > 0 ? a->bs->n : 1;
     CAT_CHECK(leave, a->bs->rec != NULL, CATERVA_E_NOMEM, "out of memory");
     a->bs->dirty = true;

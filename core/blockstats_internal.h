@@ -100,13 +100,8 @@ void cat_bs_block_compute(const cat_bstats *bs, const cat_geom *g, const int64_t
 void cat_bs_rec_unref(bs_rec *r);
 bs_rec *cat_bs_rec_new(int32_t nblocks);
 uint32_t *cat_bs_rec_starts(bs_rec *r, int32_t nblocks);
+/* Frees the records of rec[0..n) and the table (a cat_ztable). */
 void cat_bs_recs_free(bs_rec **rec, int64_t n);
-/* Tables of n record pointers, zeroed (a large one is a map: pages untouched stay out of
- * memory), resized (positions past the old end not set) and freed only by these. NULL: out of
- * memory (resize leaves t as it was). */
-bs_rec **cat_bs_table_new(int64_t n);
-bs_rec **cat_bs_table_resize(bs_rec **t, int64_t n);
-void cat_bs_table_free(bs_rec **t);
 int cat_bs_stats_type(const char *dtype, int itemsize, int *kind);
 cat_bstats *cat_bs_new(const caterva_array *a, int stype, int kind);
 /* Forget the kept stored form (the next store encodes every position). */

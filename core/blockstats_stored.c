@@ -41,10 +41,7 @@
 #include "blockstats_internal.h"
 #include "frame_internal.h"
 
-#include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
 
 #define BS_ATTR CAT_BS_ATTR
 #define BS_MAGIC "CvBS"
@@ -73,83 +70,9 @@ bs_rec *cat_bs_rec_new(int32_t nblocks) {
 
 uint32_t *cat_bs_rec_starts(bs_rec *r, int32_t nblocks) { return (uint32_t *)(r->b + nblocks); }
 
-/* ---- tables of record pointers ---------------------------------------------------------
- *
- * A table holds 8 bytes a chunk position (8 MB at a million chunks), and a reader touches only
- * the pages of the positions it reads. From the heap, calloc would zero it whole once glibc has
- * raised its mmap threshold (which the first free of a large block does): 23 ms at a million
- * chunks on every open after the first in a process, a Dask worker's case. So a table of
- * TABLE_MAP_MIN bytes or more is an anonymous map, whose pages are zero until written. A table
- * starts with a header of TABLE_HDR bytes: its length in bytes, and whether it is a map. */
-#define TABLE_HDR 16
-#define TABLE_MAP_MIN ((size_t)1 << 20)
-
-static bool table_bytes(int64_t n, size_t *bytes) {
-  if (n < 1) n = 1;
-  if ((uint64_t)n > (SIZE_MAX - TABLE_HDR) / sizeof(bs_rec *)) return false;
-  *bytes = TABLE_HDR + (size_t)n * sizeof(bs_rec *);
-  return true;
-}
-
-static bs_rec **table_at(uint8_t *base, size_t bytes, size_t mapped) {
-  memcpy(base, &bytes, sizeof bytes);
-  memcpy(base + sizeof bytes, &mapped, sizeof mapped);
-  return (bs_rec **)(void *)(base + TABLE_HDR);
-}
-
-static uint8_t *table_base(bs_rec **t, size_t *bytes, size_t *mapped) {
-  uint8_t *base = (uint8_t *)t - TABLE_HDR;
-  memcpy(bytes, base, sizeof *bytes);
-  memcpy(mapped, base + sizeof *bytes, sizeof *mapped);
-  return base;
-}
-
-bs_rec **cat_bs_table_new(int64_t n) {
-  size_t bytes;
-  uint8_t *base;
-  if (!table_bytes(n, &bytes)) return NULL;
-  if (bytes < TABLE_MAP_MIN) {
-    base = calloc(1, bytes);
-    return base != NULL ? table_at(base, bytes, 0) : NULL;
-  }
-  base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return base != MAP_FAILED ? table_at(base, bytes, 1) : NULL;
-}
-
-bs_rec **cat_bs_table_resize(bs_rec **t, int64_t n) {
-  size_t bytes, old, mapped;
-  uint8_t *base;
-  bs_rec **c;
-  if (t == NULL) return cat_bs_table_new(n);
-  if (!table_bytes(n, &bytes)) return NULL;
-  base = table_base(t, &old, &mapped);
-  if (mapped) {
-    base = mremap(base, old, bytes, MREMAP_MAYMOVE);
-    return base != MAP_FAILED ? table_at(base, bytes, 1) : NULL;
-  }
-  if (bytes < TABLE_MAP_MIN) {
-    base = realloc(base, bytes);
-    return base != NULL ? table_at(base, bytes, 0) : NULL;
-  }
-  c = cat_bs_table_new(n); /* grown past the heap's share: into a map */
-  if (c == NULL) return NULL;
-  memcpy(c, t, (old < bytes ? old : bytes) - TABLE_HDR);
-  free(base);
-  return c;
-}
-
-void cat_bs_table_free(bs_rec **t) {
-  size_t bytes, mapped;
-  uint8_t *base;
-  if (t == NULL) return;
-  base = table_base(t, &bytes, &mapped);
-  if (mapped) munmap(base, bytes);
-  else free(base);
-}
-
 void cat_bs_recs_free(bs_rec **rec, int64_t n) {
   for (int64_t i = 0; rec != NULL && i < n; i++) cat_bs_rec_unref(rec[i]);
-  cat_bs_table_free(rec);
+  cat_ztable_free(rec);
 }
 
 /* The statistics a dtype has (CATERVA_STATS_*), and its kind into *kind. */
@@ -199,7 +122,7 @@ void cat_bs_free(cat_bstats *bs) {
       if (bs->lazy->loaded[pg] != BS_PAGE_UNREAD)
         for (int64_t i = pg * bs->lazy->page; i < bs->n && i < (pg + 1) * bs->lazy->page; i++)
           cat_bs_rec_unref(bs->rec[i]);
-    cat_bs_table_free(bs->rec);
+    cat_ztable_free(bs->rec);
   } else {
     cat_bs_recs_free(bs->rec, bs->n);
   }
@@ -340,7 +263,7 @@ static void keep_form(cat_bstats *bs, const bs_build *st, uint8_t *copy, int32_t
   if (bs->enc_n != bs->n || bs->enc_rec == NULL) {
     cat_bs_recs_free(bs->enc_rec, bs->enc_n);
     bs->enc_n = 0;
-    bs->enc_rec = cat_bs_table_new(bs->n);
+    bs->enc_rec = cat_ztable_new(bs->n, sizeof *bs->enc_rec);
   }
   if (copy == NULL || head == NULL || bs->enc_rec == NULL) {
     free(copy);
@@ -707,7 +630,7 @@ int cat_bs_load(caterva_ctx *ctx, caterva_array *a) {
   CAT_CHECK(leave, bs != NULL, CATERVA_E_NOMEM, "out of memory");
   bs->n = a->g.nchunks;
   /* pages of positions never asked for are never touched */
-  bs->rec = cat_bs_table_new(bs->n);
+  bs->rec = cat_ztable_new(bs->n, sizeof *bs->rec);
   bs->cap = bs->n > 0 ? bs->n : 1;
   CAT_CHECK(leave, bs->rec != NULL, CATERVA_E_NOMEM, "out of memory");
   rc = lazy_init(a, bs, chunk, cbytes);

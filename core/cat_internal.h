@@ -239,6 +239,15 @@ static inline bool cat_interrupted(caterva_ctx *ctx) {
 /* Returns scratch buffer `which` (0..3) of worker w with at least n bytes, or NULL. */
 uint8_t *cat_scratch_get(caterva_ctx *ctx, int w, int which, size_t n);
 
+/* ---- tables of one slot per chunk position (ztable.c) ----------------------------------- */
+
+/* A table of n slots of elem bytes, zero (a large one is a map: its untouched pages stay out
+ * of memory, never zeroed by the heap), or NULL (out of memory). Resized (slots past the old
+ * end not set; NULL: out of memory, t unchanged) and freed only by these. */
+void *cat_ztable_new(int64_t n, size_t elem);
+void *cat_ztable_resize(void *t, int64_t n, size_t elem);
+void cat_ztable_free(void *t);
+
 /* ---- codecs (codecs.c) ----------------------------------------------------------------- */
 
 /* Compress n bytes with the codec at clevel 1..9 into out (capacity cap). Returns the

@@ -60,6 +60,8 @@
 /* A reader's contiguous file of at most this many bytes is read whole into memory at open
  * instead of mapped (frame_contig.c). */
 #define CAT_READ_WHOLE_MAX 65536
+/* Slots of sc->data a page of memory holds. */
+#define CAT_DATA_PAGE 512
 /* Contents at least this large are kept decoded beside their chunk (cat_vlmeta.raw). */
 #define CAT_VLMETA_KEEP_RAW (32 * 1024)
 
@@ -118,6 +120,8 @@ struct caterva_schunk {
                               * content is borrowed (cat_vlmeta.lazy), not copied */
   uint8_t **data;            /* NULL, or nchunks pointers: owned chunk bytes (memory store)
                               * or cached chunk files (sparse store) */
+  uint8_t *data_pages;       /* a sparse reader's data (a cat_ztable): per CAT_DATA_PAGE
+                              * slots, whether one is set (only those are freed), else NULL */
   cat_meta meta[CATERVA_MAX_METALAYERS];
   int nmeta;
   cat_vlmeta *vlmeta;

@@ -29,11 +29,29 @@ static int chunk_cbytes(const uint8_t *p, int64_t avail, int32_t *cbytes) {
   return CATERVA_OK;
 }
 
+/* The table of cached chunks. A sparse reader's touches only the pages of the chunks it
+ * reads (a cat_ztable, freed through data_pages); a writer's moves with its edits. */
 static int ensure_data(caterva_ctx *ctx, caterva_schunk *sc) {
   if (sc->data != NULL || sc->nchunks == 0) return CATERVA_OK;
-  sc->data = calloc((size_t)sc->nchunks, sizeof *sc->data);
+  if (!sc->writable && sc->store == CATERVA_STORE_SPARSE) {
+    sc->data = cat_ztable_new(sc->nchunks, sizeof *sc->data);
+    sc->data_pages = calloc((size_t)(sc->nchunks / CAT_DATA_PAGE + 1), 1);
+    if (sc->data == NULL || sc->data_pages == NULL) {
+      cat_ztable_free(sc->data);
+      free(sc->data_pages);
+      sc->data = NULL;
+      sc->data_pages = NULL;
+    }
+  } else {
+    sc->data = calloc((size_t)sc->nchunks, sizeof *sc->data);
+  }
   if (sc->data == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
   return CATERVA_OK;
+}
+
+static void keep_data(caterva_schunk *sc, int64_t i, uint8_t *buf) {
+  sc->data[i] = buf;
+  if (sc->data_pages != NULL) sc->data_pages[i / CAT_DATA_PAGE] = 1;
 }
 
 /* A sparse chunk file, read and validated. */
@@ -104,7 +122,7 @@ int cat_file_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool 
   if (sc->store == CATERVA_STORE_SPARSE) {
     rc = load_chunk_file(ctx, sc, i, &buf, cbytes);
     if (rc < 0) return rc;
-    if (cache && ensure_data(ctx, sc) == CATERVA_OK) sc->data[i] = buf;
+    if (cache && ensure_data(ctx, sc) == CATERVA_OK) keep_data(sc, i, buf);
     else *tmp = buf;
     *p = buf;
     return CATERVA_OK;
@@ -119,7 +137,7 @@ int cat_file_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool 
       return cat_error(ctx, CATERVA_E_CORRUPT, "chunk %lld (uncommitted) is malformed",
                        (long long)i);
     }
-    if (cache && ensure_data(ctx, sc) == CATERVA_OK) sc->data[i] = buf;
+    if (cache && ensure_data(ctx, sc) == CATERVA_OK) keep_data(sc, i, buf);
     else *tmp = buf;
     *p = buf;
     return CATERVA_OK;

@@ -55,9 +55,17 @@ void caterva_schunk_free(caterva_schunk *sc) {
   if (sc->txn != NULL) (void)caterva_schunk_rollback(NULL, sc);
   cat_file_close(sc);
   if (!sc->base_mapped) free((void *)sc->base);
-  if (sc->data != NULL)
-    for (int64_t i = 0; i < sc->nchunks; i++) free(sc->data[i]);
-  free(sc->data);
+  if (sc->data_pages != NULL) { /* a sparse reader's: the pages of slots it set */
+    for (int64_t i = 0; i < sc->nchunks; i++)
+      if (sc->data_pages[i / CAT_DATA_PAGE]) free(sc->data[i]);
+      else i += CAT_DATA_PAGE - 1 - i % CAT_DATA_PAGE;
+    cat_ztable_free(sc->data);
+    free(sc->data_pages);
+  } else {
+    if (sc->data != NULL)
+      for (int64_t i = 0; i < sc->nchunks; i++) free(sc->data[i]);
+    free(sc->data);
+  }
   free(sc->entries);
   cat_index_lazy_free(sc->lazy_index);
   for (int k = 0; k < sc->nmeta; k++) free(sc->meta[k].content);

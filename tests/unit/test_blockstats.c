@@ -451,8 +451,9 @@ static size_t resident_pages(const void *p, size_t n, size_t *pages) {
 
 /* Opens of path (N chunks of 64 int16, the last chunk's values 1..64), each followed by a
  * cell and its block's statistics: whether all read right with the statistics' vlmetalayer in
- * the file's image and no block of the offsets index decoded by the open, and the pages of
- * the records' table in memory after each, in in[]. */
+ * the file's image and no block of the offsets index decoded by the open, and the pages in
+ * memory after each of the records' table and of the table of cached chunks (a sparse
+ * frame's), in in[]. */
 static int reopen_reads(const char *path, int64_t n, size_t *in, int opens, size_t *pages) {
   int64_t cell[1] = {n * 64 - 3}, cell1[1] = {n * 64 - 2};
   int ok = 1;
@@ -470,6 +471,11 @@ static int reopen_reads(const char *path, int64_t n, size_t *in, int opens, size
          cat_sc_vlmeta_chunk(a->sc, "_caterva_blockstats", &chunk, &cbytes) == 0 &&
          chunk >= a->sc->base && chunk + cbytes <= a->sc->base + a->sc->base_len;
     if (ok) in[k] = resident_pages(a->bs->rec, (size_t)n * sizeof *a->bs->rec, pages);
+    if (ok && a->sc->data != NULL) {
+      size_t more = 0;
+      in[k] += resident_pages(a->sc->data, (size_t)n * sizeof *a->sc->data, &more);
+      *pages += more;
+    }
     caterva_array_free(a);
   }
   return ok;
@@ -518,7 +524,8 @@ static void run_reopen(void) {
     tap_ok(ok && in[0] < 16 && in[1] < 16 && in[2] < 16 && in[3] < 16,
            "reopen, %s: %d read-only opens of %d chunks, a cell and its block's statistics "
            "each: no block of the index decoded by the open, the statistics read in the "
-           "file's image, pages of the records' table in memory %zu, %zu, %zu, %zu of %zu",
+           "file's image, pages of the records' table (and of the cached chunks') in memory "
+           "%zu, %zu, %zu, %zu of %zu",
            s == 0 ? "contiguous" : "sparse", OPENS, N, in[0], in[1], in[2], in[3], pages);
   }
   { /* what needs every entry still has them: a dry collect of the sparse frame's files */

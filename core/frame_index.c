@@ -1,21 +1,22 @@
 /*
  * frame_index.c -- the offsets index of a large frame read a block at a time. A read-only
- * open of a contiguous frame, or of a remote sparse frame (its chunks.b2frame), whose index
- * holds more than CAT_INDEX_LAZY_MIN entries in several blocks does not decode it (spec 3.4:
- * the index is a chunk of int64 entries, cut into blocks): an entry is read by decoding the
- * one block of the index chunk it lies in and kept in a small cache of decoded blocks; the
+ * open of a contiguous frame, or of a sparse frame (its chunks.b2frame), local or remote,
+ * whose index holds more than CAT_INDEX_LAZY_MIN entries in several blocks does not decode it
+ * (spec 3.4: the index is a chunk of int64 entries, cut into blocks): an entry is read by
+ * decoding the one block of the index chunk it lies in and kept in a small cache of decoded
+ * blocks; the
  * first entry asked for in a block (with the next one) is read from the block's byte planes
  * instead, without decoding the block. Every entry is checked like an entry decoded at open
  * (cat_frame_check_entry) when it is read, so a bad entry fails the reads that use it, and
- * only those. Whatever needs every entry (writers, compaction, copies, a local sparse frame's
- * files) decodes the whole index first with cat_sc_index_load; readers ask for entries with
- * cat_sc_entry or cat_sc_entries.
+ * only those. Whatever needs every entry (writers, compaction, copies, a collection of a sparse
+ * frame's files) decodes the whole index first with cat_sc_index_load; readers ask for entries
+ * with cat_sc_entry or cat_sc_entries.
  *
- * The index chunk's bytes are those of a local file's map (a read-only schunk keeps its map
- * until it is freed), or those of a remote frame object's window (frame_remote_tail.c),
- * of which only the header part is present at open: a block's bytes are fetched by range
- * before it is decoded (cat_remote_bytes_locked, checked with the decoder's framing), the
- * blocks a list of entries needs in one wave.
+ * The index chunk's bytes are those of a local reader's image of its file (sc->base_kept: a
+ * map or a copy, kept until the schunk is freed), or those of a remote frame object's window
+ * (frame_remote_tail.c), of which only the header part is present at open: a block's bytes
+ * are fetched by range before it is decoded (cat_remote_bytes_locked, checked with the
+ * decoder's framing), the blocks a list of entries needs in one wave.
  *
  * Locks: lz->mu guards the decoded blocks. A remote index also needs the store's lock for
  * its fetches, taken before lz->mu (frame_remote.c holds it around everything it does); a

@@ -4,11 +4,10 @@
  * whose index holds more than CAT_INDEX_LAZY_MIN entries in several blocks does not decode it
  * (spec 3.4: the index is a chunk of int64 entries, cut into blocks): an entry is read by
  * decoding the one block of the index chunk it lies in and kept in a small cache of decoded
- * blocks; the
- * first entry asked for in a block (with the next one) is read from the block's byte planes
- * instead, without decoding the block. Every entry is checked like an entry decoded at open
- * (cat_frame_check_entry) when it is read, so a bad entry fails the reads that use it, and
- * only those. Whatever needs every entry (writers, compaction, copies, a collection of a sparse
+ * blocks; the first entry asked for in a block (with the next one) is read from the block's
+ * byte planes instead, without decoding the block. Every entry is checked like an entry
+ * decoded at open (cat_frame_check_entry) when it is read, so a bad entry fails the reads
+ * that use it, and only those. Whatever needs every entry (writers, compaction, copies, a collection of a sparse
  * frame's files) decodes the whole index first with cat_sc_index_load; readers ask for entries
  * with cat_sc_entry or cat_sc_entries.
  *

@@ -7,9 +7,9 @@
  * blocks; the first entry asked for in a block (with the next one) is read from the block's
  * byte planes instead, without decoding the block. Every entry is checked like an entry
  * decoded at open (cat_frame_check_entry) when it is read, so a bad entry fails the reads
- * that use it, and only those. Whatever needs every entry (writers, compaction, copies, a collection of a sparse
- * frame's files) decodes the whole index first with cat_sc_index_load; readers ask for entries
- * with cat_sc_entry or cat_sc_entries.
+ * that use it, and only those. Whatever needs every entry (writers, compaction, copies, a
+ * collection of a sparse frame's files) decodes the whole index first with cat_sc_index_load;
+ * readers ask for entries with cat_sc_entry or cat_sc_entries.
  *
  * The index chunk's bytes are those of a local reader's image of its file (sc->base_kept: a
  * map or a copy, kept until the schunk is freed), or those of a remote frame object's window

@@ -234,8 +234,10 @@ int cat_frame_parse_header(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *
  * valid and unchanged until the schunk is freed, so they need no copy. A million-chunk
  * array's block statistics are a vlmetalayer of 0.65 MB. */
 static bool in_readonly_map(const caterva_schunk *sc, const uint8_t *p, int32_t n) {
-  return !sc->writable && sc->base_kept && sc->base != NULL && p >= sc->base &&
-         (size_t)(p - sc->base) <= sc->base_len && (size_t)n <= sc->base_len - (size_t)(p - sc->base);
+  size_t at;
+  if (sc->writable || !sc->base_kept || sc->base == NULL || p < sc->base) return false;
+  at = (size_t)(p - sc->base);
+  return at <= sc->base_len && (size_t)n <= sc->base_len - at;
 }
 
 static int parse_one_vlmeta(caterva_ctx *ctx, caterva_schunk *sc, cat_rdr *r,

@@ -532,7 +532,8 @@ static void run_reopen(void) {
     int64_t removed = -1;
     ok = caterva_array_open(ctx, spath, CATERVA_OPEN_READ, &a) == 0 &&
          caterva_schunk_collect(ctx, a->sc, 1, &removed) == 0;
-    tap_ok(ok && removed == 0, "reopen, sparse: a dry collect on a reader finds %lld files to remove",
+    tap_ok(ok && removed == 0,
+           "reopen, sparse: a dry collect on a reader finds %lld files to remove",
            (long long)removed);
     caterva_array_free(a);
   }

@@ -208,8 +208,8 @@ static int reader_image(caterva_ctx *ctx, caterva_schunk *sc, const char *path,
   if (st->st_size <= CAT_READ_WHOLE_MAX) {
     close(fd);
     fd = -1;
-    CAT_TRY(leave, read_whole(ctx, path, CAT_READ_WHOLE_MAX, (uint8_t **)&sc->base,
-                              &sc->base_len, st));
+    /* by path again: a file that replaced it since is read whole, whatever its size */
+    CAT_TRY(leave, read_whole(ctx, path, INT32_MAX, (uint8_t **)&sc->base, &sc->base_len, st));
   } else {
     m = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     CAT_CHECK(leave, m != MAP_FAILED, CATERVA_E_IO, "cannot map '%s'", path);

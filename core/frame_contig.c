@@ -46,19 +46,32 @@ static size_t map_reserve(off_t size) {
 
 /* A reader's small file read whole into memory: a map would cost its mmap, its page fault and
  * its munmap's TLB flush (half of a 1,000-chunk array's open in a process that opened it
- * before). The copy of an earlier try (map_for_open) is freed first. */
+ * before). Bytes past the end of a file a writer truncated since the stat (the leftovers of an
+ * interrupted commit, past the frame) are not asked for: the image is what the read found, as
+ * a map's pages past the end were never read. The copy of an earlier try (map_for_open) is
+ * freed first. */
 static int read_image(caterva_ctx *ctx, caterva_schunk *sc, int fd, const struct stat *st) {
-  uint8_t *b = malloc((size_t)st->st_size);
-  int rc;
+  uint8_t *b = malloc(st->st_size > 0 ? (size_t)st->st_size : 1);
+  size_t got = 0;
   if (b == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
-  rc = cat_io_pread(ctx, fd, b, (size_t)st->st_size, 0, sc->path);
-  if (rc < 0) {
+  while (got < (size_t)st->st_size) {
+    ssize_t r = pread(fd, b + got, (size_t)st->st_size - got, (off_t)got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      free(b);
+      return io_fail(ctx, "cannot read", sc->path);
+    }
+    if (r == 0) break;
+    got += (size_t)r;
+  }
+  if (got < CAT_FH_SIZE) {
     free(b);
-    return rc;
+    return cat_error(ctx, CATERVA_E_CORRUPT, "'%s' is too short (%zu bytes) for a frame",
+                     sc->path, got);
   }
   if (!sc->base_mapped) free((void *)sc->base);
   sc->base = b;
-  sc->base_len = sc->map_len = (size_t)st->st_size;
+  sc->base_len = sc->map_len = got;
   sc->base_mapped = false;
   sc->seen_ino = (uint64_t)st->st_ino;
   return CATERVA_OK;

@@ -449,6 +449,19 @@ static size_t resident_pages(const void *p, size_t n, size_t *pages) {
   return in;
 }
 
+/* 1-D int16 with chunks and blocks of 64 items, contiguous at path (a new name), and a new
+ * name for a sparse frame in spath; both of cap bytes. */
+static void int16_params(caterva_array_params *p, char *path, char *spath, size_t cap) {
+  caterva_array_params_init(p);
+  p->ndim = 1;
+  p->shape[0] = p->chunkshape[0] = p->blockshape[0] = 64;
+  p->dtype = "<i2";
+  p->store = CATERVA_STORE_CONTIGUOUS;
+  next_path(path, cap, ".b2nd");
+  next_path(spath, cap, ".b2sparse");
+  p->path = path;
+}
+
 /* Opens of path (N chunks of 64 int16, the last chunk's values 1..64), each followed by a
  * cell and its block's statistics: whether all read right with the statistics' vlmetalayer in
  * the file's image and no block of the offsets index decoded by the open, and the pages in
@@ -498,14 +511,7 @@ static void run_reopen(void) {
   int64_t lo[1] = {0}, hi[1] = {64}, shape[1] = {(int64_t)N * 64};
   size_t in[OPENS] = {0}, pages = 0;
   int ok;
-  caterva_array_params_init(&p);
-  p.ndim = 1;
-  p.shape[0] = p.chunkshape[0] = p.blockshape[0] = 64;
-  p.dtype = "<i2";
-  p.store = CATERVA_STORE_CONTIGUOUS;
-  next_path(path, sizeof path, ".b2nd");
-  next_path(spath, sizeof spath, ".b2sparse");
-  p.path = path;
+  int16_params(&p, path, spath, sizeof path);
   for (int i = 0; i < 64; i++) v[i] = (int16_t)(i + 1);
   ok = caterva_array_create(ctx, &p, CATERVA_FILL_ZEROS, NULL, &a) == 0 &&
        caterva_array_set_slice(ctx, a, lo, hi, v, sizeof v) == 0 &&
@@ -552,14 +558,7 @@ static void run_big_copy(void) {
   int16_t v[64];
   int64_t lo[1] = {(int64_t)N * 64 - 64}, hi[1] = {(int64_t)N * 64}, shape[1] = {hi[0]};
   int ok;
-  caterva_array_params_init(&p);
-  p.ndim = 1;
-  p.shape[0] = p.chunkshape[0] = p.blockshape[0] = 64;
-  p.dtype = "<i2";
-  p.store = CATERVA_STORE_CONTIGUOUS;
-  next_path(path, sizeof path, ".b2nd");
-  next_path(spath, sizeof spath, ".b2sparse");
-  p.path = path;
+  int16_params(&p, path, spath, sizeof path);
   for (int i = 0; i < 64; i++) v[i] = (int16_t)(i - 7);
   ok = caterva_array_create(ctx, &p, CATERVA_FILL_ZEROS, NULL, &a) == 0 &&
        caterva_array_resize(ctx, a, shape) == 0 &&
@@ -575,8 +574,8 @@ static void run_big_copy(void) {
   ok = ok && caterva_array_open(ctx, spath, CATERVA_OPEN_READ, &b) == 0 &&
        caterva_array_block_stats(ctx, b, N - 1, 0, &st) == 1 && st.min.i == -7 &&
        st.max.i == 56 && caterva_array_block_stats(ctx, b, 5, 0, &st) == 1 && st.max.i == 0;
-  tap_ok(ok, "an array of %d chunks copied to a sparse frame, with statistics of its own (%s)", N,
-         ok ? "" : caterva_ctx_errmsg(ctx));
+  tap_ok(ok, "an array of %d chunks copied to a sparse frame, with statistics of its own%s%s",
+         N, ok ? "" : ": ", ok ? "" : caterva_ctx_errmsg(ctx));
   caterva_array_free(a);
   caterva_array_free(b);
 }

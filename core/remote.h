@@ -80,6 +80,15 @@ typedef struct cat_obj {
  * ListObjectsV2 (every page); names longer than 63 bytes or holding '/' are left out.
  * *out malloc'ed. */
 int cat_remote_list_dir(caterva_ctx *ctx, cat_remote *rm, cat_obj **out, int64_t *n);
+/* The listing's endpoint and the session's key (borrowed): 0 when the session is no s3://
+ * URL's (remote_list.c asks; remote.c keeps them). */
+int cat_remote_list_target(const cat_remote *rm, const char **list_url, const char **key);
+/* Percent-encode s: unreserved characters stay, and '/' too with keep_slash (a key in a URL
+ * path; not in a query value). A new string (free), NULL without memory. */
+char *cat_remote_percent_encode(const char *s, int keep_slash);
+/* A 200 answer to a ranged request is taken when the whole object is at most this big; a
+ * listing's page is read into a buffer of this size. */
+#define CAT_REMOTE_SMALL_OBJECT ((int64_t)4 << 20)
 /* The gc_grace_s option (seconds; < 0: never collect). */
 int64_t cat_remote_gc_grace(const cat_remote *rm);
 void cat_remote_stats(const cat_remote *rm, caterva_remote_stats *st);

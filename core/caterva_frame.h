@@ -264,6 +264,14 @@ int64_t caterva_schunk_dead_bytes(const caterva_schunk *sc);
  * Not inside a transaction. Other stores: nothing to do. */
 int caterva_schunk_compact(caterva_ctx *ctx, caterva_schunk *sc, int force);
 
+/** Commits of a contiguous file that would leave more dead bytes than pct percent of the
+ * live ones write the packed file instead: a new file renamed over the path, as
+ * caterva_schunk_compact writes, so that such a commit and the compaction that would follow
+ * it are one write and one sync instead of two (the old file is left as it was: a failure
+ * before the rename is rolled back as any failed commit). -1 (the default): never. A group
+ * commit (caterva_array_commit_group) never packs, whatever is set. */
+void caterva_schunk_set_commit_pack(caterva_schunk *sc, int pct);
+
 #define CATERVA_SC_NO_AUTOCOMPACT 1 /**< never compact on its own (after edits, on free) */
 #define CATERVA_SC_RETAIN_MAPS    2 /**< keep replaced file maps until freed: pointers from
                                          caterva_schunk_get_chunk stay valid across commits */

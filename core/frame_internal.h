@@ -160,6 +160,8 @@ struct caterva_schunk {
   bool header_unsynced;      /* contiguous: the last commit's header write was not synced
                               * (CATERVA_SYNC_NORMAL); the next sync of the file covers it */
   bool keep_replaced;        /* sparse: a commit keeps the chunk files it replaces (group.c) */
+  int commit_pack;           /* contiguous: a commit leaving more dead bytes than this percent
+                              * of the live ones packs the file (txn.c); -1: never */
   int syncfd;                /* sparse: the directory, opened before chunk files were written
                               * without an fsync each (cat_file_put_copies); the next synced
                               * commit makes them durable with one syncfs on it; else -1 */

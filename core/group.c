@@ -425,6 +425,7 @@ int caterva_array_commit_group(caterva_ctx *ctx, caterva_array **a, int n, int s
   for (int i = 0; i < n; i++) {
     CAT_TRY(undo, cat_txn_replaced(ctx, a[i]->sc, &replaced[i], &nreplaced[i]));
     a[i]->sc->keep_replaced = true;
+    a[i]->sc->commit_pack = -1; /* the journal restores a contiguous file's header and length */
   }
   for (; committed < n; committed++) {
     /* each array fully durable before the leader's journal goes (never NORMAL here) */

@@ -39,6 +39,7 @@ caterva_schunk *cat_sc_alloc(int store) {
   sc->rfd = -1;
   sc->syncfd = -1;
   sc->frame_len = -1;
+  sc->commit_pack = -1;
   return sc;
 }
 

@@ -330,14 +330,31 @@ leave:
   return rc;
 }
 
+/* The commit would leave more dead bytes than sc->commit_pack percent of the live ones: those
+ * of the chunks it replaces at least (the old index and trailer add to them), against every
+ * byte written but those (the new index and trailer are about the old ones' size). */
+static bool pack_at_commit(const caterva_schunk *sc) {
+  int64_t live = sc->wend - sc->dead;
+  if (sc->store != CATERVA_STORE_CONTIGUOUS || sc->commit_pack < 0 || sc->dead <= 0 || live <= 0)
+    return false;
+  /* dead <= wend < 2^63 / 100 for any file this can write: no overflow */
+  return sc->dead * 100 > (int64_t)sc->commit_pack * live;
+}
+
+void caterva_schunk_set_commit_pack(caterva_schunk *sc, int pct) {
+  if (sc != NULL) sc->commit_pack = pct < 0 ? -1 : pct;
+}
+
 int caterva_schunk_commit(caterva_ctx *ctx, caterva_schunk *sc, int sync) {
   cat_txn *t;
   int rc = check_txn(ctx, sc, true);
   if (rc < 0) return rc;
   t = sc->txn;
   CAT_CHECK(leave, !t->failed, CATERVA_E_IO, "an earlier commit of this transaction failed");
-  if (sc->store == CATERVA_STORE_CONTIGUOUS && t->meta_dirty && !header_in_place(sc)) {
-    /* a header that cannot be rewritten in one sector: the whole frame, renamed over */
+  if (sc->store == CATERVA_STORE_CONTIGUOUS &&
+      ((t->meta_dirty && !header_in_place(sc)) || pack_at_commit(sc))) {
+    /* a header that cannot be rewritten in one sector, or a commit that a compaction would
+     * follow: the whole frame, packed, renamed over */
     rc = cat_file_rewrite(ctx, sc);
   } else {
     rc = cat_file_commit(ctx, sc, sc->entries, sc->nchunks, sc->nbytes, sc->cbytes,

@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -921,6 +922,90 @@ done:
   free(s1);
 }
 
+/* ---- commits that pack the file (caterva_schunk_set_commit_pack) ------------------------ */
+
+/* The edits of t committed on a fresh contiguous frame at path: with pack, as one packed
+ * commit; without, in place and then compacted. The counted file calls of both steps in
+ * *calls; the old file (an open descriptor on the inode that was at path) in *oldfd. */
+static int pack_run(const char *path, int pack, const edit *t, int nt, state *st, int64_t *calls,
+                    int *oldfd, caterva_schunk **rd) {
+  caterva_schunk *sc = NULL;
+  int ok = create_frame(path, CATERVA_STORE_CONTIGUOUS, st) &&
+           caterva_schunk_open(ctx, path, CATERVA_OPEN_READ, rd) == 0 &&
+           caterva_schunk_open(ctx, path, CATERVA_OPEN_WRITE, &sc) == 0 &&
+           (*oldfd = open(path, O_RDONLY)) >= 0;
+  if (!ok) goto done;
+  caterva_schunk_set_flags(sc, CATERVA_SC_NO_AUTOCOMPACT);
+  ok = caterva_schunk_begin(ctx, sc) == 0 && do_edits(sc, st, t, nt) == 0;
+  caterva_schunk_set_commit_pack(sc, pack ? 1 : -1);
+  caterva_test_fail_io(INT64_MAX, EIO, 0); /* armed far away: counts without failing */
+  ok = ok && caterva_schunk_commit(ctx, sc, 1) == 0 &&
+       (pack || caterva_schunk_compact(ctx, sc, 1) == 0);
+  *calls = caterva_test_io_calls();
+  caterva_test_fail_io(0, 0, 0);
+  ok = ok && caterva_schunk_dead_bytes(sc) == 0 && state_check(sc, st, "writer after commit");
+done:
+  caterva_schunk_free(sc);
+  return ok;
+}
+
+/* A commit that would leave more dead bytes than the percent set writes the packed file at
+ * once: the same bytes as committing in place and compacting, fewer file calls (no sync of
+ * the old file's new tail, no header write and its sync), and the old file is left exactly
+ * as it was committed (its header too), so that readers of it and a failure before the
+ * rename see nothing of the commit. */
+static void test_commit_pack(void) {
+  static const edit t[] = {{E_UPDATE, 0, 401, NULL}, {E_UPDATE, 1, 402, NULL},
+                           {E_UPDATE, 3, 403, NULL}, {E_UPDATE, 1, 404, NULL}};
+  char path[512], path2[512];
+  state *old = malloc(sizeof *old), *st = malloc(sizeof *st), *st2 = malloc(sizeof *st2);
+  caterva_schunk *rd = NULL, *rd2 = NULL;
+  snap before, packed, compacted;
+  int64_t calls_pack = -1, calls_inplace = -1;
+  int fd = -1, fd2 = -1, ok;
+  memset(&before, 0, sizeof before);
+  memset(&packed, 0, sizeof packed);
+  memset(&compacted, 0, sizeof compacted);
+  frame_path(path, sizeof path, "pack", CATERVA_STORE_CONTIGUOUS);
+  frame_path(path2, sizeof path2, "inplace", CATERVA_STORE_CONTIGUOUS);
+  ok = old && st && st2 && create_frame(path, CATERVA_STORE_CONTIGUOUS, old) &&
+       snap_take(path, &before);
+  if (!tap_ok(ok, "commit pack: frame")) goto done;
+  ok = pack_run(path, 1, t, 4, st, &calls_pack, &fd, &rd);
+  tap_ok(ok && reopen_check(path, st, "after the packed commit") &&
+             no_leftovers(path, CATERVA_STORE_CONTIGUOUS, "packed"),
+         "commit pack: the commit leaves 0 dead bytes and a fresh open reads the new content");
+  tap_ok(state_check(rd, old, "reader opened before the packed commit"),
+         "commit pack: a reader opened before it still reads the old content");
+  {
+    /* (the transaction's chunks went past its end, where readers never look) */
+    uint8_t *buf = malloc(before.len[0]);
+    ssize_t got = buf != NULL ? pread(fd, buf, before.len[0], 0) : -1;
+    tap_ok(got == (ssize_t)before.len[0] && memcmp(buf, before.data[0], before.len[0]) == 0,
+           "commit pack: the old file's committed bytes are all as they were (%zd of %zu; the "
+           "header not rewritten)", got, before.len[0]);
+    free(buf);
+  }
+  ok = pack_run(path2, 0, t, 4, st2, &calls_inplace, &fd2, &rd2) && snap_take(path, &packed) &&
+       snap_take(path2, &compacted);
+  tap_ok(ok && snap_same(&compacted, &packed, "packed commit against commit + compaction"),
+         "commit pack: the packed file is byte-identical to a commit in place compacted after");
+  tap_ok(calls_pack > 0 && calls_pack < calls_inplace,
+         "commit pack: %lld counted file calls against %lld for the commit in place and the "
+         "compaction", (long long)calls_pack, (long long)calls_inplace);
+done:
+  if (fd >= 0) close(fd);
+  if (fd2 >= 0) close(fd2);
+  caterva_schunk_free(rd);
+  caterva_schunk_free(rd2);
+  snap_free(&before);
+  snap_free(&packed);
+  snap_free(&compacted);
+  free(old);
+  free(st);
+  free(st2);
+}
+
 int main(void) {
   const char *t = getenv("TMPDIR");
   struct timespec t0, t1;
@@ -939,6 +1024,7 @@ int main(void) {
     test_compact(store);
   }
   test_nosync();
+  test_commit_pack();
   caterva_ctx_free(ctx);
   tu_rm_tree(tmpdir);
   clock_gettime(CLOCK_MONOTONIC, &t1);

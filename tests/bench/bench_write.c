@@ -2,7 +2,7 @@
  * bench_write.c -- writing through the caterva virtual table against a plain SQLite table.
  *
  *   bench_write [-e EXT] [-t DIR] [-n NTIME] [-r RUNS] [-c COMMITS] [-K COMMITS] [-i ROUNDS]
- *               [-T ROUNDS] [-g N] [-G N] [-D PCT] [-L CODEC] [-k] [-l] [-C] [-S]
+ *               [-T ROUNDS] [-g N] [-G N] [-D PCT] [-L CODEC] [-U CODEC] [-k] [-l] [-C] [-S]
  *
  *   -e  the built extension (default: ../../.libs/caterva.so from this program, tests/bench/)
  *   -t  scratch directory (default $TMPDIR, else /tmp); a directory bench_write.XXXXXX is made
@@ -23,6 +23,7 @@
  *   -C  the commits only (section 3, after loading t and p untimed)
  *   -S  the cube only (sections 5a and 5)
  *   -L  the cube's transposed load with CODEC (zstd or lz4) only, -T times (for profiling)
+ *   -U  the cube's slab UPDATE with CODEC (zstd or lz4) only, -r times (for profiling)
  *
  * All figures come from this run on this machine:
  *
@@ -590,7 +591,7 @@ int main(int argc, char **argv) {
   char *err = NULL, *slash;
   Bench b;
   int opt, keep = 0, load_only = 0, commits_only = 0, cube_only = 0;
-  const char *profile_codec = NULL;
+  const char *profile_codec = NULL, *slab_codec = NULL;
   long long size_c_load, size_p_load;
 
   memset(&b, 0, sizeof(b));
@@ -609,7 +610,7 @@ int main(int argc, char **argv) {
   else snprintf(self, sizeof(self), ".");
   snprintf(ext, sizeof(ext), "%s/../../.libs/caterva.so", self);
   snprintf(tmpdir, sizeof(tmpdir), "%s", env && *env ? env : "/tmp");
-  while ((opt = getopt(argc, argv, "e:t:n:r:c:K:i:T:g:G:D:L:klCS")) != -1) {
+  while ((opt = getopt(argc, argv, "e:t:n:r:c:K:i:T:g:G:D:L:U:klCS")) != -1) {
     switch (opt) {
       case 'e': snprintf(ext, sizeof(ext), "%s", optarg); break;
       case 't': snprintf(tmpdir, sizeof(tmpdir), "%s", optarg); break;
@@ -627,9 +628,10 @@ int main(int argc, char **argv) {
       case 'C': commits_only = 1; break;
       case 'S': cube_only = 1; break;
       case 'L': profile_codec = optarg; break;
+      case 'U': slab_codec = optarg; break;
       default:
         fprintf(stderr, "usage: bench_write [-e ext.so] [-t dir] [-n ntime] [-r runs] "
-                        "[-c commits] [-K commits] [-i rounds] [-T rounds] [-g chunks] [-G chunks] [-k] [-l] "
+                        "[-c commits] [-K commits] [-i rounds] [-T rounds] [-g chunks] [-G chunks] [-D pct] [-L codec] [-U codec] [-k] [-l] "
                         "[-C] [-S]\n");
         return 2;
     }
@@ -674,6 +676,10 @@ int main(int argc, char **argv) {
 
   if (profile_codec != NULL) {
     bench_cube_profile(&b, profile_codec);
+    goto done;
+  }
+  if (slab_codec != NULL) {
+    bench_slab_profile(&b, slab_codec);
     goto done;
   }
   if (cube_only) {

@@ -68,6 +68,7 @@ void bench_cube_load(Bench *b);
 void bench_cube_profile(Bench *b, const char *codec);
 /* 5. The slab UPDATE of the 200^3 cube (bench_write_grow.c). */
 void bench_slab(Bench *b);
+void bench_slab_profile(Bench *b, const char *codec);
 /* 6. Growth with a value fill (bench_write_grow.c). */
 void bench_fill_growth(Bench *b);
 

@@ -134,6 +134,29 @@ static Stat slab_runs(Bench *b, sqlite3 *db, const char *table, double *cpu_out)
   return st;
 }
 
+/* -U: the slab UPDATE alone on a zstd (or lz4) table, -r times, each one's wall and CPU time
+ * (for profiling; the first run follows the load). */
+void bench_slab_profile(Bench *b, const char *codec) {
+  char sql[3000];
+  if (strcmp(codec, "zstd") != 0 && strcmp(codec, "lz4") != 0) bench_die("-U: zstd or lz4");
+  snprintf(sql, sizeof(sql),
+           "CREATE VIRTUAL TABLE s USING caterva('%s/s.b2nd', shape='200,200,200', "
+           "dtype='float64', chunks='52,100,100', blocks='13,25,25', codec='%s', clevel=5, "
+           "dims='a,b,c')", b->dir, codec);
+  bench_exec(b->dbc, sql);
+  snprintf(sql, sizeof(sql), "INSERT INTO s(a, b, c, value) SELECT time, lat, lon, %s "
+           "FROM bench_grid(200, 200, 200)", CUBE_EXPR);
+  bench_exec(b->dbc, sql);
+  sync();
+  for (int r = 0; r < b->runs; r++) {
+    Timing t;
+    snprintf(sql, sizeof(sql), "UPDATE s SET value = -1 WHERE a = %d", 17 + r % 180);
+    t = bw_timed_sql(b->dbc, sql);
+    printf("slab UPDATE, %s: %.2f ms, CPU %.2f ms\n", codec, t.wall, t.cpu);
+  }
+  bench_exec(b->dbc, "DROP TABLE s");
+}
+
 void bench_slab(Bench *b) {
   static const struct { const char *name, *codec, *opt, *label; } arr[] = {
       {"s", "zstd", "", "caterva, zstd 5 + shuffle (the default)"},

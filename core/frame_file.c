@@ -25,9 +25,11 @@
  *    the old index and trailer are unreferenced bytes inside the chunk section ("dead"
  *    bytes: index entries are offsets, so the reference readers accept this). A metalayer
  *    update rewrites the whole header in step 3 when it fits one sector.
- *  Contiguous file, compaction and size-changing header edits (metalayer added): the packed
- *    frame is written to a temporary file in the same directory, fsync'ed and renamed over
- *    the old one (then the directory is fsync'ed). Compaction runs when dead bytes exceed
+ *  Contiguous file, compaction, size-changing header edits (metalayer added) and commits
+ *    that would leave more dead bytes than the caller allows (caterva_schunk_set_commit_pack):
+ *    the packed frame is written to a temporary file in the same directory, fsync'ed and
+ *    renamed over the old one (then the directory is fsync'ed); the old file's committed
+ *    bytes are never touched, so a failure before the rename leaves the old state. Compaction runs when dead bytes exceed
  *    the live ones (and 1 MiB), and when a writable schunk is freed with dead bytes in a
  *    small file or with much dead space.
  *  Sparse directory: a new or updated chunk goes to a new file number (never overwriting a

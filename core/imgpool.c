@@ -12,7 +12,7 @@
  * 3.62-3.72 s to 3.10-3.18 s (same machine, alternating builds).
  *
  * A released slab is kept for the next pool of the process (a load after a load, a table
- * after a table), up to SLAB_KEEP bytes in all, advised MADV_FREE: its pages stay where they
+ * after a table), up to SLAB_KEEP bytes in all (the oldest go first), advised MADV_FREE: its pages stay where they
  * are unless the kernel needs the memory, so the next pool's images are not fresh pages that
  * the kernel zeroes on the writing thread (a transposed load of 200^3 float64 completes 8 of
  * its 16 chunks at once and needs 16 images, 66 MB: zeroing them took that thread about
@@ -23,6 +23,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -70,29 +71,44 @@ static void slab_unmap(void *slab, size_t bytes) {
 }
 #endif
 
-/* A slab of bytes: one the process released, else a new one (NULL: no memory). */
+/* Kept slab i out of the list (the order, oldest first, is kept). */
+static void keep_remove(int i) {
+  keep_bytes -= keep_n[i];
+  nkeep--;
+  memmove(&keep_p[i], &keep_p[i + 1], (size_t)(nkeep - i) * sizeof keep_p[0]);
+  memmove(&keep_n[i], &keep_n[i + 1], (size_t)(nkeep - i) * sizeof keep_n[0]);
+}
+
+/* A slab of bytes: the last one of that size the process released, else a new one (NULL:
+ * no memory). */
 static void *slab_take(size_t bytes) {
   void *slab = NULL;
   pthread_mutex_lock(&keep_mu);
   for (int i = nkeep - 1; i >= 0; i--) {
     if (keep_n[i] != bytes) continue;
     slab = keep_p[i];
-    keep_bytes -= bytes;
-    keep_p[i] = keep_p[--nkeep];
-    keep_n[i] = keep_n[nkeep];
+    keep_remove(i);
     break;
   }
   pthread_mutex_unlock(&keep_mu);
   return slab != NULL ? slab : slab_map(bytes);
 }
 
-/* Release a slab: kept for the next pool while there is room, else unmapped. */
+/* Release a slab: kept for the next pool, the oldest kept ones unmapped to make room (the
+ * slabs a process freed last are those its next statement takes); unmapped when it is
+ * larger than all the room. */
 static void slab_give(void *slab, size_t bytes) {
-  int kept = 0;
+  void *drop[SLAB_KEEP_N];
+  size_t dropn[SLAB_KEEP_N];
+  int ndrop = 0, kept = 0;
 #if defined(__linux__) && defined(MADV_FREE)
   pthread_mutex_lock(&keep_mu);
-  if (nkeep < SLAB_KEEP_N && keep_bytes + bytes <= SLAB_KEEP &&
-      madvise(slab, bytes, MADV_FREE) == 0) {
+  if (bytes <= SLAB_KEEP && madvise(slab, bytes, MADV_FREE) == 0) {
+    while (nkeep > 0 && (nkeep == SLAB_KEEP_N || keep_bytes + bytes > SLAB_KEEP)) {
+      drop[ndrop] = keep_p[0];
+      dropn[ndrop++] = keep_n[0];
+      keep_remove(0);
+    }
     keep_p[nkeep] = slab;
     keep_n[nkeep++] = bytes;
     keep_bytes += bytes;
@@ -100,6 +116,7 @@ static void slab_give(void *slab, size_t bytes) {
   }
   pthread_mutex_unlock(&keep_mu);
 #endif
+  for (int i = 0; i < ndrop; i++) slab_unmap(drop[i], dropn[i]);
   if (!kept) slab_unmap(slab, bytes);
 }
 

@@ -183,8 +183,10 @@ sqlite3_module bench_sink_module = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 
-/* ---- bench_usink(d0, d1, d2, n0, n1, n2): the floor of an UPDATE of a virtual table ------
- * A grid of n0 x n1 x n2 cells with dimension columns named d0, d1, d2 and a value column; an
+/* ---- bench_usink(d0, d1, d2, n0, n1, n2 [, hidden]): the floor of an UPDATE of a virtual table
+ * A grid of n0 x n1 x n2 cells with dimension columns named d0, d1, d2 and a value column
+ * (with `hidden`, also the caterva table's hidden columns d0_index, d1_index, d2_index, and
+ * the coordinates reported unchanged to an UPDATE, as the caterva table reports them); an
  * equality on a dimension fixes it (as the caterva table's pushdown does); values are computed,
  * not stored; xUpdate reads its arguments and keeps nothing. UPDATE ... WHERE d = K on it costs
  * what SQLite spends on any virtual table's UPDATE of those rows (the scan, its two passes
@@ -193,6 +195,7 @@ sqlite3_module bench_sink_module = {
 typedef struct {
   sqlite3_vtab base;
   sqlite3_int64 n[3];
+  int hidden; /* the caterva table's hidden <dim>_index columns too, reported unchanged */
 } USink;
 
 typedef struct {
@@ -207,12 +210,18 @@ static int usinkConnect(sqlite3 *db, void *aux, int argc, const char *const *arg
   char *sql;
   int rc, k;
   (void)aux;
-  if (argc != 9) {
-    *err = sqlite3_mprintf("bench_usink(d0, d1, d2, n0, n1, n2)");
+  if (argc != 9 && !(argc == 10 && strcmp(argv[9], "hidden") == 0)) {
+    *err = sqlite3_mprintf("bench_usink(d0, d1, d2, n0, n1, n2 [, hidden])");
     return SQLITE_ERROR;
   }
-  sql = sqlite3_mprintf("CREATE TABLE x(%s INTEGER, %s INTEGER, %s INTEGER, value REAL)",
-                        argv[3], argv[4], argv[5]);
+  if (argc == 10)
+    sql = sqlite3_mprintf("CREATE TABLE x(%s INTEGER, %s INTEGER, %s INTEGER, value REAL, "
+                          "%s_index INTEGER HIDDEN, %s_index INTEGER HIDDEN, "
+                          "%s_index INTEGER HIDDEN)", argv[3], argv[4], argv[5], argv[3],
+                          argv[4], argv[5]);
+  else
+    sql = sqlite3_mprintf("CREATE TABLE x(%s INTEGER, %s INTEGER, %s INTEGER, value REAL)",
+                          argv[3], argv[4], argv[5]);
   rc = sql ? sqlite3_declare_vtab(db, sql) : SQLITE_NOMEM;
   sqlite3_free(sql);
   if (rc != SQLITE_OK) return rc;
@@ -220,6 +229,7 @@ static int usinkConnect(sqlite3 *db, void *aux, int argc, const char *const *arg
   if (v == NULL) return SQLITE_NOMEM;
   memset(v, 0, sizeof(*v));
   for (k = 0; k < 3; k++) v->n[k] = atoll(argv[6 + k]);
+  v->hidden = argc == 10;
   *pp = &v->base;
   return SQLITE_OK;
 }
@@ -285,6 +295,11 @@ static int usinkEof(sqlite3_vtab_cursor *cur) { return ((USinkCursor *)cur)->eof
 
 static int usinkColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
   USinkCursor *c = (USinkCursor *)cur;
+  if (((USink *)cur->pVtab)->hidden) {
+    /* as the caterva table answers an UPDATE: coordinates reported unchanged */
+    if (col != 3 && sqlite3_vtab_nochange(ctx)) return SQLITE_OK;
+    if (col > 3) col -= 4;
+  }
   if (col < 3) sqlite3_result_int64(ctx, c->c[col]);
   else sqlite3_result_double(ctx, (double)(c->c[0] + c->c[1] + c->c[2]) * 0.25);
   return SQLITE_OK;

@@ -43,7 +43,6 @@
 
 #include <stdlib.h>
 
-#define BS_ATTR CAT_BS_ATTR
 #define BS_MAGIC "CvBS"
 #define BS_VERSION 1
 #define BS_HEAD 32
@@ -250,7 +249,8 @@ static const uint8_t *kept_chunk(const cat_bstats *bs, const caterva_array *a, i
   const uint8_t *cur;
   int32_t cb;
   if (bs->enc_chunk == NULL || bs->enc_size != size || bs->enc_n != bs->n ||
-      cat_sc_vlmeta_is_lazy(a->sc, BS_ATTR) || cat_sc_vlmeta_chunk(a->sc, BS_ATTR, &cur, &cb) < 0 ||
+      cat_sc_vlmeta_is_lazy(a->sc, CAT_BS_ATTR) ||
+      cat_sc_vlmeta_chunk(a->sc, CAT_BS_ATTR, &cur, &cb) < 0 ||
       cb != bs->enc_cbytes || memcmp(cur, bs->enc_chunk, (size_t)cb) != 0)
     return NULL;
   return cur;
@@ -314,7 +314,7 @@ static int store_form(caterva_ctx *ctx, caterva_array *a, int64_t size) {
   if (rc < 0) return rc;
   copy = malloc((size_t)cb);
   if (copy != NULL) memcpy(copy, chunk, (size_t)cb);
-  rc = cat_sc_vlmeta_put(ctx, a->sc, BS_ATTR, chunk, cb, CAT_BS_MAX); /* takes chunk */
+  rc = cat_sc_vlmeta_put(ctx, a->sc, CAT_BS_ATTR, chunk, cb, CAT_BS_MAX); /* takes chunk */
   if (rc < 0) {
     free(copy);
     return rc;
@@ -336,7 +336,7 @@ int cat_bs_store(caterva_ctx *ctx, caterva_array *a) {
     /* Not stored: what the trailer holds keeps its fingerprints, so it is never misread;
      * drop it anyway so that the file does not carry statistics nobody maintains. */
     cat_bs_enc_drop(bs);
-    rc = caterva_schunk_vlmeta_delete(ctx, a->sc, BS_ATTR);
+    rc = caterva_schunk_vlmeta_delete(ctx, a->sc, CAT_BS_ATTR);
     if (rc == CATERVA_E_NOTFOUND) rc = CATERVA_OK;
     if (rc >= 0) bs->dirty = false;
     if (ctx != NULL && rc >= 0) ctx->errmsg[0] = '\0';
@@ -588,10 +588,10 @@ static int lazy_init(const caterva_array *a, cat_bstats *bs, const uint8_t *chun
   if (lz == NULL) return CATERVA_E_NOMEM;
   lz->one_page = -1;
   bs->lazy = lz;
-  if (cat_sc_vlmeta_is_lazy(a->sc, BS_ATTR)) { /* a remote frame's: fetched a page at a time */
+  if (cat_sc_vlmeta_is_lazy(a->sc, CAT_BS_ATTR)) { /* a remote frame's: fetched a page at a time */
     lz->sc = a->sc;
     lz->chunk = (uint8_t *)chunk;
-  } else if (cat_sc_vlmeta_is_mapped(a->sc, BS_ATTR)) { /* a reader's: the array keeps sc */
+  } else if (cat_sc_vlmeta_is_mapped(a->sc, CAT_BS_ATTR)) { /* a reader's: the array keeps sc */
     lz->chunk = (uint8_t *)chunk;
   } else { /* a writer's: its next commit replaces the vlmetalayer */
     lz->chunk = malloc((size_t)cbytes);
@@ -624,7 +624,7 @@ int cat_bs_load(caterva_ctx *ctx, caterva_array *a) {
   cat_bstats *bs = NULL;
   cat_bs_free(a->bs);
   a->bs = NULL;
-  if (stype == CATERVA_STATS_NONE || cat_sc_vlmeta_chunk(a->sc, BS_ATTR, &chunk, &cbytes) < 0)
+  if (stype == CATERVA_STATS_NONE || cat_sc_vlmeta_chunk(a->sc, CAT_BS_ATTR, &chunk, &cbytes) < 0)
     goto leave;
   bs = cat_bs_new(a, stype, kind);
   CAT_CHECK(leave, bs != NULL, CATERVA_E_NOMEM, "out of memory");

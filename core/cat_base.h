@@ -154,6 +154,10 @@ int cat_io_write(caterva_ctx *ctx, int fd, const void *buf, size_t n, const char
 int cat_io_pwrite(caterva_ctx *ctx, int fd, const void *buf, size_t n, int64_t off,
                   const char *path);
 int cat_io_pread(caterva_ctx *ctx, int fd, void *buf, size_t n, int64_t off, const char *path);
+/* Positioned read of at most n bytes, stopping at the end of the file: the bytes read in *got
+ * (fewer than n only there). */
+int cat_io_pread_upto(caterva_ctx *ctx, int fd, void *buf, size_t n, int64_t off,
+                      const char *path, size_t *got);
 int cat_io_fsync(caterva_ctx *ctx, int fd, const char *path);
 /* fdatasync: the data and what reading it back needs (size, block map), not the times. Enough
  * wherever a file's content matters and its directory entry is synced on its own (a new file

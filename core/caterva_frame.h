@@ -259,6 +259,10 @@ int caterva_schunk_collect(caterva_ctx *ctx, caterva_schunk *sc, int dry_run, in
 
 /** Bytes inside a contiguous file's chunk section that no index entry refers to. */
 int64_t caterva_schunk_dead_bytes(const caterva_schunk *sc);
+/** 1 when a contiguous file's dead bytes are more than pct percent of its live ones (pct < 0:
+ * never), else 0. Inside a transaction, of the bytes written so far (its chunks count, the
+ * index and trailer it will replace not yet): what the commit would leave. */
+int caterva_schunk_dead_over(const caterva_schunk *sc, int pct);
 /** Rewrite a contiguous file packed (temporary file + rename: readers holding the old file
  * keep reading it) when its dead bytes are at least a quarter of it, or always with force.
  * Not inside a transaction. Other stores: nothing to do. */

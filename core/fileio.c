@@ -114,19 +114,27 @@ int cat_io_pwrite(caterva_ctx *ctx, int fd, const void *buf, size_t n, int64_t o
   return CATERVA_OK;
 }
 
-int cat_io_pread(caterva_ctx *ctx, int fd, void *buf, size_t n, int64_t off, const char *path) {
+int cat_io_pread_upto(caterva_ctx *ctx, int fd, void *buf, size_t n, int64_t off,
+                      const char *path, size_t *got) {
   uint8_t *p = buf;
-  while (n > 0) {
-    ssize_t r = pread(fd, p, n, (off_t)off); /* reads are not injected */
+  *got = 0;
+  while (*got < n) {
+    ssize_t r = pread(fd, p + *got, n - *got, (off_t)(off + (int64_t)*got)); /* not injected */
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) return cat_io_error(ctx, "cannot read", path);
-    if (r == 0) return cat_error(ctx, CATERVA_E_CORRUPT, "'%s' ends before offset %lld", path,
-                                 (long long)(off + (int64_t)n));
-    p += r;
-    n -= (size_t)r;
-    off += r;
+    if (r == 0) break;
+    *got += (size_t)r;
   }
   return CATERVA_OK;
+}
+
+int cat_io_pread(caterva_ctx *ctx, int fd, void *buf, size_t n, int64_t off, const char *path) {
+  size_t got;
+  int rc = cat_io_pread_upto(ctx, fd, buf, n, off, path, &got);
+  if (rc >= 0 && got < n)
+    rc = cat_error(ctx, CATERVA_E_CORRUPT, "'%s' ends before offset %lld", path,
+                   (long long)(off + (int64_t)n));
+  return rc;
 }
 
 int cat_io_fsync(caterva_ctx *ctx, int fd, const char *path) {

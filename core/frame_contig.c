@@ -53,21 +53,15 @@ static size_t map_reserve(off_t size) {
 static int read_image(caterva_ctx *ctx, caterva_schunk *sc, int fd, const struct stat *st) {
   uint8_t *b = malloc(st->st_size > 0 ? (size_t)st->st_size : 1);
   size_t got = 0;
+  int rc;
   if (b == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
-  while (got < (size_t)st->st_size) {
-    ssize_t r = pread(fd, b + got, (size_t)st->st_size - got, (off_t)got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      free(b);
-      return io_fail(ctx, "cannot read", sc->path);
-    }
-    if (r == 0) break;
-    got += (size_t)r;
-  }
-  if (got < CAT_FH_SIZE) {
+  rc = cat_io_pread_upto(ctx, fd, b, (size_t)st->st_size, 0, sc->path, &got);
+  if (rc >= 0 && got < CAT_FH_SIZE)
+    rc = cat_error(ctx, CATERVA_E_CORRUPT, "'%s' is too short (%zu bytes) for a frame", sc->path,
+                   got);
+  if (rc < 0) {
     free(b);
-    return cat_error(ctx, CATERVA_E_CORRUPT, "'%s' is too short (%zu bytes) for a frame",
-                     sc->path, got);
+    return rc;
   }
   if (!sc->base_mapped) free((void *)sc->base);
   sc->base = b;

@@ -29,9 +29,9 @@
  *    that would leave more dead bytes than the caller allows (caterva_schunk_set_commit_pack):
  *    the packed frame is written to a temporary file in the same directory, fsync'ed and
  *    renamed over the old one (then the directory is fsync'ed); the old file's committed
- *    bytes are never touched, so a failure before the rename leaves the old state. Compaction runs when dead bytes exceed
- *    the live ones (and 1 MiB), and when a writable schunk is freed with dead bytes in a
- *    small file or with much dead space.
+ *    bytes are never touched, so a failure before the rename leaves the old state.
+ *    Compaction runs when dead bytes exceed the live ones (and 1 MiB), and when a writable
+ *    schunk is freed with dead bytes in a small file or with much dead space.
  *  Sparse directory: a new or updated chunk goes to a new file number (never overwriting a
  *    referenced file); then chunks.b2frame is replaced through a temporary file + rename;
  *    files no longer referenced are removed afterwards.

@@ -10,7 +10,6 @@
 #include "frame_s3.h"
 
 #include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,12 +37,7 @@ static int read_whole(caterva_ctx *ctx, const char *path, int64_t maxlen, uint8_
             "'%s' is not a regular file of at most %lld bytes", path, (long long)maxlen);
   buf = malloc(st.st_size > 0 ? (size_t)st.st_size : 1);
   CAT_CHECK(leave, buf != NULL, CATERVA_E_NOMEM, "out of memory");
-  while (got < (size_t)st.st_size) {
-    ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
+  CAT_TRY(leave, cat_io_pread_upto(ctx, fd, buf, (size_t)st.st_size, 0, path, &got));
   CAT_CHECK(leave, got == (size_t)st.st_size, CATERVA_E_IO, "short read of '%s'", path);
   *out = buf;
   *len = got;

@@ -12,12 +12,12 @@
  * 3.62-3.72 s to 3.10-3.18 s (same machine, alternating builds).
  *
  * A released slab is kept for the next pool of the process (a load after a load, a table
- * after a table), up to SLAB_KEEP bytes in all (the oldest go first), advised MADV_FREE: its pages stay where they
- * are unless the kernel needs the memory, so the next pool's images are not fresh pages that
- * the kernel zeroes on the writing thread (a transposed load of 200^3 float64 completes 8 of
- * its 16 chunks at once and needs 16 images, 66 MB: zeroing them took that thread about
- * 0.12 s per load). Pages the kernel took back come back zeroed on their first write, as
- * fresh ones do.
+ * after a table), up to SLAB_KEEP bytes in all (the oldest go first), advised MADV_FREE: its
+ * pages stay where they are unless the kernel needs the memory, so the next pool's images are
+ * not fresh pages that the kernel zeroes on the writing thread (a transposed load of 200^3
+ * float64 completes 8 of its 16 chunks at once and needs 16 images, 66 MB: zeroing them took
+ * that thread about 0.12 s per load). Pages the kernel took back come back zeroed on their
+ * first write, as fresh ones do.
  */
 #include "array_layer_internal.h"
 
@@ -36,9 +36,13 @@
 
 /* ---- slabs, and the process's released ones ---------------------------------------------- */
 
+typedef struct kept_slab {
+  void *p;
+  size_t bytes;
+} kept_slab;
+
 static pthread_mutex_t keep_mu = PTHREAD_MUTEX_INITIALIZER;
-static void *keep_p[SLAB_KEEP_N];
-static size_t keep_n[SLAB_KEEP_N];
+static kept_slab keep[SLAB_KEEP_N]; /* oldest first */
 static int nkeep;
 static size_t keep_bytes;
 
@@ -51,7 +55,7 @@ static void *slab_map(size_t bytes) {
   if (m == MAP_FAILED) return NULL;
   head = (POOL_ALIGN - ((uintptr_t)m & (POOL_ALIGN - 1))) & (POOL_ALIGN - 1);
   if (head > 0) munmap(m, head);
-  if (POOL_ALIGN - head > 0) munmap(m + head + bytes, POOL_ALIGN - head);
+  munmap(m + head + bytes, POOL_ALIGN - head);
 #if defined(MADV_HUGEPAGE)
   (void)madvise(m + head, bytes, MADV_HUGEPAGE);
 #endif
@@ -72,11 +76,12 @@ static void slab_unmap(void *slab, size_t bytes) {
 #endif
 
 /* Kept slab i out of the list (the order, oldest first, is kept). */
-static void keep_remove(int i) {
-  keep_bytes -= keep_n[i];
+static kept_slab keep_remove(int i) {
+  kept_slab k = keep[i];
+  keep_bytes -= k.bytes;
   nkeep--;
-  memmove(&keep_p[i], &keep_p[i + 1], (size_t)(nkeep - i) * sizeof keep_p[0]);
-  memmove(&keep_n[i], &keep_n[i + 1], (size_t)(nkeep - i) * sizeof keep_n[0]);
+  memmove(&keep[i], &keep[i + 1], (size_t)(nkeep - i) * sizeof keep[0]);
+  return k;
 }
 
 /* A slab of bytes: the last one of that size the process released, else a new one (NULL:
@@ -84,12 +89,8 @@ static void keep_remove(int i) {
 static void *slab_take(size_t bytes) {
   void *slab = NULL;
   pthread_mutex_lock(&keep_mu);
-  for (int i = nkeep - 1; i >= 0; i--) {
-    if (keep_n[i] != bytes) continue;
-    slab = keep_p[i];
-    keep_remove(i);
-    break;
-  }
+  for (int i = nkeep - 1; i >= 0 && slab == NULL; i--)
+    if (keep[i].bytes == bytes) slab = keep_remove(i).p;
   pthread_mutex_unlock(&keep_mu);
   return slab != NULL ? slab : slab_map(bytes);
 }
@@ -98,26 +99,21 @@ static void *slab_take(size_t bytes) {
  * slabs a process freed last are those its next statement takes); unmapped when it is
  * larger than all the room. */
 static void slab_give(void *slab, size_t bytes) {
-  void *drop[SLAB_KEEP_N];
-  size_t dropn[SLAB_KEEP_N];
-  int ndrop = 0, kept = 0;
+  kept_slab drop[SLAB_KEEP_N];
+  int ndrop = 0;
 #if defined(__linux__) && defined(MADV_FREE)
-  pthread_mutex_lock(&keep_mu);
   if (bytes <= SLAB_KEEP && madvise(slab, bytes, MADV_FREE) == 0) {
-    while (nkeep > 0 && (nkeep == SLAB_KEEP_N || keep_bytes + bytes > SLAB_KEEP)) {
-      drop[ndrop] = keep_p[0];
-      dropn[ndrop++] = keep_n[0];
-      keep_remove(0);
-    }
-    keep_p[nkeep] = slab;
-    keep_n[nkeep++] = bytes;
+    pthread_mutex_lock(&keep_mu);
+    while (nkeep > 0 && (nkeep == SLAB_KEEP_N || keep_bytes + bytes > SLAB_KEEP))
+      drop[ndrop++] = keep_remove(0);
+    keep[nkeep++] = (kept_slab){slab, bytes};
     keep_bytes += bytes;
-    kept = 1;
+    pthread_mutex_unlock(&keep_mu);
+    slab = NULL;
   }
-  pthread_mutex_unlock(&keep_mu);
 #endif
-  for (int i = 0; i < ndrop; i++) slab_unmap(drop[i], dropn[i]);
-  if (!kept) slab_unmap(slab, bytes);
+  for (int i = 0; i < ndrop; i++) slab_unmap(drop[i].p, drop[i].bytes);
+  if (slab != NULL) slab_unmap(slab, bytes);
 }
 
 /* ---- pools --------------------------------------------------------------------------------- */

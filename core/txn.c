@@ -330,15 +330,14 @@ leave:
   return rc;
 }
 
-/* The commit would leave more dead bytes than sc->commit_pack percent of the live ones: those
- * of the chunks it replaces at least (the old index and trailer add to them), against every
- * byte written but those (the new index and trailer are about the old ones' size). */
-static bool pack_at_commit(const caterva_schunk *sc) {
-  int64_t live = sc->wend - sc->dead;
-  if (sc->store != CATERVA_STORE_CONTIGUOUS || sc->commit_pack < 0 || sc->dead <= 0 || live <= 0)
-    return false;
-  /* dead <= wend < 2^63 / 100 for any file this can write: no overflow */
-  return sc->dead * 100 > (int64_t)sc->commit_pack * live;
+int caterva_schunk_dead_over(const caterva_schunk *sc, int pct) {
+  /* in a transaction the commit adds the old index and trailer to the dead bytes, and a new
+   * index and trailer of about their size to the live ones: the bytes written so far tell */
+  int64_t live;
+  if (sc == NULL || sc->store != CATERVA_STORE_CONTIGUOUS || pct < 0 || sc->dead <= 0) return 0;
+  live = (sc->txn != NULL ? sc->wend : sc->frame_len) - sc->dead;
+  /* dead <= the file's length < 2^63 / 100 for any file this can write: no overflow */
+  return sc->dead * 100 > (int64_t)pct * live;
 }
 
 void caterva_schunk_set_commit_pack(caterva_schunk *sc, int pct) {
@@ -352,7 +351,7 @@ int caterva_schunk_commit(caterva_ctx *ctx, caterva_schunk *sc, int sync) {
   t = sc->txn;
   CAT_CHECK(leave, !t->failed, CATERVA_E_IO, "an earlier commit of this transaction failed");
   if (sc->store == CATERVA_STORE_CONTIGUOUS &&
-      ((t->meta_dirty && !header_in_place(sc)) || pack_at_commit(sc))) {
+      ((t->meta_dirty && !header_in_place(sc)) || caterva_schunk_dead_over(sc, sc->commit_pack))) {
     /* a header that cannot be rewritten in one sector, or a commit that a compaction would
      * follow: the whole frame, packed, renamed over */
     rc = cat_file_rewrite(ctx, sc);

@@ -536,10 +536,12 @@ int cvRemoteReopen(CvVtab *pTab);
 int cvPrepareRead(CvVtab *pTab);
 /* File size is part of the write path's correctness: a commit of a contiguous file writes its
 ** chunks, index and trailer after the committed end, and what they replace stays in the file
-** as dead bytes (readers of the previous version may still be reading them). A commit, and
-** closing a table, compact the file (caterva_schunk_compact: a packed copy renamed over it,
-** so readers keep their old one) as soon as its dead bytes pass max_dead percent of its live
-** bytes: with the default of 1 the file is within 1% of its live chunks, one index and one
+** as dead bytes (readers of the previous version may still be reading them). A commit that
+** would leave dead bytes past max_dead percent of the live ones writes the packed file instead
+** (caterva_schunk_set_commit_pack: a packed copy renamed over it, so readers keep their old
+** one); a commit made while a cursor is open commits in place, and the next commit, or
+** closing the table, packs the file (caterva_schunk_dead_over, caterva_schunk_compact): with
+** the default of 1 the file is within 1% of its live chunks, one index and one
 ** trailer after every commit. The price is a rewrite of the live bytes about every
 ** 100/max_dead commits' worth of replaced bytes; max_dead=50 trades size for the old
 ** amortised rule (at most about 1.5x the packed size). docs/guarantees.md, "File size". */
@@ -551,8 +553,6 @@ int cvPrepareRead(CvVtab *pTab);
 /* max_dead= of p (CV_MAX_DEAD_DEFAULT when absent) into *pOut; SQLITE_ERROR with *pzErr if it
 ** is not an integer from 0 to 100. */
 int cvMaxDeadOption(const CvOptions *p, int *pOut, char **pzErr);
-/* True when sc's dead bytes pass nMaxDead percent of its live bytes (the rule above). */
-int cvCompactWanted(caterva_schunk *sc, int nMaxDead);
 /* Compact sc after a commit when its dead bytes call for it; 1 when it was compacted (blocks
 ** cached from the old file must go), else 0. */
 int cvCompactAfterCommit(caterva_ctx *pCtx, caterva_schunk *sc, int nMaxDead);

@@ -404,16 +404,9 @@ int cvOneSync(CvVtab *pTab) {
   return SQLITE_OK;
 }
 
-int cvCompactWanted(caterva_schunk *sc, int nMaxDead) {
-  int64_t nDead = caterva_schunk_dead_bytes(sc);
-  int64_t nLive = caterva_schunk_frame_len(sc) - nDead;
-  /* nDead <= frame_len < 2^63 / 100 for any file this can hold: the products cannot overflow */
-  return nDead > 0 && nDead * 100 > (int64_t)nMaxDead * nLive;
-}
-
 int cvCompactAfterCommit(caterva_ctx *pCtx, caterva_schunk *sc, int nMaxDead) {
   /* Compaction renames a new file over the path: readers keep their old one. */
-  if (!cvCompactWanted(sc, nMaxDead) || caterva_schunk_compact(pCtx, sc, 1) != CATERVA_OK)
+  if (!caterva_schunk_dead_over(sc, nMaxDead) || caterva_schunk_compact(pCtx, sc, 1) != CATERVA_OK)
     return 0;
   return caterva_schunk_dead_bytes(sc) == 0;
 }
@@ -436,7 +429,7 @@ void cvCompactOnClose(CvVtab *pTab) {
   uint64_t g;
   if (!pTab->bWritable || pTab->bInTxn || pTab->pLock == 0 || pTab->pArr == 0) return;
   sc = caterva_array_schunk(pTab->pArr);
-  if (!cvCompactWanted(sc, pTab->nMaxDead)) return;
+  if (!caterva_schunk_dead_over(sc, pTab->nMaxDead)) return;
   /* only under the lock, and only if nobody committed since our handle saw the file */
   if (caterva_lock_exclusive(pCtx, pTab->pLock, &g) != CATERVA_OK) return;
   if (g == pTab->iGen + 1 && caterva_schunk_stale(pCtx, sc) == 0)

@@ -38,6 +38,10 @@ typedef struct cat_pool cat_pool;
 int cat_pool_new(int nthreads, cat_pool **out);
 void cat_pool_free(cat_pool *pool);
 int cat_pool_run(cat_pool *pool, int64_t ntasks, cat_task_fn fn, void *arg);
+/* fn(arg) run later on one of the pool's workers, the caller not waiting for it: 0, or -1
+ * when the pool has no worker or no memory for it (then the caller runs it itself). Posted
+ * tasks run before cat_pool_free returns. */
+int cat_pool_post(cat_pool *pool, void (*fn)(void *), void *arg);
 
 /* ---- decoding blocks straight to their consumer (chunk.c) ------------------------------ */
 

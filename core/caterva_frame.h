@@ -288,8 +288,13 @@ void caterva_schunk_set_flags(caterva_schunk *sc, int flags);
 /** Give back the file maps and chunk bytes that CATERVA_SC_RETAIN_MAPS kept since the last
  * call (each commit of a contiguous file replaces its map): every pointer obtained from
  * caterva_schunk_get_chunk before this call becomes invalid, so call it only when none is in
- * use (a table with no open cursor). Without it they are kept until sc is freed. */
-void caterva_schunk_release_maps(caterva_schunk *sc);
+ * use (a table with no open cursor). Without it they are kept until sc is freed.
+ * With a ctx that has threads, the maps are unmapped on one of them after this returns:
+ * where the last map of a file that a packed commit or a compaction replaced goes, the
+ * kernel frees that file's pages and blocks (about a millisecond for a few megabytes), which
+ * the caller then does not wait for. caterva_ctx_free waits for those still to run. ctx may
+ * be NULL: everything is given back here. */
+void caterva_schunk_release_maps(caterva_ctx *ctx, caterva_schunk *sc);
 /** @} */
 
 /** @defgroup lock Locking between processes (c-blosc2's `.b2lock` protocol, lock.c)

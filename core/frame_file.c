@@ -177,7 +177,7 @@ void cat_file_close(caterva_schunk *sc) {
   sc->header_unsynced = false;
   sc->retain_maps = false;
   cat_contig_unmap(sc);
-  cat_file_release_retired(sc);
+  cat_file_release_retired(NULL, sc);
   if (sc->fd >= 0) close(sc->fd);
   sc->fd = -1;
   if (sc->rfd >= 0) close(sc->rfd);
@@ -216,10 +216,18 @@ int cat_file_stale(caterva_ctx *ctx, caterva_schunk *sc) {
                 CAT_FH_COMMIT_END - CAT_FH_COMMIT_START) != 0;
 }
 
-void cat_file_release_retired(caterva_schunk *sc) {
+/* A posted unmap (cat_file_release_retired). */
+static void unmap_task(void *arg) {
+  cat_map *m = arg;
+  munmap(m->p, m->n);
+  free(m);
+}
+
+void cat_file_release_retired(caterva_ctx *ctx, caterva_schunk *sc) {
   while (sc->retired != NULL) {
     cat_map *m = sc->retired;
     sc->retired = m->next;
+    if (m->n > 0 && ctx != NULL && cat_pool_post(ctx->pool, unmap_task, m) == 0) continue;
     if (m->n > 0) munmap(m->p, m->n);
     else free(m->p);
     free(m);

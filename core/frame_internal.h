@@ -402,8 +402,9 @@ int cat_file_collect(caterva_ctx *ctx, caterva_schunk *sc, bool dry_run, int64_t
 /* Keep p (malloc'ed chunk bytes replaced by an edit) until sc is freed, when readers may
  * hold pointers into it (retain_maps); else free it. */
 void cat_file_retire_bytes(caterva_schunk *sc, void *p);
-/* Free the maps and bytes kept by retain_maps (nothing may point into them any more). */
-void cat_file_release_retired(caterva_schunk *sc);
+/* Free the maps and bytes kept by retain_maps (nothing may point into them any more); with
+ * ctx's threads the maps are unmapped on one of them (cat_pool_post). */
+void cat_file_release_retired(caterva_ctx *ctx, caterva_schunk *sc);
 /* Remove a sparse chunk file that the index no longer references (best effort). */
 void cat_file_unlink_chunk(const caterva_schunk *sc, int64_t num);
 /* Sparse chunk files written while sc->txn is open, in order: sc->written[0..nwritten).

@@ -13,11 +13,22 @@
  * no worker is inside the previous one, so a late worker never takes a task number of one
  * batch with the function of another; it finds the counter past the end and goes back to
  * sleep.
+ *
+ * Besides batches, a pool runs posted tasks (cat_pool_post): work the caller does not wait
+ * for, taken by the first idle worker, batches first. cat_pool_free runs what is left of them
+ * before it returns, so nothing posted outlives the pool.
  */
 #include "cat_internal.h"
 
 #include <pthread.h>
 #include <stdlib.h>
+
+/* A posted task (cat_pool_post), in a FIFO list under mu. */
+typedef struct cat_post {
+  void (*fn)(void *);
+  void *arg;
+  struct cat_post *next;
+} cat_post;
 
 struct cat_pool {
   int nthreads;            /* workers + the calling thread */
@@ -36,6 +47,7 @@ struct cat_pool {
   int64_t pending;         /* tasks not finished yet (atomic) */
   int active;              /* workers inside the batch (under mu) */
   int first_error;         /* first negative task result (atomic CAS) */
+  cat_post *post_head, *post_tail; /* posted tasks not taken yet (under mu) */
 };
 
 typedef struct cat_worker_arg {
@@ -72,8 +84,18 @@ static void *cat_worker_main(void *p) {
   free(wa);
   pthread_mutex_lock(&pool->mu);
   for (;;) {
-    while (!pool->shutdown && pool->generation == seen) pthread_cond_wait(&pool->wake, &pool->mu);
+    while (!pool->shutdown && pool->generation == seen && pool->post_head == NULL)
+      pthread_cond_wait(&pool->wake, &pool->mu);
     if (pool->shutdown) break;
+    if (pool->generation == seen) { /* a posted task */
+      cat_post *t = pool->post_head;
+      if ((pool->post_head = t->next) == NULL) pool->post_tail = NULL;
+      pthread_mutex_unlock(&pool->mu);
+      t->fn(t->arg);
+      free(t);
+      pthread_mutex_lock(&pool->mu);
+      continue;
+    }
     seen = pool->generation;
     cat_task_fn fn = pool->fn;
     void *arg = pool->arg;
@@ -125,11 +147,32 @@ void cat_pool_free(cat_pool *pool) {
   pthread_cond_broadcast(&pool->wake);
   pthread_mutex_unlock(&pool->mu);
   for (int i = 0; i < pool->nstarted; i++) pthread_join(pool->threads[i], NULL);
+  while (pool->post_head != NULL) { /* posted, not taken: run here */
+    cat_post *t = pool->post_head;
+    pool->post_head = t->next;
+    t->fn(t->arg);
+    free(t);
+  }
   pthread_mutex_destroy(&pool->mu);
   pthread_cond_destroy(&pool->wake);
   pthread_cond_destroy(&pool->done);
   free(pool->threads);
   free(pool);
+}
+
+int cat_pool_post(cat_pool *pool, void (*fn)(void *), void *arg) {
+  cat_post *t;
+  if (pool == NULL || pool->nstarted == 0 || (t = malloc(sizeof *t)) == NULL) return -1;
+  t->fn = fn;
+  t->arg = arg;
+  t->next = NULL;
+  pthread_mutex_lock(&pool->mu);
+  if (pool->post_tail != NULL) pool->post_tail->next = t;
+  else pool->post_head = t;
+  pool->post_tail = t;
+  pthread_cond_signal(&pool->wake);
+  pthread_mutex_unlock(&pool->mu);
+  return 0;
 }
 
 int cat_pool_run(cat_pool *pool, int64_t ntasks, cat_task_fn fn, void *arg) {

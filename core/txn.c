@@ -390,8 +390,8 @@ void caterva_schunk_set_flags(caterva_schunk *sc, int flags) {
   sc->nosync = (flags & CATERVA_SC_NOSYNC) != 0;
 }
 
-void caterva_schunk_release_maps(caterva_schunk *sc) {
-  if (sc != NULL) cat_file_release_retired(sc);
+void caterva_schunk_release_maps(caterva_ctx *ctx, caterva_schunk *sc) {
+  if (sc != NULL) cat_file_release_retired(ctx, sc);
 }
 
 int caterva_schunk_rename(caterva_ctx *ctx, caterva_schunk *sc, const char *path) {

@@ -367,9 +367,11 @@ int cvBeginFirst(CvVtab *pTab) {
 ** the process's limit on mappings, until the table is closed). */
 void cvReleaseMaps(CvVtab *pTab) {
   if (pTab->nCursor > 0) return;
-  if (pTab->pArr) caterva_schunk_release_maps(caterva_array_schunk(pTab->pArr));
+  caterva_ctx *pCtx = pTab->pConn->pCtx;
+  if (pTab->pArr) caterva_schunk_release_maps(pCtx, caterva_array_schunk(pTab->pArr));
   for (int i = 0; i < pTab->nVar; i++)
-    if (pTab->aVar[i].pArr) caterva_schunk_release_maps(caterva_array_schunk(pTab->aVar[i].pArr));
+    if (pTab->aVar[i].pArr)
+      caterva_schunk_release_maps(pCtx, caterva_array_schunk(pTab->aVar[i].pArr));
 }
 
 void cvTxnEnd(CvVtab *pTab) {

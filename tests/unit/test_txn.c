@@ -10,6 +10,7 @@
 #include "tap.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -1006,6 +1007,83 @@ done:
   free(st2);
 }
 
+/* Maps in this process of a file at path that was replaced ("path (deleted)" in its maps). */
+static int deleted_maps(const char *path) {
+  char line[4096], want[600];
+  int n = 0;
+  FILE *f = fopen("/proc/self/maps", "r");
+  snprintf(want, sizeof want, "%s (deleted)", path);
+  while (f != NULL && fgets(line, sizeof line, f) != NULL) n += strstr(line, want) != NULL;
+  if (f != NULL) fclose(f);
+  return n;
+}
+
+static int gate;
+static pthread_t poster;
+
+/* Posted tasks: one that holds the pool's thread until gate opens, one that notes its thread. */
+static void hold_task(void *arg) {
+  (void)arg;
+  while (!__atomic_load_n(&gate, __ATOMIC_ACQUIRE)) usleep(1000);
+}
+
+static int noted;
+
+static void note_task(void *arg) {
+  *(pthread_t *)arg = pthread_self();
+  __atomic_store_n(&noted, 1, __ATOMIC_RELEASE);
+}
+
+/* The maps a packed commit replaced are given back on the context's thread, not the caller's
+ * (the kernel frees the old file's pages and blocks when its last map goes): while that thread
+ * is held, the old file is still mapped after caterva_schunk_release_maps returns; freeing the
+ * context runs what was posted. Without threads, or with no context, they go at once. */
+static void test_release_maps_later(void) {
+  static const edit t[] = {{E_UPDATE, 0, 501, NULL}, {E_UPDATE, 2, 502, NULL}};
+  char path[512];
+  state *st = malloc(sizeof *st);
+  caterva_schunk *sc = NULL;
+  caterva_ctx *c = NULL, *c1 = NULL;
+  pthread_t ran = pthread_self();
+  int ok, before = -1, held = -1, after = -1;
+  frame_path(path, sizeof path, "release", CATERVA_STORE_CONTIGUOUS);
+  ok = st != NULL && create_frame(path, CATERVA_STORE_CONTIGUOUS, st) &&
+       caterva_schunk_open(ctx, path, CATERVA_OPEN_WRITE, &sc) == 0 &&
+       caterva_ctx_new(2, &c) == 0 && caterva_ctx_new(1, &c1) == 0;
+  if (!tap_ok(ok, "release maps later: setup")) goto done;
+  caterva_schunk_set_flags(sc, CATERVA_SC_NO_AUTOCOMPACT | CATERVA_SC_RETAIN_MAPS);
+  ok = caterva_schunk_begin(ctx, sc) == 0 && do_edits(sc, st, t, 2) == 0;
+  caterva_schunk_set_commit_pack(sc, 1);
+  ok = ok && caterva_schunk_commit(ctx, sc, 1) == 0 && state_check(sc, st, "after the commit");
+  before = deleted_maps(path);
+  gate = 0;
+  ok = ok && cat_pool_post(c->pool, hold_task, NULL) == 0;
+  caterva_schunk_release_maps(c, sc);
+  held = deleted_maps(path);
+  __atomic_store_n(&gate, 1, __ATOMIC_RELEASE);
+  ok = ok && cat_pool_post(c->pool, note_task, &ran) == 0;
+  for (int i = 0; i < 5000 && !__atomic_load_n(&noted, __ATOMIC_ACQUIRE); i++) usleep(1000);
+  caterva_ctx_free(c);
+  c = NULL;
+  after = deleted_maps(path);
+  tap_ok(ok && before >= 1 && held == before && after == 0,
+         "release maps later: the replaced file's map is kept by the commit (%d), still there "
+         "while the context's thread is busy (%d), gone once the context is freed (%d)", before,
+         held, after);
+  tap_ok(noted && !pthread_equal(ran, poster), "release maps later: a posted task runs on the "
+         "pool's thread, not the caller's");
+  ok = caterva_schunk_begin(ctx, sc) == 0 && do_edits(sc, st, t, 2) == 0 &&
+       caterva_schunk_commit(ctx, sc, 1) == 0 && deleted_maps(path) >= 1;
+  caterva_schunk_release_maps(c1, sc);
+  tap_ok(ok && cat_pool_post(c1->pool, note_task, &ran) < 0 && deleted_maps(path) == 0,
+         "release maps later: a context without threads gives the maps back at once");
+done:
+  caterva_ctx_free(c);
+  caterva_ctx_free(c1);
+  caterva_schunk_free(sc);
+  free(st);
+}
+
 int main(void) {
   const char *t = getenv("TMPDIR");
   struct timespec t0, t1;
@@ -1025,6 +1103,8 @@ int main(void) {
   }
   test_nosync();
   test_commit_pack();
+  poster = pthread_self();
+  test_release_maps_later();
   caterva_ctx_free(ctx);
   tu_rm_tree(tmpdir);
   clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -206,6 +206,10 @@ typedef struct cat_wdone {
  * waiting caller with that thread's ctx. */
 typedef void (*cat_ws_fn)(caterva_ctx *ctx, cat_wdone *d, const caterva_cparams *cp,
                           const cat_geom *g, const caterva_array *a);
+/* The job of cat_ws_push: d->img compressed whole with its statistics (a cat_ws_fn, for jobs
+ * of cat_ws_push_fn that end with it). */
+void cat_ws_compress(caterva_ctx *ctx, cat_wdone *d, const caterva_cparams *cp,
+                     const cat_geom *g, const caterva_array *a);
 /* A queue with its (not yet started) worker for chunks of chunksize bytes; NULL: no memory. */
 cat_wstore *cat_ws_new(int32_t chunksize);
 /* Queue img, the whole image of a's chunk nchunk (it comes back with the result), to be

@@ -79,8 +79,6 @@ struct cat_wcache {
   int have_prev;
   int step_dim;      /* the dimension along which a write that claimed a chunk last stepped
                       * by +1 from the write before it (all others equal), or -1: none yet */
-  int64_t bstride[CATERVA_MAX_DIM], istride[CATERVA_MAX_DIM]; /* per dimension, the block
-                      * number stride in a chunk and the item stride inside a block */
   uint64_t clock;
   int16_t hint[256]; /* an entry that held chunk n (n % 256), checked before use, or -1 */
   int64_t budget;    /* bytes */
@@ -158,10 +156,6 @@ void caterva_array_set_write_cache(caterva_array *a, int64_t nbytes) {
  * division, for the dimensions whose chunk extent fits 16 bits (others divide). A table
  * that cannot be allocated is left out the same way. */
 static void rdiv_init(cat_wcache *wc, const cat_geom *g) {
-  for (int k = g->ndim - 1; k >= 0; k--) {
-    wc->bstride[k] = k == g->ndim - 1 ? 1 : wc->bstride[k + 1] * g->blockgrid[k + 1];
-    wc->istride[k] = k == g->ndim - 1 ? 1 : wc->istride[k + 1] * g->blockshape[k + 1];
-  }
   for (int k = 0; k < g->ndim; k++) {
     int64_t cs = g->chunkshape[k], bs = g->blockshape[k];
     if (cs <= 0 || cs > 65535 || bs <= 0 || (wc->rdiv[k] = malloc((size_t)cs * 4)) == NULL)
@@ -227,32 +221,66 @@ static inline void split_offset(const cat_wcache *wc, const cat_geom *g, int k, 
   }
 }
 
-/* Where offset r along dimension k of a chunk's box lands in the chunk's layout, in items:
- * (r / blockshape) * (block stride) * blockitems + (r % blockshape) * (stride in a block). */
-static int64_t lay_of(const cat_wcache *wc, const cat_geom *g, int k, int64_t r) {
-  int64_t b, o;
-  split_offset(wc, g, k, r, &b, &o);
-  return b * wc->bstride[k] * g->blockitems + o * wc->istride[k];
+/* Per dimension of g, the block number stride in a chunk (bstride) and the item stride inside
+ * a block (istride). */
+static void lay_strides(const cat_geom *g, int64_t *bstride, int64_t *istride) {
+  for (int k = g->ndim - 1; k >= 0; k--) {
+    bstride[k] = k == g->ndim - 1 ? 1 : bstride[k + 1] * g->blockgrid[k + 1];
+    istride[k] = k == g->ndim - 1 ? 1 : istride[k + 1] * g->blockshape[k + 1];
+  }
 }
 
-/* One row of a permuted image (the chunk's extent along dimension k, from item src on) to
- * their places base + lay[i] (lay: lay_of(k, i) for every i); with bits, their written bits
- * too. */
-static void perm_row(const cat_geom *g, const cat_wentry *e, int k, const int64_t *lay,
-                     int64_t src, int64_t base, uint8_t *dst, uint64_t *bits) {
+/* Where offset r along dimension k of a chunk's box lands in the chunk's layout, in items:
+ * (r / blockshape) * (block stride) * blockitems + (r % blockshape) * (stride in a block). */
+static int64_t lay_of(const cat_geom *g, const int64_t *bstride, const int64_t *istride, int k,
+                      int64_t r) {
+  return r / g->blockshape[k] * bstride[k] * g->blockitems + r % g->blockshape[k] * istride[k];
+}
+
+/* One row of a permuted image img, bits (the chunk's extent along dimension k, from item src
+ * on) to their places base + lay[i] (lay: lay_of(k, i) for every i); with dbits, their
+ * written bits too. */
+static void perm_row(const cat_geom *g, const uint8_t *img, const uint64_t *bits, int k,
+                     const int64_t *lay, int64_t src, int64_t base, uint8_t *dst,
+                     uint64_t *dbits) {
   size_t is = (size_t)g->itemsize;
   int64_t n = g->chunkshape[k];
   if (is == 4) {
-    for (int64_t i = 0; i < n; i++) memcpy(dst + (base + lay[i]) * 4, e->img + (src + i) * 4, 4);
+    for (int64_t i = 0; i < n; i++) memcpy(dst + (base + lay[i]) * 4, img + (src + i) * 4, 4);
   } else if (is == 8) {
-    for (int64_t i = 0; i < n; i++) memcpy(dst + (base + lay[i]) * 8, e->img + (src + i) * 8, 8);
+    for (int64_t i = 0; i < n; i++) memcpy(dst + (base + lay[i]) * 8, img + (src + i) * 8, 8);
   } else {
     for (int64_t i = 0; i < n; i++)
-      memcpy(dst + (size_t)(base + lay[i]) * is, e->img + (size_t)(src + i) * is, is);
+      memcpy(dst + (size_t)(base + lay[i]) * is, img + (size_t)(src + i) * is, is);
   }
-  for (int64_t i = 0; bits != NULL && i < n; i++) {
+  for (int64_t i = 0; dbits != NULL && i < n; i++) {
     int64_t d = base + lay[i], s = src + i;
-    if (e->bits[s >> 6] >> (s & 63) & 1) bits[d >> 6] |= (uint64_t)1 << (d & 63);
+    if (bits[s >> 6] >> (s & 63) & 1) dbits[d >> 6] |= (uint64_t)1 << (d & 63);
+  }
+}
+
+/* A permuted image img (rows along dimension k) in the chunk's layout in dst, and with dbits
+ * (zero) its written bits from bits; cleared: dst's items not written read 0. lay: room for
+ * chunkshape[k] offsets. Reads g only (the worker runs it, perm_job). */
+static void perm_copy(const cat_geom *g, int k, const uint8_t *img, const uint64_t *bits,
+                      bool cleared, int64_t *lay, uint8_t *dst, uint64_t *dbits) {
+  int64_t r[CATERVA_MAX_DIM] = {0}, bstride[CATERVA_MAX_DIM], istride[CATERVA_MAX_DIM], src = 0;
+  lay_strides(g, bstride, istride);
+  for (int64_t i = 0; i < g->chunkshape[k]; i++) lay[i] = lay_of(g, bstride, istride, k, i);
+  if (cleared) memset(dst, 0, (size_t)g->chunksize); /* padding and cells not written */
+  for (;;) {
+    int64_t base = 0;
+    int j;
+    for (j = 0; j < g->ndim; j++)
+      if (j != k) base += lay_of(g, bstride, istride, j, r[j]);
+    perm_row(g, img, bits, k, lay, src, base, dst, dbits);
+    src += g->chunkshape[k];
+    for (j = g->ndim - 1; j >= 0; j--) {
+      if (j == k) continue;
+      if (++r[j] < g->chunkshape[j]) break;
+      r[j] = 0;
+    }
+    if (j < 0) break;
   }
 }
 
@@ -262,7 +290,7 @@ static void perm_row(const cat_geom *g, const cat_wentry *e, int k, const int64_
 static int normalize(caterva_ctx *ctx, caterva_array *a, cat_wentry *e, bool keep_bits) {
   cat_wcache *wc = a->wc;
   const cat_geom *g = &a->g;
-  int64_t r[CATERVA_MAX_DIM] = {0}, src = 0, *lay = NULL;
+  int64_t *lay = NULL;
   uint8_t *dst = NULL;
   uint64_t *bits = NULL;
   int k = e->perm, rc = CATERVA_OK;
@@ -272,22 +300,7 @@ static int normalize(caterva_ctx *ctx, caterva_array *a, cat_wentry *e, bool kee
   if (keep_bits) bits = calloc(bits_words(g), sizeof *bits);
   CAT_CHECK(leave, dst != NULL && lay != NULL && (bits != NULL || !keep_bits), CATERVA_E_NOMEM,
             "out of memory");
-  for (int64_t i = 0; i < g->chunkshape[k]; i++) lay[i] = lay_of(wc, g, k, i);
-  if (e->cleared) memset(dst, 0, (size_t)g->chunksize); /* padding and cells not written */
-  for (;;) {
-    int64_t base = 0;
-    int j;
-    for (j = 0; j < g->ndim; j++)
-      if (j != k) base += lay_of(wc, g, j, r[j]);
-    perm_row(g, e, k, lay, src, base, dst, bits);
-    src += g->chunkshape[k];
-    for (j = g->ndim - 1; j >= 0; j--) {
-      if (j == k) continue;
-      if (++r[j] < g->chunkshape[j]) break;
-      r[j] = 0;
-    }
-    if (j < 0) break;
-  }
+  perm_copy(g, k, e->img, e->bits, e->cleared, lay, dst, bits);
   cat_imgpool_put(wc->pool, e->img);
   e->img = dst;
   if (keep_bits) {
@@ -637,22 +650,79 @@ leave:
   return rc;
 }
 
+/* A chunk written wholly into a permuted image, handed to the worker (store_full): the job
+ * puts the image in the chunk's layout (perm_copy) before compressing it. */
+typedef struct wperm {
+  cat_imgpool *pool;  /* where other goes back, on the caller's thread (wperm_free) */
+  uint8_t *other;     /* the image the job fills; after it, the permuted one */
+  int k;              /* the permuted image's last dimension */
+  bool cleared;
+} wperm;
+
+static void wperm_free(void *arg) {
+  wperm *w = arg;
+  if (w == NULL) return;
+  cat_imgpool_put(w->pool, w->other);
+  free(w);
+}
+
+/* The worker's part (cat_ws_fn): perm_copy, then what cat_ws_push's job does. */
+static void perm_job(caterva_ctx *ctx, cat_wdone *d, const caterva_cparams *cp,
+                     const cat_geom *g, const caterva_array *a) {
+  wperm *w = d->arg;
+  int64_t *lay = malloc((size_t)g->chunkshape[w->k] * sizeof *lay);
+  uint8_t *t;
+  if (lay == NULL) {
+    d->cbytes = CATERVA_E_NOMEM;
+    snprintf(d->errmsg, sizeof d->errmsg, "out of memory");
+    return;
+  }
+  perm_copy(g, w->k, d->img, NULL, w->cleared, lay, w->other, NULL);
+  free(lay);
+  t = d->img;
+  d->img = w->other;
+  w->other = t;
+  cat_ws_compress(ctx, d, cp, g, a);
+}
+
+/* Hand e's permuted image to the worker with an image for its layout: 1, or 0 when there is
+ * no memory for it (then e is as it was). */
+static int push_perm(cat_wcache *wc, caterva_array *a, const caterva_cparams *cp,
+                     cat_wentry *e) {
+  wperm *w = calloc(1, sizeof *w);
+  if (w == NULL) return 0;
+  w->pool = wc->pool;
+  w->k = e->perm;
+  w->cleared = e->cleared;
+  if ((w->other = cat_imgpool_get(wc->pool)) == NULL ||
+      cat_ws_push_fn(wc->ws, a, cp, e->nchunk, e->img, perm_job, w, wperm_free) < 0) {
+    wperm_free(w);
+    return 0;
+  }
+  return 1;
+}
+
 /* Store entry e, every item of which was written: inside a transaction, with threads to
- * spare, its image goes to the worker (wstore.c) and e is free at once; else store_entry. */
+ * spare, its image goes to the worker (wstore.c), in a permuted image's case with the
+ * permutation too, and e is free at once; else store_entry. */
 static int store_full(caterva_ctx *ctx, caterva_array *a, cat_wentry *e) {
   cat_wcache *wc = a->wc;
   caterva_cparams cp;
   int rc = CATERVA_OK;
   if (ctx == NULL || ctx->nthreads < 2 || !caterva_schunk_in_txn(a->sc))
     return store_entry(ctx, a, e);
-  CAT_TRY(leave, normalize(ctx, a, e, false)); /* every item written */
   CAT_TRY(leave, rc = ws_room(ctx, a));
   if (rc == 0) return store_entry(ctx, a, e);
   cp = cat_array_chunk_cparams(a);
-  rc = cat_ws_push(wc->ws, a, &cp, e->nchunk, e->img);
-  if (rc < 0) return store_entry(ctx, a, e); /* no thread: as without one */
+  if (e->perm < 0 || !push_perm(wc, a, &cp, e)) {
+    CAT_TRY(leave, normalize(ctx, a, e, false)); /* every item written */
+    rc = cat_ws_push(wc->ws, a, &cp, e->nchunk, e->img);
+    if (rc < 0) return store_entry(ctx, a, e); /* no thread: as without one */
+  }
+  rc = CATERVA_OK;
   e->img = NULL;
   e->nchunk = -1;
+  e->perm = -1;
   if (wc->last == (int)(e - wc->e)) wc->have_blk = 0;
 leave:
   return rc;

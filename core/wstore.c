@@ -65,24 +65,25 @@ static ws_job *ws_next(cat_wstore *ws, int newest) {
   return NULL;
 }
 
+void cat_ws_compress(caterva_ctx *ctx, cat_wdone *d, const caterva_cparams *cp,
+                     const cat_geom *g, const caterva_array *a) {
+  int32_t cap = g->chunksize + CATERVA_CHUNK_MAX_OVERHEAD;
+  d->cbuf = malloc((size_t)cap);
+  if (d->cbuf == NULL) {
+    d->cbytes = CATERVA_E_NOMEM;
+    snprintf(d->errmsg, sizeof d->errmsg, "out of memory");
+    return;
+  }
+  d->cbytes = caterva_chunk_compress(ctx, cp, d->img, g->chunksize, d->cbuf, cap);
+  if (d->cbytes < 0) {
+    snprintf(d->errmsg, sizeof d->errmsg, "%s", caterva_ctx_errmsg(ctx));
+    return;
+  }
+  d->rec = cat_bs_rec_compute(a, g, d->nchunk, d->img, d->cbuf, d->cbytes);
+}
+
 static void ws_run(caterva_ctx *ctx, ws_job *j) {
-  int32_t cap = j->g.chunksize + CATERVA_CHUNK_MAX_OVERHEAD;
-  if (j->fn != NULL) {
-    j->fn(ctx, &j->d, &j->cp, &j->g, j->a);
-    return;
-  }
-  j->d.cbuf = malloc((size_t)cap);
-  if (j->d.cbuf == NULL) {
-    j->d.cbytes = CATERVA_E_NOMEM;
-    snprintf(j->d.errmsg, sizeof j->d.errmsg, "out of memory");
-    return;
-  }
-  j->d.cbytes = caterva_chunk_compress(ctx, &j->cp, j->d.img, j->g.chunksize, j->d.cbuf, cap);
-  if (j->d.cbytes < 0) {
-    snprintf(j->d.errmsg, sizeof j->d.errmsg, "%s", caterva_ctx_errmsg(ctx));
-    return;
-  }
-  j->d.rec = cat_bs_rec_compute(j->a, &j->g, j->d.nchunk, j->d.img, j->d.cbuf, j->d.cbytes);
+  (j->fn != NULL ? j->fn : cat_ws_compress)(ctx, &j->d, &j->cp, &j->g, j->a);
 }
 
 static void *ws_main(void *arg) {

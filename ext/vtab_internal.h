@@ -556,6 +556,10 @@ int cvMaxDeadOption(const CvOptions *p, int *pOut, char **pzErr);
 /* Compact sc after a commit when its dead bytes call for it; 1 when it was compacted (blocks
 ** cached from the old file must go), else 0. */
 int cvCompactAfterCommit(caterva_ctx *pCtx, caterva_schunk *sc, int nMaxDead);
+/* Commit pArr, one of pTab's arrays, alone: packed at once when the commit would leave dead
+** bytes over max_dead and no cursor is open (the compaction xCommit would do). A library
+** result code. */
+int cvCommitArray(CvVtab *pTab, caterva_array *pArr);
 
 /* xDisconnect: compact a file we wrote when its dead space is large (under the lock). */
 void cvCompactOnClose(CvVtab *pTab);

@@ -384,18 +384,24 @@ void cvTxnEnd(CvVtab *pTab) {
   caterva_lock_release(pTab->pLock);
 }
 
+int cvCommitArray(CvVtab *pTab, caterva_array *pArr) {
+  caterva_schunk *sc = caterva_array_schunk(pArr);
+  int r;
+  /* a commit that xCommit's compaction would follow writes the packed file at once (not
+  ** with a cursor open: it reads the file, cvOneCommit) */
+  caterva_schunk_set_commit_pack(sc, pTab->nCursor == 0 ? pTab->nMaxDead : -1);
+  r = caterva_array_commit(pTab->pConn->pCtx, pArr, pTab->bSync);
+  caterva_schunk_set_commit_pack(sc, -1);
+  return r;
+}
+
 /* xSync: the commit itself (see the notes at the top). */
 int cvOneSync(CvVtab *pTab) {
   int r;
   if (!pTab->bInTxn) return SQLITE_OK;
   /* nothing was written (an UPDATE that matched no cell): no commit, no fsync */
   if (pTab->bWrote) {
-    caterva_schunk *sc = caterva_array_schunk(pTab->pArr);
-    /* a commit that xCommit's compaction would follow writes the packed file at once (not
-    ** with a cursor open: it reads the file, cvOneCommit) */
-    caterva_schunk_set_commit_pack(sc, pTab->nCursor == 0 ? pTab->nMaxDead : -1);
-    r = caterva_array_commit(pTab->pConn->pCtx, pTab->pArr, pTab->bSync);
-    caterva_schunk_set_commit_pack(sc, -1);
+    r = cvCommitArray(pTab, pTab->pArr);
   } else {
     r = caterva_array_rollback(pTab->pConn->pCtx, pTab->pArr);
     /* the rollback read the metadata again: the labels borrowed the old coordinate vectors */

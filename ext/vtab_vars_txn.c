@@ -199,7 +199,7 @@ int cvVarsSync(CvVtab *pTab) {
     aL[nW] = *cvLockOf(pTab, i);
     aW[nW++] = cvArrOf(pTab, i);
   }
-  if (nW == 1) r = caterva_array_commit(pCtx, aW[0], pTab->bSync);
+  if (nW == 1) r = cvCommitArray(pTab, aW[0]);
   else if (nW > 1) r = caterva_array_commit_group(pCtx, aW, nW, pTab->bSync, aL);
   if (r < 0) {
     pTab->bGroupFailed = 1; /* xRollback follows: every handle is opened again */

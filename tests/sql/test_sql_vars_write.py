@@ -465,6 +465,31 @@ def same_bytes_as_single(tmp):
                "to those of single-array commits of the same cells" % (sa, sb))
 
 
+def one_array_commit_packs(tmp):
+    """A statement that writes one array of the pair commits it as a single-array table does:
+    a commit that would leave dead bytes over max_dead writes the packed file at once, so the
+    old file (held open here since before the statement) keeps every byte it had committed,
+    its header too (the transaction's chunk went past its end). A commit in place followed by
+    a compaction would have rewritten its header first."""
+    d = os.path.join(tmp, "pack")
+    os.mkdir(d)
+    pa, pb = create_pair(d, "p", "contiguous", "contiguous")
+    db = open_table(pa, pb)
+    na, _ = names(db)
+    db.execute("UPDATE temp.w SET %s = t + s" % na)  # every chunk stored once
+    with open(pa, "rb") as f:
+        before = f.read()
+        db.execute("UPDATE temp.w SET %s = 7.5 WHERE t = 0 AND s = 0" % na)
+        f.seek(0)
+        after_old = f.read()
+        ino_old = os.fstat(f.fileno()).st_ino
+    got = db.execute("SELECT %s FROM temp.w WHERE t = 0 AND s = 0" % na).fetchone()[0]
+    db.close()
+    report(got == 7.5 and os.stat(pa).st_ino != ino_old and after_old[:len(before)] == before,
+           "one array of a pair written: its commit packs the file (a new file renamed over "
+           "it; the old one's %d committed bytes as they were)" % len(before))
+
+
 READER_CHILD = r"""
 import sqlite3, sys
 db = sqlite3.connect(':memory:', isolation_level=None, timeout=10)
@@ -584,6 +609,7 @@ def body(tmp):
     interrupted(tmp, last[0], last[1])
     recover_through_one(tmp, last[0], last[1])
     same_bytes_as_single(tmp)
+    one_array_commit_packs(tmp)
     readers_see_one_moment(tmp)
 
 

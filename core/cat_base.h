@@ -163,6 +163,10 @@ int cat_io_fsync(caterva_ctx *ctx, int fd, const char *path);
  * wherever a file's content matters and its directory entry is synced on its own (a new file
  * before its rename, then the directory) or exists already (a header rewritten in place). */
 int cat_io_fdatasync(caterva_ctx *ctx, int fd, const char *path);
+/* Start writing bytes [off, off + n) of fd to the disk without waiting for them (Linux's
+ * sync_file_range with SYNC_FILE_RANGE_WRITE; nothing elsewhere): a file that will be synced
+ * whole has less left to write then. Promises nothing about durability; never fails. */
+void cat_io_start_writeback(int fd, int64_t off, int64_t n);
 /* syncfs(2) on the file system holding the open fd: everything written there becomes durable,
  * and a write-back error of any file since fd was opened is reported (Linux 5.8 and later). */
 int cat_io_syncfs(caterva_ctx *ctx, int fd, const char *path);

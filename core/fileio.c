@@ -143,6 +143,16 @@ int cat_io_fsync(caterva_ctx *ctx, int fd, const char *path) {
   return CATERVA_OK;
 }
 
+void cat_io_start_writeback(int fd, int64_t off, int64_t n) {
+#ifdef SYNC_FILE_RANGE_WRITE
+  (void)sync_file_range(fd, (off_t)off, (off_t)n, SYNC_FILE_RANGE_WRITE);
+#else
+  (void)fd;
+  (void)off;
+  (void)n;
+#endif
+}
+
 int cat_io_fdatasync(caterva_ctx *ctx, int fd, const char *path) {
   if (injected() || fdatasync(fd) != 0) return cat_io_error(ctx, "cannot sync", path);
   observe(CAT_IO_SYNC, fd, 0, NULL, 0);

@@ -282,22 +282,32 @@ leave:
   return rc;
 }
 
-int cat_file_read_pending(caterva_ctx *ctx, caterva_schunk *sc, int64_t entry, uint8_t **out,
-                          int32_t *len) {
-  uint8_t head[CATERVA_CHUNK_HEADER_SIZE], *buf = NULL;
+int cat_file_pending_size(caterva_ctx *ctx, caterva_schunk *sc, int64_t entry, int32_t *len) {
+  uint8_t head[CATERVA_CHUNK_HEADER_SIZE];
   int64_t off = sc->header_len + entry, avail = sc->wend - off;
   int32_t cb;
   int rc = CATERVA_OK;
-  *out = NULL;
   CAT_CHECK(leave, sc->fd >= 0 && entry >= 0 && avail >= CATERVA_CHUNK_HEADER_SIZE,
             CATERVA_E_CORRUPT, "chunk entry %lld lies past the written end", (long long)entry);
   CAT_TRY(leave, cat_io_pread(ctx, sc->fd, head, sizeof head, off, sc->path));
   cb = cat_le32s(head + 12);
   CAT_CHECK(leave, cb >= CATERVA_CHUNK_HEADER_SIZE && cb <= avail, CATERVA_E_CORRUPT,
             "chunk at offset %lld overruns the written end", (long long)entry);
+  *len = cb;
+leave:
+  return rc;
+}
+
+int cat_file_read_pending(caterva_ctx *ctx, caterva_schunk *sc, int64_t entry, uint8_t **out,
+                          int32_t *len) {
+  uint8_t *buf = NULL;
+  int32_t cb = 0;
+  int rc = CATERVA_OK;
+  *out = NULL;
+  CAT_TRY(leave, cat_file_pending_size(ctx, sc, entry, &cb));
   buf = malloc((size_t)cb);
   CAT_CHECK(leave, buf != NULL, CATERVA_E_NOMEM, "out of memory");
-  CAT_TRY(leave, cat_io_pread(ctx, sc->fd, buf, (size_t)cb, off, sc->path));
+  CAT_TRY(leave, cat_io_pread(ctx, sc->fd, buf, (size_t)cb, sc->header_len + entry, sc->path));
   *out = buf;
   *len = cb;
   buf = NULL;

@@ -328,6 +328,9 @@ int cat_sc_vlmeta_put(caterva_ctx *ctx, caterva_schunk *sc, const char *name, ui
  * else cached in sc->data. */
 int cat_file_stored_chunk(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, bool cache,
                           const uint8_t **p, int32_t *cbytes, uint8_t **tmp);
+/* The size of stored (non-special) chunk i, as cat_file_stored_chunk gives it, without
+ * reading the bytes of a chunk the open transaction wrote (its header only). */
+int cat_file_stored_size(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, int32_t *cbytes);
 /* 1 with chunk i's bytes borrowed in *p and *cbytes when they lie in a local contiguous
  * frame's map within max bytes of the next chunk's start (a frame written in order: a special
  * chunk stored as bytes, 32 to 287 of them), without reading anything but the index; 0 when
@@ -375,6 +378,9 @@ int cat_file_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int6
                     int64_t nbytes, int64_t cbytes, bool full_header, int sync);
 /* Contiguous: cut the file back to len bytes (a rollback). Other stores: nothing. */
 int cat_file_truncate_to(caterva_ctx *ctx, caterva_schunk *sc, int64_t len);
+/* Contiguous: the size of the uncommitted chunk at index entry (past the committed section),
+ * from its header alone. */
+int cat_file_pending_size(caterva_ctx *ctx, caterva_schunk *sc, int64_t entry, int32_t *len);
 /* Contiguous: read the uncommitted chunk at index entry (past the committed section) into
  * a new malloc'ed buffer. */
 int cat_file_read_pending(caterva_ctx *ctx, caterva_schunk *sc, int64_t entry, uint8_t **out,

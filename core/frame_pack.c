@@ -24,8 +24,6 @@ static int plan_build(caterva_ctx *ctx, caterva_schunk *sc, int frame_type, cat_
     if (pl->entries == NULL) return cat_error(ctx, CATERVA_E_NOMEM, "out of memory");
   }
   for (int64_t i = 0; i < sc->nchunks; i++) {
-    const uint8_t *p;
-    uint8_t *tmp;
     int32_t cb;
     int rc;
     if (sc->entries[i] < 0) {
@@ -33,9 +31,7 @@ static int plan_build(caterva_ctx *ctx, caterva_schunk *sc, int frame_type, cat_
       continue;
     }
     if ((rc = cat_file_stored_ahead(ctx, sc, i, &ahead)) < 0) return rc;
-    rc = cat_file_stored_chunk(ctx, sc, i, false, &p, &cb, &tmp);
-    free(tmp);
-    if (rc < 0) return rc;
+    if ((rc = cat_file_stored_size(ctx, sc, i, &cb)) < 0) return rc;
     pl->entries[i] = frame_type == CAT_FRAME_CONTIGUOUS ? off : files++;
     off += cb;
   }
@@ -65,23 +61,36 @@ static int each_stored(caterva_ctx *ctx, caterva_schunk *sc, chunk_fn fn, void *
   return CATERVA_OK;
 }
 
+/* A file about to be synced whole has its writing to the disk started every this many bytes
+ * (the sync then waits for less). */
+#define CAT_WRITEBACK_STEP (1 << 20)
+
 typedef struct frame_out {
   caterva_schunk *sc;
   const cat_plan *pl;
   int fd;
   const char *path;
   uint8_t *buf;   /* to_buffer: destination */
-  int64_t pos;
+  int64_t pos;    /* bytes put */
+  bool kick;      /* the file will be synced: start writing it back as it grows */
+  int64_t kicked; /* bytes whose writing back was started */
 } frame_out;
 
 static int put_bytes(caterva_ctx *ctx, frame_out *fo, const void *p, size_t n) {
+  int rc;
   if (n == 0) return CATERVA_OK;
   if (fo->buf != NULL) {
     memcpy(fo->buf + fo->pos, p, n);
     fo->pos += (int64_t)n;
     return CATERVA_OK;
   }
-  return cat_io_write(ctx, fo->fd, p, n, fo->path);
+  rc = cat_io_write(ctx, fo->fd, p, n, fo->path);
+  fo->pos += (int64_t)n;
+  if (rc >= 0 && fo->kick && fo->pos - fo->kicked >= CAT_WRITEBACK_STEP) {
+    cat_io_start_writeback(fo->fd, fo->kicked, fo->pos - fo->kicked);
+    fo->kicked = fo->pos;
+  }
+  return rc;
 }
 
 static int put_chunk(caterva_ctx *ctx, void *arg, int64_t k, const uint8_t *p, int32_t cb) {
@@ -144,6 +153,7 @@ int cat_pack_rewrite_contiguous(caterva_ctx *ctx, caterva_schunk *sc) {
   CAT_TRY(leave, rc);
   fo.sc = sc;
   fo.pl = &pl;
+  fo.kick = true;
   CAT_TRY(leave, cat_write_atomic(ctx, sc->path, emit_frame, &fo, true));
   /* The new file is in place; from here on a failure leaves sc out of step with it. */
   fd = open(sc->path, O_RDWR);

@@ -154,6 +154,21 @@ leave:
   return rc;
 }
 
+int cat_file_stored_size(caterva_ctx *ctx, caterva_schunk *sc, int64_t i, int32_t *cbytes) {
+  const uint8_t *p;
+  uint8_t *tmp;
+  int64_t e;
+  int rc;
+  if (sc->remote == NULL && sc->store == CATERVA_STORE_CONTIGUOUS && sc->txn != NULL &&
+      (sc->data == NULL || sc->data[i] == NULL)) {
+    if ((rc = cat_sc_entry(ctx, sc, i, &e)) < 0) return rc;
+    if (e >= sc->section) return cat_file_pending_size(ctx, sc, e, cbytes);
+  }
+  rc = cat_file_stored_chunk(ctx, sc, i, false, &p, cbytes, &tmp);
+  free(tmp);
+  return rc;
+}
+
 /*
 ** A reader that looks at every byte of a chunk once (the statistics' fingerprint check) pays
 ** less to copy it with pread than to fault in the map's pages: about a quarter of the CPU

@@ -183,6 +183,9 @@ uint8_t *cat_imgpool_get(cat_imgpool *p);
 void cat_imgpool_put(cat_imgpool *p, uint8_t *img);
 /* Free p and its slabs: images still out become invalid (p may be NULL). */
 void cat_imgpool_free(cat_imgpool *p);
+/* Tests: take (hold != 0) or release the lock of the slabs the process keeps (a fork meanwhile
+ * must not leave it taken in the child). */
+void cat_imgpool_test_hold(int hold);
 
 /* ---- wstore.c: full chunk images compressed on a worker thread (wcache.c uses it) ------- */
 

@@ -45,6 +45,24 @@ static pthread_mutex_t keep_mu = PTHREAD_MUTEX_INITIALIZER;
 static kept_slab keep[SLAB_KEEP_N]; /* oldest first */
 static int nkeep;
 static size_t keep_bytes;
+static pthread_once_t keep_once = PTHREAD_ONCE_INIT;
+
+/* A fork waits until no other thread holds keep_mu, so that the child's copy of it is free
+ * (a child that takes or frees slabs would otherwise wait for a thread it does not have).
+ * glibc drops these handlers when a dlopen'ed library that set them is unloaded. */
+static void keep_lock(void) { pthread_mutex_lock(&keep_mu); }
+static void keep_unlock(void) { pthread_mutex_unlock(&keep_mu); }
+static void keep_atfork(void) { (void)pthread_atfork(keep_lock, keep_unlock, keep_unlock); }
+
+static void keep_enter(void) {
+  (void)pthread_once(&keep_once, keep_atfork);
+  keep_lock();
+}
+
+void cat_imgpool_test_hold(int hold) {
+  if (hold) keep_enter();
+  else keep_unlock();
+}
 
 #if defined(__linux__)
 /* bytes (a multiple of POOL_ALIGN) at a POOL_ALIGN boundary: a map cut to the boundary. */
@@ -88,10 +106,10 @@ static kept_slab keep_remove(int i) {
  * no memory). */
 static void *slab_take(size_t bytes) {
   void *slab = NULL;
-  pthread_mutex_lock(&keep_mu);
+  keep_enter();
   for (int i = nkeep - 1; i >= 0 && slab == NULL; i--)
     if (keep[i].bytes == bytes) slab = keep_remove(i).p;
-  pthread_mutex_unlock(&keep_mu);
+  keep_unlock();
   return slab != NULL ? slab : slab_map(bytes);
 }
 
@@ -103,12 +121,12 @@ static void slab_give(void *slab, size_t bytes) {
   int ndrop = 0;
 #if defined(__linux__) && defined(MADV_FREE)
   if (bytes <= SLAB_KEEP && madvise(slab, bytes, MADV_FREE) == 0) {
-    pthread_mutex_lock(&keep_mu);
+    keep_enter();
     while (nkeep > 0 && (nkeep == SLAB_KEEP_N || keep_bytes + bytes > SLAB_KEEP))
       drop[ndrop++] = keep_remove(0);
     keep[nkeep++] = (kept_slab){slab, bytes};
     keep_bytes += bytes;
-    pthread_mutex_unlock(&keep_mu);
+    keep_unlock();
     slab = NULL;
   }
 #endif

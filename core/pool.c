@@ -50,6 +50,19 @@ struct cat_pool {
   cat_post *post_head, *post_tail; /* posted tasks not taken yet (under mu) */
 };
 
+/* The oldest posted task, out of the list (under mu), or NULL. */
+static cat_post *post_take(cat_pool *pool) {
+  cat_post *t = pool->post_head;
+  if (t != NULL && (pool->post_head = t->next) == NULL) pool->post_tail = NULL;
+  return t;
+}
+
+/* Run a posted task and free it. */
+static void post_run(cat_post *t) {
+  t->fn(t->arg);
+  free(t);
+}
+
 typedef struct cat_worker_arg {
   cat_pool *pool;
   int id;
@@ -88,11 +101,9 @@ static void *cat_worker_main(void *p) {
       pthread_cond_wait(&pool->wake, &pool->mu);
     if (pool->shutdown) break;
     if (pool->generation == seen) { /* a posted task */
-      cat_post *t = pool->post_head;
-      if ((pool->post_head = t->next) == NULL) pool->post_tail = NULL;
+      cat_post *t = post_take(pool);
       pthread_mutex_unlock(&pool->mu);
-      t->fn(t->arg);
-      free(t);
+      post_run(t);
       pthread_mutex_lock(&pool->mu);
       continue;
     }
@@ -147,12 +158,7 @@ void cat_pool_free(cat_pool *pool) {
   pthread_cond_broadcast(&pool->wake);
   pthread_mutex_unlock(&pool->mu);
   for (int i = 0; i < pool->nstarted; i++) pthread_join(pool->threads[i], NULL);
-  while (pool->post_head != NULL) { /* posted, not taken: run here */
-    cat_post *t = pool->post_head;
-    pool->post_head = t->next;
-    t->fn(t->arg);
-    free(t);
-  }
+  for (cat_post *t; (t = post_take(pool)) != NULL;) post_run(t); /* posted, not taken */
   pthread_mutex_destroy(&pool->mu);
   pthread_cond_destroy(&pool->wake);
   pthread_cond_destroy(&pool->done);

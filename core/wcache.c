@@ -260,11 +260,13 @@ static void perm_row(const cat_geom *g, const uint8_t *img, const uint64_t *bits
 }
 
 /* A permuted image img (rows along dimension k) in the chunk's layout in dst, and with dbits
- * (zero) its written bits from bits; cleared: dst's items not written read 0. lay: room for
- * chunkshape[k] offsets. Reads g only (the worker runs it, perm_job). */
-static void perm_copy(const cat_geom *g, int k, const uint8_t *img, const uint64_t *bits,
-                      bool cleared, int64_t *lay, uint8_t *dst, uint64_t *dbits) {
+ * (zero) its written bits from bits; cleared: dst's items not written read 0. 0, or
+ * CATERVA_E_NOMEM (dst untouched). Reads g only (the worker runs it, perm_job). */
+static int perm_copy(const cat_geom *g, int k, const uint8_t *img, const uint64_t *bits,
+                     bool cleared, uint8_t *dst, uint64_t *dbits) {
   int64_t r[CATERVA_MAX_DIM] = {0}, bstride[CATERVA_MAX_DIM], istride[CATERVA_MAX_DIM], src = 0;
+  int64_t *lay = malloc((size_t)g->chunkshape[k] * sizeof *lay);
+  if (lay == NULL) return CATERVA_E_NOMEM;
   lay_strides(g, bstride, istride);
   for (int64_t i = 0; i < g->chunkshape[k]; i++) lay[i] = lay_of(g, bstride, istride, k, i);
   if (cleared) memset(dst, 0, (size_t)g->chunksize); /* padding and cells not written */
@@ -282,6 +284,8 @@ static void perm_copy(const cat_geom *g, int k, const uint8_t *img, const uint64
     }
     if (j < 0) break;
   }
+  free(lay);
+  return CATERVA_OK;
 }
 
 /* Put e's image in the chunk's layout (nothing to do if it is), and with keep_bits its
@@ -290,17 +294,15 @@ static void perm_copy(const cat_geom *g, int k, const uint8_t *img, const uint64
 static int normalize(caterva_ctx *ctx, caterva_array *a, cat_wentry *e, bool keep_bits) {
   cat_wcache *wc = a->wc;
   const cat_geom *g = &a->g;
-  int64_t *lay = NULL;
   uint8_t *dst = NULL;
   uint64_t *bits = NULL;
   int k = e->perm, rc = CATERVA_OK;
   if (k < 0) return CATERVA_OK;
   dst = cat_imgpool_get(wc->pool);
-  lay = malloc((size_t)g->chunkshape[k] * sizeof *lay);
   if (keep_bits) bits = calloc(bits_words(g), sizeof *bits);
-  CAT_CHECK(leave, dst != NULL && lay != NULL && (bits != NULL || !keep_bits), CATERVA_E_NOMEM,
-            "out of memory");
-  perm_copy(g, k, e->img, e->bits, e->cleared, lay, dst, bits);
+  CAT_CHECK(leave, dst != NULL && (bits != NULL || !keep_bits) &&
+                       perm_copy(g, k, e->img, e->bits, e->cleared, dst, bits) == CATERVA_OK,
+            CATERVA_E_NOMEM, "out of memory");
   cat_imgpool_put(wc->pool, e->img);
   e->img = dst;
   if (keep_bits) {
@@ -313,7 +315,6 @@ static int normalize(caterva_ctx *ctx, caterva_array *a, cat_wentry *e, bool kee
 leave:
   cat_imgpool_put(wc->pool, dst);
   free(bits);
-  free(lay);
   return rc;
 }
 
@@ -670,15 +671,12 @@ static void wperm_free(void *arg) {
 static void perm_job(caterva_ctx *ctx, cat_wdone *d, const caterva_cparams *cp,
                      const cat_geom *g, const caterva_array *a) {
   wperm *w = d->arg;
-  int64_t *lay = malloc((size_t)g->chunkshape[w->k] * sizeof *lay);
   uint8_t *t;
-  if (lay == NULL) {
+  if (perm_copy(g, w->k, d->img, NULL, w->cleared, w->other, NULL) < 0) {
     d->cbytes = CATERVA_E_NOMEM;
     snprintf(d->errmsg, sizeof d->errmsg, "out of memory");
     return;
   }
-  perm_copy(g, w->k, d->img, NULL, w->cleared, lay, w->other, NULL);
-  free(lay);
   t = d->img;
   d->img = w->other;
   w->other = t;

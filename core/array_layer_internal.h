@@ -187,7 +187,7 @@ void cat_imgpool_free(cat_imgpool *p);
  * must not leave it taken in the child). */
 void cat_imgpool_test_hold(int hold);
 
-/* ---- wstore.c: full chunk images compressed on a worker thread (wcache.c uses it) ------- */
+/* ---- wstore.c: full chunk images compressed on a worker thread (wcache_store.c uses it)  */
 
 typedef struct cat_wstore cat_wstore;
 /* A finished job: chunk nchunk's image (the caller's, from its pool) and its compressed bytes

@@ -8,7 +8,7 @@
  *   array_meta.c, array_iter.c, array_coords.c, labels.c  geometry, metalayers, coordinates
  *   blockstats.c                                          per-block statistics
  *   array_txn.c                                           this file
- *   wcache.c                                              write-back cache, explicit transactions
+ *   wcache*.c                                             write-back cache, explicit transactions
  *   array.c                                               the public array API
  */
 #include "array_layer_internal.h"

@@ -230,7 +230,8 @@ static int64_t same_block(const caterva_array *a, const int64_t *coord) {
 }
 
 /* Chunk number n of coord, its block number blk in the chunk, its C-order offset in in the
- * block, its offset in the block along each dimension, off, and where the chunk starts, lo. Inside the chunk of the last write (loads and slab updates stay in one chunk for
+ * block, its offset in the block along each dimension, off, and where the chunk starts, lo.
+ * Inside the chunk of the last write (loads and slab updates stay in one chunk for
  * many rows), without a division where the tables exist. */
 static int locate(caterva_ctx *ctx, const caterva_array *a, const int64_t *coord, int64_t *n,
                   int64_t *blk, int64_t *in, int64_t *off, int64_t *lo) {
@@ -410,7 +411,8 @@ void cat_wcache_reshaped(caterva_array *a) {
     }
     e->nvalid = cat_wcache_nvalid(&a->g, e->nchunk);
     if (!e->cleared && e->nvalid < (int64_t)a->g.nblocks * a->g.blockitems) {
-      /* padding appeared (shrinking): the items not written must read 0, as cat_wcache_claim gives */
+      /* padding appeared (shrinking): the items not written must read 0, as
+       * cat_wcache_claim gives */
       size_t is = (size_t)a->g.itemsize;
       for (int64_t k = 0; k < (int64_t)a->g.nblocks * a->g.blockitems; k++)
         if (!(e->bits[k >> 6] >> (k & 63) & 1)) memset(e->img + (size_t)k * is, 0, is);

@@ -105,8 +105,9 @@ int cat_wcache_normalize(caterva_ctx *ctx, caterva_array *a, cat_wentry *e, bool
   if (k < 0) return CATERVA_OK;
   dst = cat_imgpool_get(wc->pool);
   if (keep_bits) bits = calloc(cat_wcache_bits_words(g), sizeof *bits);
-  CAT_CHECK(leave, dst != NULL && (bits != NULL || !keep_bits) &&
-                       cat_wcache_perm_copy(g, k, e->img, e->bits, e->cleared, dst, bits) == CATERVA_OK,
+  CAT_CHECK(leave,
+            dst != NULL && (bits != NULL || !keep_bits) &&
+                cat_wcache_perm_copy(g, k, e->img, e->bits, e->cleared, dst, bits) == CATERVA_OK,
             CATERVA_E_NOMEM, "out of memory");
   cat_imgpool_put(wc->pool, e->img);
   e->img = dst;

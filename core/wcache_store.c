@@ -172,14 +172,15 @@ leave:
  * An UPDATE or DELETE writes in the order of the table's own scan, chunk after chunk: when
  * its writes move on to another chunk, the one they leave, written in part, is not written
  * again in the statement. Inside a transaction with threads to spare, such a chunk goes to
- * the worker at once (cat_wcache_leave_behind), which re-encodes its written blocks against a copy of
- * the stored chunk's bytes (patch_image) while the statement goes on, instead of at the
- * commit. Writes in another order (a transposed load over stored chunks) would write such a
- * chunk again: the first rewrite waits for the worker's result and stores it (cat_wcache_claim), and
- * nothing more is handed over until the next settle (a statement's end, a savepoint, a
- * flush), so that order pays for one chunk at most. */
+ * the worker at once (cat_wcache_leave_behind), which re-encodes its written blocks against a
+ * copy of the stored chunk's bytes (patch_image) while the statement goes on, instead of at
+ * the commit. Writes in another order (a transposed load over stored chunks) would write such
+ * a chunk again: the first rewrite waits for the worker's result and stores it
+ * (cat_wcache_claim, wcache.c), and nothing more is handed over until the next settle (a
+ * statement's end, a savepoint, a flush), so that order pays for one chunk at most. */
 
-/* A job of cat_wcache_leave_behind: what patch_image needs besides the image, and its result. */
+/* A job of cat_wcache_leave_behind: what patch_image needs besides the image, and its
+ * result. */
 typedef struct wpatch {
   uint64_t *bits;      /* the written items (owned) */
   uint8_t *old;        /* the stored chunk's bytes when handed over (owned) */
@@ -188,7 +189,8 @@ typedef struct wpatch {
   uint8_t *dirty;      /* per block: written (owned, set by the job) */
   int64_t nset;
   bool cleared;
-  bool patched;        /* the job re-encoded it; else store_left does what cat_wcache_store_entry does */
+  bool patched;        /* the job re-encoded it; else store_left does what
+                        * cat_wcache_store_entry does */
 } wpatch;
 
 static void wpatch_free(void *arg) {
@@ -304,8 +306,8 @@ leave:
   return rc;
 }
 
-/* A chunk written wholly into a permuted image, handed to the worker (cat_wcache_store_full): the job
- * puts the image in the chunk's layout (cat_wcache_perm_copy) before compressing it. */
+/* A chunk written wholly into a permuted image, handed to the worker (cat_wcache_store_full):
+ * the job puts the image in the chunk's layout (cat_wcache_perm_copy) before compressing it. */
 typedef struct wperm {
   cat_imgpool *pool;  /* where other goes back, on the caller's thread (wperm_free) */
   uint8_t *other;     /* the image the job fills; after it, the permuted one */

@@ -3,14 +3,14 @@
  * ones (write-behind for loads and UPDATEs).
  *
  * A load in C order completes chunk after chunk; compressing each on the thread that
- * produces the rows held that thread up to a fifth of its time. wcache.c hands a completed
+ * produces the rows held that thread up to a fifth of its time. wcache_store.c hands a completed
  * image here (cat_ws_push); a worker compresses it with the array's parameters and computes
- * its block statistics, and wcache.c takes the results back in the order they were handed
+ * its block statistics, and wcache_store.c takes the results back in the order they were handed
  * over (cat_ws_pop) and stores them itself: the super-chunk, the statistics and every file
  * stay on the caller's thread, and the chunks reach the file in the same order as without
  * the worker, so the bytes written are the same.
  *
- * A job may also bring its own work (cat_ws_push_fn): wcache.c hands over so a chunk an
+ * A job may also bring its own work (cat_ws_push_fn): wcache_store.c hands over so a chunk an
  * UPDATE has left written in part, to be patched against a copy of the stored chunk.
  *
  * The queue holds at most CAT_WS_DEPTH images and CAT_WS_BYTES (bounded memory: a transposed
@@ -19,7 +19,7 @@
  * the caller's next store, that is, its statement. Nothing here reads the array's state but
  * the parameters copied at push time and the statistics' item type, which do not change while
  * jobs are queued (every operation that could change them drains or discards the queue
- * first; see wcache.c).
+ * first; see wcache_store.c and wcache.c).
  */
 #include "array_layer_internal.h"
 

@@ -144,30 +144,40 @@ static void acc_init(caterva_block_stats *s, int stype) {
 /* Fold n consecutive items at p into s, one after the other: a NaN counts as missing, any other
  * item as present, into min, max and sum (floats summed as doubles in item order; an integer
  * sum that overflows is flagged). The running statistics stay in locals (registers): the block
- * check recomputes every decoded block's statistics, so this loop is on every read's path. */
+ * check recomputes every decoded block's statistics, so this loop is on every read's path.
+ * Floats take one pass without branches: min and max skip a NaN by their comparison alone
+ * (`v < mn ? v : mn` keeps mn for a NaN, as the test did before), NaNs are counted, and the sum
+ * is done again skipping them only when there was one, so the result is that of adding the
+ * present items in order. */
 #define RUN_F(T, CONV)                                                                     \
   {                                                                                        \
     double mn = s->min.f, mx = s->max.f, sm = s->sum.f;                                    \
-    int64_t nv = s->nvalid, nn = s->nnan;                                                  \
+    int64_t nn = 0;                                                                        \
     for (j = 0; j < n; j++) {                                                              \
       T x_;                                                                                \
       double v;                                                                            \
       memcpy(&x_, p + (size_t)j * sizeof x_, sizeof x_);                                   \
       v = CONV(x_);                                                                        \
-      if (v != v) {                                                                        \
-        nn++;                                                                              \
-        continue;                                                                          \
-      }                                                                                    \
-      nv++;                                                                                \
-      if (v < mn) mn = v;                                                                  \
-      if (v > mx) mx = v;                                                                  \
+      nn += v != v;                                                                        \
+      mn = v < mn ? v : mn;                                                                \
+      mx = v > mx ? v : mx;                                                                \
       sm += v;                                                                             \
+    }                                                                                      \
+    if (nn > 0) {                                                                          \
+      sm = s->sum.f;                                                                       \
+      for (j = 0; j < n; j++) {                                                            \
+        T x_;                                                                              \
+        double v;                                                                          \
+        memcpy(&x_, p + (size_t)j * sizeof x_, sizeof x_);                                 \
+        v = CONV(x_);                                                                      \
+        if (v == v) sm += v;                                                               \
+      }                                                                                    \
     }                                                                                      \
     s->min.f = mn;                                                                         \
     s->max.f = mx;                                                                         \
     s->sum.f = sm;                                                                         \
-    s->nvalid = nv;                                                                        \
-    s->nnan = nn;                                                                          \
+    s->nvalid += n - nn;                                                                   \
+    s->nnan += nn;                                                                         \
   }                                                                                        \
   break;
 #define RUN_I(T, U, F, CONV)                                                               \

@@ -105,6 +105,10 @@ void caterva_ctx_set_interrupt(caterva_ctx *ctx, int (*fn)(void *arg), void *arg
 void caterva_test_fail_io(int64_t n, int err, int sticky);
 /** Counted calls since the hook was last armed (to size a sweep over n). */
 int64_t caterva_test_io_calls(void);
+/** The bytes of an open transaction's last chunks that a contiguous file holds in memory
+ * before writing them (default 8 MiB; 0: each chunk written at once, as files bigger than
+ * that are), so that tests reach both paths. Process-wide; set it while no file is written. */
+void caterva_test_hold_max(int64_t n);
 /** @} */
 
 /** @defgroup chunk Blosc2 chunks

@@ -1,7 +1,8 @@
 /*
  * frame_contig.c -- contiguous frame files: the read-only map of the file (with room to
  * grow), opening (leftovers of an interrupted commit cut), chunks appended after the written
- * end, the in-place commit whose crash order frame_file.c describes, copies of one chunk for
+ * end (the open transaction's last ones held in memory), the in-place commit whose crash
+ * order frame_file.c describes, copies of one chunk for
  * a value-fill growth, and reading a chunk the open transaction wrote. The packed rewrite
  * (compaction) is in frame_pack.c.
  */
@@ -151,18 +152,105 @@ fail:
   return rc;
 }
 
-/* Write a stored chunk after the end of what is written (never over a committed byte). */
+/* ---- the open transaction's last chunks, held in memory --------------------------------
+ *
+ * A transaction's chunks go after the written end, where no committed byte lives. The last of
+ * them, up to CAT_PEND_MAX bytes, are held in sc->pend instead of being written at once: they
+ * are the file's bytes [pend_off, wend), and the file itself ends at pend_off meanwhile. A
+ * commit in place writes them first (pend_spill), in one write; a packed commit reads them
+ * from here into the new file, so that a file it replaces never receives them (a slab UPDATE
+ * that rewrites a quarter of a file wrote that quarter twice). Nothing of a transaction is
+ * durable before its commit, so holding its bytes changes no crash state. */
+#define CAT_PEND_MAX ((size_t)8 << 20)
+
+static size_t pend_max = CAT_PEND_MAX;
+
+void caterva_test_hold_max(int64_t n) {
+  __atomic_store_n(&pend_max, n < 0 ? CAT_PEND_MAX : (size_t)n, __ATOMIC_RELAXED);
+}
+
+/* Write the held chunks where they belong. On failure they stay held (the index of the open
+ * transaction names them; its statement fails, not the chunks before it). */
+static int pend_spill(caterva_ctx *ctx, caterva_schunk *sc) {
+  int rc;
+  if (sc->pend_len == 0) return CATERVA_OK;
+  rc = cat_io_pwrite(ctx, sc->fd, sc->pend, sc->pend_len, sc->pend_off, sc->path);
+  if (rc < 0) {
+    (void)!ftruncate(sc->fd, (off_t)sc->pend_off); /* best effort: past frame_len, ignored */
+    return rc;
+  }
+  sc->pend_len = 0;
+  return CATERVA_OK;
+}
+
+void cat_contig_pend_free(caterva_schunk *sc) {
+  free(sc->pend);
+  sc->pend = NULL;
+  sc->pend_len = sc->pend_cap = 0;
+}
+
+/* Hold cbytes bytes of chunk at wend: 1, or 0 when they do not fit (the caller writes them). */
+static int pend_hold(caterva_schunk *sc, const uint8_t *chunk, int32_t cbytes) {
+  size_t need = sc->pend_len + (size_t)cbytes, max = __atomic_load_n(&pend_max, __ATOMIC_RELAXED);
+  if (need > max || (sc->pend_len > 0 && sc->pend_off + (int64_t)sc->pend_len != sc->wend))
+    return 0;
+  if (need > sc->pend_cap) {
+    size_t cap = sc->pend_cap * 2 > need ? sc->pend_cap * 2 : need;
+    uint8_t *p;
+    if (cap > max) cap = max;
+    if ((p = realloc(sc->pend, cap)) == NULL) return 0;
+    sc->pend = p;
+    sc->pend_cap = cap;
+  }
+  if (sc->pend_len == 0) sc->pend_off = sc->wend;
+  memcpy(sc->pend + sc->pend_len, chunk, (size_t)cbytes);
+  sc->pend_len = need;
+  return 1;
+}
+
+/* The file's bytes [off, off + n) when they are held (a chunk is held whole or not at all). */
+static const uint8_t *pend_at(const caterva_schunk *sc, int64_t off, int64_t n) {
+  if (sc->pend_len == 0 || off < sc->pend_off || n > (int64_t)sc->pend_len ||
+      off - sc->pend_off > (int64_t)sc->pend_len - n)
+    return NULL;
+  return sc->pend + (off - sc->pend_off);
+}
+
+int cat_contig_cut(caterva_ctx *ctx, caterva_schunk *sc, int64_t len) {
+  if (sc->pend_len > 0 && len >= sc->pend_off && len <= sc->wend) {
+    sc->pend_len = (size_t)(len - sc->pend_off); /* the file already ends at pend_off */
+    sc->wend = len;
+    return CATERVA_OK;
+  }
+  if (sc->pend_len > 0 && len > sc->wend) {
+    int rc = pend_spill(ctx, sc);
+    if (rc < 0) return rc;
+  }
+  sc->pend_len = 0;
+  sc->wend = len;
+  return cat_io_truncate(ctx, sc->fd, len, sc->path);
+}
+
+/* Write a stored chunk after the end of what is written (never over a committed byte): held
+ * in memory while it fits, else written after the held ones. */
 int cat_contig_put(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *chunk,
                    int32_t cbytes, int64_t *entry) {
   int64_t off = sc->wend;
-  int rc = cat_io_pwrite(ctx, sc->fd, chunk, (size_t)cbytes, off, sc->path);
-  if (rc < 0) {
-    (void)!ftruncate(sc->fd, (off_t)off); /* best effort: bytes past frame_len are ignored */
-    return rc;
+  int rc;
+  if (!pend_hold(sc, chunk, cbytes)) {
+    CAT_TRY(leave, pend_spill(ctx, sc));
+    off = sc->wend;
+    rc = cat_io_pwrite(ctx, sc->fd, chunk, (size_t)cbytes, off, sc->path);
+    if (rc < 0) {
+      (void)!ftruncate(sc->fd, (off_t)off); /* best effort: bytes past frame_len are ignored */
+      goto leave;
+    }
   }
   *entry = off - sc->header_len;
   sc->wend = off + cbytes;
-  return CATERVA_OK;
+  rc = CATERVA_OK;
+leave:
+  return rc;
 }
 
 /* The in-place commit described at the top of frame_file.c, of everything written up to
@@ -174,6 +262,7 @@ int cat_contig_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, in
   int64_t f0 = sc->frame_len, off = sc->wend, section = off - sc->header_len, hlen;
   int rc;
   memset(&pl, 0, sizeof pl);
+  CAT_TRY(undo, pend_spill(ctx, sc));
   pl.entries = entries;
   pl.cbytes = section;
   rc = cat_plan_finish(ctx, sc, CAT_FRAME_CONTIGUOUS, &pl, n, nbytes);
@@ -237,6 +326,7 @@ int cat_contig_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, in
 undo:
   (void)!ftruncate(sc->fd, (off_t)f0);
   sc->wend = f0;
+  sc->pend_len = 0; /* as the bytes written past f0: the transaction is rolled back */
 leave:
   free(tail);
   cat_plan_free(&pl);
@@ -249,9 +339,11 @@ leave:
 int cat_contig_put_copies(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *chunk,
                           int32_t cbytes, const int64_t *map, int64_t n,
                           int64_t *entries) {
-  int64_t start = sc->wend, off = start, todo = 0, total, per;
+  int64_t start, off, todo = 0, total, per;
   uint8_t *buf = NULL;
-  int rc = CATERVA_OK;
+  int rc = pend_spill(ctx, sc);
+  if (rc < 0) return rc;
+  start = off = sc->wend;
   for (int64_t i = 0; i < n; i++) todo += map[i] < 0;
   total = todo;
   per = CAT_COPIES_WRITE / cbytes > 0 ? CAT_COPIES_WRITE / cbytes : 1;
@@ -285,11 +377,13 @@ leave:
 int cat_file_pending_size(caterva_ctx *ctx, caterva_schunk *sc, int64_t entry, int32_t *len) {
   uint8_t head[CATERVA_CHUNK_HEADER_SIZE];
   int64_t off = sc->header_len + entry, avail = sc->wend - off;
+  const uint8_t *held;
   int32_t cb;
   int rc = CATERVA_OK;
   CAT_CHECK(leave, sc->fd >= 0 && entry >= 0 && avail >= CATERVA_CHUNK_HEADER_SIZE,
             CATERVA_E_CORRUPT, "chunk entry %lld lies past the written end", (long long)entry);
-  CAT_TRY(leave, cat_io_pread(ctx, sc->fd, head, sizeof head, off, sc->path));
+  if ((held = pend_at(sc, off, sizeof head)) != NULL) memcpy(head, held, sizeof head);
+  else CAT_TRY(leave, cat_io_pread(ctx, sc->fd, head, sizeof head, off, sc->path));
   cb = cat_le32s(head + 12);
   CAT_CHECK(leave, cb >= CATERVA_CHUNK_HEADER_SIZE && cb <= avail, CATERVA_E_CORRUPT,
             "chunk at offset %lld overruns the written end", (long long)entry);
@@ -301,13 +395,15 @@ leave:
 int cat_file_read_pending(caterva_ctx *ctx, caterva_schunk *sc, int64_t entry, uint8_t **out,
                           int32_t *len) {
   uint8_t *buf = NULL;
+  const uint8_t *held;
   int32_t cb = 0;
   int rc = CATERVA_OK;
   *out = NULL;
   CAT_TRY(leave, cat_file_pending_size(ctx, sc, entry, &cb));
   buf = malloc((size_t)cb);
   CAT_CHECK(leave, buf != NULL, CATERVA_E_NOMEM, "out of memory");
-  CAT_TRY(leave, cat_io_pread(ctx, sc->fd, buf, (size_t)cb, sc->header_len + entry, sc->path));
+  if ((held = pend_at(sc, sc->header_len + entry, cb)) != NULL) memcpy(buf, held, (size_t)cb);
+  else CAT_TRY(leave, cat_io_pread(ctx, sc->fd, buf, (size_t)cb, sc->header_len + entry, sc->path));
   *out = buf;
   *len = cb;
   buf = NULL;

@@ -75,6 +75,12 @@ int cat_contig_put_copies(caterva_ctx *ctx, caterva_schunk *sc, const uint8_t *c
                           int32_t cbytes, const int64_t *map, int64_t n, int64_t *entries);
 int cat_contig_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int64_t n,
                       int64_t nbytes, bool full_header, int sync);
+/* The written end moved back to len (a chunk dropped, a savepoint rolled back): the chunks
+ * held in memory past it dropped, the file truncated to it. */
+int cat_contig_cut(caterva_ctx *ctx, caterva_schunk *sc, int64_t len);
+/* The chunks held in memory dropped, their buffer freed (after a packed rewrite holds them,
+ * and when the file is closed). */
+void cat_contig_pend_free(caterva_schunk *sc);
 
 /* ---- frame_pack.c: packed rewrites --------------------------------------------------------- */
 

@@ -11,7 +11,9 @@
  *
  *  Contiguous file, chunk edits and vlmetalayer changes ("commit"):
  *    1. the new chunk (if any), then a new offsets index and a new trailer are written
- *       AFTER the current end of the frame; nothing the current header refers to is touched;
+ *       AFTER the current end of the frame; nothing the current header refers to is touched
+ *       (a transaction's last chunks, up to 8 MiB, are held in memory until this step and
+ *       written in one write: frame_contig.c);
  *    2. fsync;
  *    3. the header bytes [15, 69) (frame_len, nbytes, cbytes, vlmeta flag...) are rewritten
  *       in place with one pwrite -- the commit point; they lie inside the first 512-byte
@@ -119,8 +121,7 @@ void cat_file_drop_chunk(caterva_schunk *sc, int64_t entry) {
     cat_file_unlink_chunk(sc, entry);
     if (entry == sc->next_file - 1) sc->next_file = entry;
   } else if (sc->header_len + entry < sc->wend) {
-    sc->wend = sc->header_len + entry;
-    (void)!ftruncate(sc->fd, (off_t)sc->wend);
+    (void)cat_contig_cut(NULL, sc, sc->header_len + entry); /* best effort, as before */
   }
 }
 
@@ -147,8 +148,7 @@ int cat_file_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, int6
 
 int cat_file_truncate_to(caterva_ctx *ctx, caterva_schunk *sc, int64_t len) {
   if (sc->store != CATERVA_STORE_CONTIGUOUS || sc->fd < 0) return CATERVA_OK;
-  sc->wend = len;
-  return cat_io_truncate(ctx, sc->fd, len, sc->path);
+  return cat_contig_cut(ctx, sc, len);
 }
 
 int cat_file_rewrite(caterva_ctx *ctx, caterva_schunk *sc) {
@@ -187,6 +187,7 @@ void cat_file_close(caterva_schunk *sc) {
   free(sc->written);
   sc->written = NULL;
   sc->nwritten = sc->capwritten = 0;
+  cat_contig_pend_free(sc);
 }
 
 int cat_file_stale(caterva_ctx *ctx, caterva_schunk *sc) {

@@ -153,6 +153,13 @@ struct caterva_schunk {
   caterva_ctx *ictx;         /* private context, created on demand (frame_len of memory) */
   int64_t wend;              /* contiguous file: end of the bytes written (frame_len, or
                               * beyond it while a transaction holds uncommitted chunks) */
+  uint8_t *pend;             /* contiguous writer: the last chunks the open transaction wrote,
+                              * the file's bytes [pend_off, pend_off + pend_len) = [.., wend),
+                              * held here until a commit in place or a cut needs them on disk
+                              * (a packed commit takes them from here: they are never written
+                              * to a file it replaces); frame_contig.c */
+  int64_t pend_off;
+  size_t pend_len, pend_cap;
   cat_txn *txn;              /* open transaction (txn.c), or NULL */
   bool no_autocompact;       /* never compact on our own (the caller holds the lock) */
   bool retain_maps;          /* keep old maps until freed (CATERVA_SC_RETAIN_MAPS) */

@@ -170,6 +170,7 @@ int cat_pack_rewrite_contiguous(caterva_ctx *ctx, caterva_schunk *sc) {
   pl.entries = NULL;
   sc->header_len = pl.header_len;
   sc->frame_len = sc->wend = pl.frame_len;
+  cat_contig_pend_free(sc); /* the chunks held are in the new file */
   sc->cbytes = sc->section = pl.cbytes;
   sc->dead = 0;
   sc->header_unsynced = false;

@@ -26,6 +26,17 @@ static caterva_ctx *ctx;
 static char tmpdir[256];
 static const char *store_name[] = {"memory", "contiguous", "sparse"};
 
+/* Whether a contiguous file holds the transaction's last chunks in memory until the commit
+ * (the default), or writes each at once (caterva_test_hold_max(0): what chunks past 8 MiB
+ * get); the contiguous tests run both ways. */
+static int held;
+
+/* The store's name in the test names, with the way chunks are written. */
+static const char *sname(int store) {
+  if (store != CATERVA_STORE_CONTIGUOUS) return store_name[store];
+  return held ? "contiguous (held)" : "contiguous";
+}
+
 /* ---- files and snapshots ------------------------------------------------------------------ */
 
 /* Every byte of a frame: one file (name ""), or every file of a sparse directory. */
@@ -315,7 +326,8 @@ static int create_frame(const char *path, int store, state *st) {
 }
 
 static void frame_path(char *buf, size_t n, const char *what, int store) {
-  snprintf(buf, n, "%s/%s_%s.%s", tmpdir, what, store_name[store],
+  snprintf(buf, n, "%s/%s_%s%s.%s", tmpdir, what, store_name[store],
+           store == CATERVA_STORE_CONTIGUOUS && held ? "_held" : "",
            store == CATERVA_STORE_SPARSE ? "b2frame" : "b2nd");
 }
 
@@ -360,7 +372,7 @@ static int no_leftovers(const char *path, int store, const char *what) {
 /* ---- 1. rollback is byte-identical --------------------------------------------------------- */
 
 static void test_rollback(int store) {
-  const char *sn = store_name[store];
+  const char *sn = sname(store);
   char path[512];
   caterva_schunk *sc = NULL;
   state *old = malloc(sizeof *old), *st = malloc(sizeof *st);
@@ -378,8 +390,13 @@ static void test_rollback(int store) {
          NMIX, ok ? "ok" : caterva_ctx_errmsg(ctx));
   tap_ok(state_check(sc, st, "inside") && caterva_schunk_in_txn(sc) == 1,
          "%s: inside the transaction the object reads its own changes", sn);
-  ok = snap_take(path, &during) && !snap_same(&before, &during, NULL);
-  tap_ok(ok, "%s: the transaction wrote to the store (%d files now)", sn, during.n);
+  ok = snap_take(path, &during) &&
+       !snap_same(&before, &during, NULL) == !(store == CATERVA_STORE_CONTIGUOUS && held);
+  if (store == CATERVA_STORE_CONTIGUOUS && held)
+    tap_ok(ok, "%s: the transaction's chunks are held: the file is unchanged before the commit",
+           sn);
+  else
+    tap_ok(ok, "%s: the transaction wrote to the store (%d files now)", sn, during.n);
   snap_free(&during);
   ok = caterva_schunk_rollback(ctx, sc) == 0;
   tap_ok(ok && bytes_equal(path, &before, "after rollback"),
@@ -403,7 +420,7 @@ done:
 /* ---- 2. commit shows everything at once ------------------------------------------------- */
 
 static void test_commit(int store) {
-  const char *sn = store_name[store];
+  const char *sn = sname(store);
   char path[512];
   caterva_schunk *sc = NULL, *rd1 = NULL, *rd2 = NULL;
   state *old = malloc(sizeof *old), *st = malloc(sizeof *st);
@@ -498,7 +515,7 @@ static void test_savepoints(int store) {
   static const edit B[] = {{E_APPEND, 0, 203, NULL}, {E_DELETE, 0, 0, NULL}, {E_META, 0, 204, NULL}};
   static const edit C[] = {{E_INSERT, 1, 205, NULL}, {E_VLSET, 0, 206, "extra"}, {E_UPDATE, 2, 207, NULL}};
   static const edit D[] = {{E_APPEND, 0, 208, NULL}, {E_VLSET, 0, 209, "attrs"}, {E_UPDATE, 0, 210, NULL}};
-  const char *sn = store_name[store];
+  const char *sn = sname(store);
   char path[512];
   caterva_schunk *sc = NULL;
   state *s0 = malloc(sizeof *s0), *sa = malloc(sizeof *sa), *sb = malloc(sizeof *sb),
@@ -608,7 +625,7 @@ static void sweep(int store, int err, int sticky, const char *path, const snap *
       "a commit failing before its commit point, then rollback: byte-identical",
       "a commit failing after its commit point: a fresh open reads old or new content",
       "no failure: the new content"};
-  const char *sn = store_name[store], *en = err == ENOSPC ? "ENOSPC" : "EIO";
+  const char *sn = sname(store), *en = err == ENOSPC ? "ENOSPC" : "EIO";
   int all_msg = 1, all_seen = 1, count[NKIND] = {0}, bad[NKIND] = {0};
   for (int64_t n = 1; n <= calls + 1; n++) {
     run r;
@@ -648,7 +665,9 @@ static void sweep(int store, int err, int sticky, const char *path, const snap *
          sticky ? " sticky" : "", (long long)calls);
   tap_ok(all_msg, "%s %s%s: every failure's message says '%s'", sn, en, sticky ? " sticky" : "",
          strerror(err));
-  tap_ok(count[K_EDIT] > 0 && count[K_BEFORE] > 0 && count[K_NONE] == 1,
+  /* held chunks: the edits make no file call, the commit writes them */
+  tap_ok((count[K_EDIT] > 0) == !(store == CATERVA_STORE_CONTIGUOUS && held) &&
+             count[K_BEFORE] > 0 && count[K_NONE] == 1,
          "%s %s%s: the sweep fails edits (%d runs), commits before (%d) and after (%d) the "
          "commit point",
          sn, en, sticky ? " sticky" : "", count[K_EDIT], count[K_BEFORE], count[K_AFTER]);
@@ -659,7 +678,8 @@ static void sweep(int store, int err, int sticky, const char *path, const snap *
 }
 
 /* A rollback whose truncation fails: the object gives up, the file still reads as before and
- * the next writer cuts the leftovers. */
+ * the next writer cuts the leftovers. With the chunks held, a rollback has nothing to cut: it
+ * succeeds with every file call failing, and the file is as before. */
 static void failed_rollback(const char *path, const snap *s, const state *old) {
   caterva_schunk *sc = NULL;
   state *st = malloc(sizeof *st);
@@ -674,23 +694,30 @@ static void failed_rollback(const char *path, const snap *s, const state *old) {
     rc = caterva_schunk_rollback(ctx, sc);
     snprintf(msg, sizeof msg, "%s", caterva_ctx_errmsg(ctx));
     caterva_test_fail_io(0, 0, 0);
-    ok = ok && tu_file_size(path) > (int64_t)s->len[0];
+    ok = ok && (held ? bytes_equal(path, s, "held rollback")
+                     : tu_file_size(path) > (int64_t)s->len[0]);
   }
-  tap_ok(ok && rc < 0 && strstr(msg, strerror(EIO)) != NULL && caterva_schunk_in_txn(sc) == 0,
-         "contiguous: a rollback whose truncate fails reports it (%s)", msg);
+  if (held)
+    tap_ok(ok && rc == 0 && caterva_schunk_in_txn(sc) == 0,
+           "contiguous (held): a rollback makes no file call: with every call failing it "
+           "succeeds, the file byte-identical (%s)", rc < 0 ? msg : "ok");
+  else
+    tap_ok(ok && rc < 0 && strstr(msg, strerror(EIO)) != NULL && caterva_schunk_in_txn(sc) == 0,
+           "contiguous: a rollback whose truncate fails reports it (%s)", msg);
   caterva_schunk_free(sc);
   sc = NULL;
   tap_ok(reopen_check(path, old, "after a failed rollback"),
-         "contiguous: ... the file still reads as the old content");
+         "%s: ... the file still reads as the old content", sname(CATERVA_STORE_CONTIGUOUS));
   ok = caterva_schunk_open(ctx, path, CATERVA_OPEN_WRITE, &sc) == 0 &&
        bytes_equal(path, s, "next writer");
-  tap_ok(ok, "contiguous: ... and the next writer truncates it back to the old bytes");
+  tap_ok(ok, "%s: ... and the next writer truncates it back to the old bytes",
+         sname(CATERVA_STORE_CONTIGUOUS));
   caterva_schunk_free(sc);
   free(st);
 }
 
 static void test_faults(int store) {
-  const char *sn = store_name[store];
+  const char *sn = sname(store);
   char path[512];
   caterva_schunk *sc = NULL;
   state *old = malloc(sizeof *old), *nu = malloc(sizeof *nu);
@@ -805,7 +832,7 @@ static void test_collect(const char *path, const state *old) {
 }
 
 static void test_crash(int store) {
-  const char *sn = store_name[store];
+  const char *sn = sname(store);
   char path[512];
   caterva_schunk *sc = NULL;
   state *old = malloc(sizeof *old), *nu = malloc(sizeof *nu);
@@ -831,7 +858,10 @@ static void test_crash(int store) {
   }
   ok = ok && crash_child(path, 0) == 0;
   tap_ok(ok, "%s: child wrote a transaction and died without commit", sn);
-  if (store == CATERVA_STORE_CONTIGUOUS)
+  if (store == CATERVA_STORE_CONTIGUOUS && held) /* nothing reached the file */
+    tap_ok(tu_file_size(path) == (int64_t)s.len[0], "%s: ... leaving %lld bytes past the frame",
+           sn, (long long)(tu_file_size(path) - (int64_t)s.len[0]));
+  else if (store == CATERVA_STORE_CONTIGUOUS)
     tap_ok(tu_file_size(path) > (int64_t)s.len[0], "%s: ... leaving %lld bytes past the frame", sn,
            (long long)(tu_file_size(path) - (int64_t)s.len[0]));
   else
@@ -871,7 +901,7 @@ static void test_compact(int store) {
   static const edit t1[] = {{E_UPDATE, 1, 301, NULL}, {E_APPEND, 0, 302, NULL}};
   static const edit t2[] = {{E_UPDATE, 0, 303, NULL}, {E_DELETE, 2, 0, NULL}, {E_VLSET, 0, 304, "attrs"}};
   static const edit t3[] = {{E_UPDATE, 3, 305, NULL}, {E_INSERT, 1, 306, NULL}};
-  const char *sn = store_name[store];
+  const char *sn = sname(store);
   char path[512];
   caterva_schunk *sc = NULL, *rd = NULL;
   state *st = malloc(sizeof *st), *s1 = malloc(sizeof *s1);
@@ -928,6 +958,47 @@ done:
 /* The edits of t committed on a fresh contiguous frame at path: with pack, as one packed
  * commit; without, in place and then compacted. The counted file calls of both steps in
  * *calls; the old file (an open descriptor on the inode that was at path) in *oldfd. */
+/* Chunks past the room for held ones: the held ones are written first. When that write fails,
+ * only the edit that needed it fails; the held chunks stay the transaction's, the next edit
+ * writes them, and the commit has every edit that succeeded. */
+static void test_hold_spill(void) {
+  static const edit one = {E_UPDATE, 1, 201, NULL}, two = {E_UPDATE, 2, 202, NULL},
+                    three = {E_UPDATE, 3, 203, NULL};
+  char path[512];
+  caterva_schunk *sc = NULL;
+  state *st = malloc(sizeof *st);
+  uint8_t *chunk = malloc(CS + CATERVA_CHUNK_MAX_OVERHEAD);
+  int32_t cb = -1;
+  int ok, failed = 0;
+  snap before, during;
+  memset(&before, 0, sizeof before);
+  memset(&during, 0, sizeof during);
+  frame_path(path, sizeof path, "spill", CATERVA_STORE_CONTIGUOUS);
+  ok = st != NULL && chunk != NULL && create_frame(path, CATERVA_STORE_CONTIGUOUS, st) &&
+       caterva_schunk_open(ctx, path, CATERVA_OPEN_WRITE, &sc) == 0 && snap_take(path, &before);
+  if (ok) cb = compress(sc, 201, chunk);
+  caterva_test_hold_max(cb + cb / 2); /* room for one of these chunks, not two */
+  ok = ok && cb > 0 && caterva_schunk_begin(ctx, sc) == 0 && do_edit(sc, st, &one) == 0 &&
+       snap_take(path, &during) && snap_same(&before, &during, NULL);
+  caterva_test_fail_io(1, EIO, 0);
+  failed = ok && do_edit(sc, st, &two) < 0;
+  caterva_test_fail_io(0, 0, 0);
+  tap_ok(ok && failed && strstr(caterva_ctx_errmsg(ctx), strerror(EIO)) != NULL &&
+             state_check(sc, st, "after the failed write of the held chunk"),
+         "held chunks: the write of the held chunk fails the edit that needed room (%s); the "
+         "transaction still reads the held chunk and not the failed edit",
+         caterva_ctx_errmsg(ctx));
+  ok = ok && failed && do_edit(sc, st, &three) == 0 && caterva_schunk_commit(ctx, sc, 1) == 0;
+  caterva_schunk_free(sc);
+  caterva_test_hold_max(-1);
+  tap_ok(ok && reopen_check(path, st, "after the commit"),
+         "held chunks: the next edit writes them, and the commit has the edits that succeeded");
+  snap_free(&before);
+  snap_free(&during);
+  free(chunk);
+  free(st);
+}
+
 static int pack_run(const char *path, int pack, const edit *t, int nt, state *st, int64_t *calls,
                     int *oldfd, caterva_schunk **rd) {
   caterva_schunk *sc = NULL;
@@ -979,12 +1050,18 @@ static void test_commit_pack(void) {
   tap_ok(state_check(rd, old, "reader opened before the packed commit"),
          "commit pack: a reader opened before it still reads the old content");
   {
-    /* (the transaction's chunks went past its end, where readers never look) */
+    /* the transaction's chunks were held in memory and went into the new file only: the old
+     * file, which a reader may still have open, did not even grow */
     uint8_t *buf = malloc(before.len[0]);
     ssize_t got = buf != NULL ? pread(fd, buf, before.len[0], 0) : -1;
+    struct stat fs;
+    int st_ok = fstat(fd, &fs) == 0;
     tap_ok(got == (ssize_t)before.len[0] && memcmp(buf, before.data[0], before.len[0]) == 0,
            "commit pack: the old file's committed bytes are all as they were (%zd of %zu; the "
            "header not rewritten)", got, before.len[0]);
+    tap_ok(st_ok && fs.st_size == (off_t)before.len[0],
+           "commit pack: the replaced file received none of the transaction's chunks (%lld "
+           "bytes, %zu before)", (long long)fs.st_size, before.len[0]);
     free(buf);
   }
   ok = pack_run(path2, 0, t, 4, st2, &calls_inplace, &fd2, &rd2) && snap_take(path, &packed) &&
@@ -1093,7 +1170,10 @@ int main(void) {
     tap_ok(0, "setup");
     return tap_done();
   }
-  for (int store = CATERVA_STORE_CONTIGUOUS; store <= CATERVA_STORE_SPARSE; store++) {
+  for (int run = 0; run < 3; run++) { /* contiguous writing at once, held, then sparse */
+    int store = run < 2 ? CATERVA_STORE_CONTIGUOUS : CATERVA_STORE_SPARSE;
+    held = run == 1;
+    caterva_test_hold_max(held ? -1 : 0);
     test_rollback(store);
     test_commit(store);
     test_savepoints(store);
@@ -1101,7 +1181,10 @@ int main(void) {
     test_crash(store);
     test_compact(store);
   }
+  held = 1; /* the library's default from here on */
+  caterva_test_hold_max(-1);
   test_nosync();
+  test_hold_spill();
   test_commit_pack();
   poster = pthread_self();
   test_release_maps_later();

@@ -2,9 +2,8 @@
  * frame_contig.c -- contiguous frame files: the read-only map of the file (with room to
  * grow), opening (leftovers of an interrupted commit cut), chunks appended after the written
  * end (the open transaction's last ones held in memory), the in-place commit whose crash
- * order frame_file.c describes, copies of one chunk for
- * a value-fill growth, and reading a chunk the open transaction wrote. The packed rewrite
- * (compaction) is in frame_pack.c.
+ * order frame_file.c describes, copies of one chunk for a value-fill growth, and reading a
+ * chunk the open transaction wrote. The packed rewrite (compaction) is in frame_pack.c.
  */
 #include "frame_disk_internal.h"
 

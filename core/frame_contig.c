@@ -188,6 +188,12 @@ void cat_contig_pend_free(caterva_schunk *sc) {
   sc->pend_len = sc->pend_cap = 0;
 }
 
+/* An empty buffer of more than 1 MiB is given back (a file left open after a large
+ * transaction keeps no more); a small one stays for the next transaction's chunks. */
+static void pend_trim(caterva_schunk *sc) {
+  if (sc->pend_len == 0 && sc->pend_cap > ((size_t)1 << 20)) cat_contig_pend_free(sc);
+}
+
 /* Hold cbytes bytes of chunk at wend: 1, or 0 when they do not fit (the caller writes them). */
 static int pend_hold(caterva_schunk *sc, const uint8_t *chunk, int32_t cbytes) {
   size_t need = sc->pend_len + (size_t)cbytes, max = __atomic_load_n(&pend_max, __ATOMIC_RELAXED);
@@ -219,6 +225,7 @@ int cat_contig_cut(caterva_ctx *ctx, caterva_schunk *sc, int64_t len) {
   if (sc->pend_len > 0 && len >= sc->pend_off && len <= sc->wend) {
     sc->pend_len = (size_t)(len - sc->pend_off); /* the file already ends at pend_off */
     sc->wend = len;
+    pend_trim(sc);
     return CATERVA_OK;
   }
   if (sc->pend_len > 0 && len > sc->wend) {
@@ -227,6 +234,7 @@ int cat_contig_cut(caterva_ctx *ctx, caterva_schunk *sc, int64_t len) {
   }
   sc->pend_len = 0;
   sc->wend = len;
+  pend_trim(sc);
   return cat_io_truncate(ctx, sc->fd, len, sc->path);
 }
 
@@ -318,6 +326,7 @@ int cat_contig_commit(caterva_ctx *ctx, caterva_schunk *sc, int64_t *entries, in
     goto leave;
   }
   sc->header_unsynced = sync == CATERVA_SYNC_NORMAL;
+  pend_trim(sc);
   sc->dead += f0 - (sc->header_len + sc->section);
   sc->frame_len = sc->wend = off;
   sc->cbytes = sc->section = section;

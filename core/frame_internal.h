@@ -157,7 +157,8 @@ struct caterva_schunk {
                               * the file's bytes [pend_off, pend_off + pend_len) = [.., wend),
                               * held here until a commit in place or a cut needs them on disk
                               * (a packed commit takes them from here: they are never written
-                              * to a file it replaces); frame_contig.c */
+                              * to a file it replaces; emptied, more than 1 MiB of it is
+                              * freed); frame_contig.c */
   int64_t pend_off;
   size_t pend_len, pend_cap;
   cat_txn *txn;              /* open transaction (txn.c), or NULL */

@@ -107,7 +107,9 @@ void caterva_test_fail_io(int64_t n, int err, int sticky);
 int64_t caterva_test_io_calls(void);
 /** The bytes of an open transaction's last chunks that a contiguous file holds in memory
  * before writing them (default 8 MiB; 0: each chunk written at once, as files bigger than
- * that are), so that tests reach both paths. Process-wide; set it while no file is written. */
+ * that are), so that tests reach both paths; n < 0 restores the default. Process-wide; set it
+ * while no file is written. The environment variable CATERVA_HOLD_MAX (bytes) sets it for a
+ * process a test drives through SQL (read once, at the first chunk held). */
 void caterva_test_hold_max(int64_t n);
 /** @} */
 

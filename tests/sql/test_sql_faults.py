@@ -2,8 +2,11 @@
 """Failure safety of SQL writes: ENOSPC and EIO injected into every file-changing call (TAP).
 
 For a contiguous array (with the defaults, whose commit here writes the packed file and renames
-it over the old one; with max_dead=100, whose commit writes in place; and with max_dead=100 and
-synchronous=normal, whose commit skips the sync after the header write) and a sparse array, a write transaction (INSERT ... SELECT of whole chunks,
+it over the old one, the transaction's chunks held in memory until then; the same with
+CATERVA_HOLD_MAX=0, which writes each chunk as a statement stores it, the path of
+transactions past 8 MiB; with max_dead=100, whose commit writes in place; and with
+max_dead=100 and synchronous=normal, whose commit skips the sync after the header write) and a
+sparse array, a write transaction (INSERT ... SELECT of whole chunks,
 UPDATE of a slab, INSERT that grows dimension 0, DELETE of a box, COMMIT) runs in a child
 process whose N-th counted system call (write, pwrite, fsync, ftruncate, rename; see
 core/fileio.c) fails: CATERVA_FAIL_IO="N:ENOSPC", "N:EIO", and the ":sticky" variants that
@@ -142,6 +145,8 @@ def child(path, copy):
     # Sweep.run): commits in place (max_dead=100: this transaction leaves fewer dead bytes
     # than live ones, so nothing packs it), with synchronous=full and normal
     name = os.path.basename(path)
+    if "-unheld-" in name:  # chunks written as the statements store them (the library's
+        os.environ["CATERVA_HOLD_MAX"] = "0"  # path past 8 MiB held), not at COMMIT
     opts = (", max_dead=100" if "-inplace-" in name or "-normal-" in name else "") + \
         (", synchronous=normal" if "-normal-" in name else "")
     db.execute("CREATE VIRTUAL TABLE t USING caterva('%s'%s)" % (path, opts))
@@ -460,12 +465,14 @@ def main():
     t0 = time.time()
     tmp = tempfile.mkdtemp(prefix="caterva-faults-")
     zygotes = Zygotes(JOBS)
-    counts = {}
+    counts, wheres = {}, {}
     try:
-        for layout in ("contiguous", "contiguous-inplace", "contiguous-normal", "sparse"):
+        for layout in ("contiguous", "contiguous-unheld", "contiguous-inplace",
+                       "contiguous-normal", "sparse"):
             s = Sweep(tmp, layout, zygotes)
             count = s.sweep()
             counts[layout] = count
+            wheres[layout] = dict(s.where)
             print("# %s: %d counted calls; %d runs, %d reported an SQL error (%s), %d "
                   "failures after the commit point were not reported (COMMIT succeeded), %d "
                   "sticky runs left bytes past the frame's end (cut by the next writer), %d "
@@ -474,6 +481,15 @@ def main():
                       layout, count, s.runs, s.errors,
                       ", ".join("%s: %d" % kv for kv in sorted(s.where.items())),
                       s.swallowed, s.trailing, s.undo_refused))
+        # held chunks: the statements make no counted call, so every failure is COMMIT's;
+        # written as stored, failures reach the statements too
+        report(set(wheres["contiguous"]) == {"COMMIT"},
+               "contiguous, chunks held: every failure is reported by COMMIT (%s)" %
+               ", ".join("%s: %d" % kv for kv in sorted(wheres["contiguous"].items())))
+        report(any(k != "COMMIT" for k in wheres["contiguous-unheld"]),
+               "contiguous, chunks written as stored: failures are reported by the statements "
+               "too (%s)" % ", ".join("%s: %d" % kv
+                                      for kv in sorted(wheres["contiguous-unheld"].items())))
         # the same transaction with synchronous=normal: one sync fewer (after the header write)
         report(counts["contiguous-normal"] == counts["contiguous-inplace"] - 1,
                "synchronous=normal makes one counted call fewer than full (%d, %d): the sync "

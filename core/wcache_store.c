@@ -47,6 +47,25 @@ static void merge_unwritten(const cat_geom *g, uint8_t *img, const uint64_t *bit
   }
 }
 
+/* What merge_block needs: the image, its written items, its geometry. */
+typedef struct merge_arg {
+  const cat_geom *g;
+  uint8_t *img;
+  const uint64_t *bits;
+} merge_arg;
+
+/* A decoded block of the stored chunk (cat_block_fn): its items the image did not get. Each
+ * block is merged from the decoding thread's scratch as it is decoded, so no buffer of the
+ * old blocks is filled and read back (a slab UPDATE's chunk: 16 blocks of 65 KB, a fresh
+ * megabyte for every chunk at first, each page a fault). */
+static int merge_block(void *arg, int32_t nblock, const uint8_t *data, int w) {
+  const merge_arg *m = arg;
+  (void)w;
+  merge_unwritten(m->g, m->img, m->bits, data, (int64_t)nblock * m->g->blockitems,
+                  m->g->blockitems);
+  return CATERVA_OK;
+}
+
 /* The re-encoding of a chunk written in part (img, bits) from its changed blocks only
  * (cat_chunk_patch) against the stored chunk's bytes chunk/len: the written blocks are
  * completed from the stored chunk's same blocks (decoded alone), the others keep their
@@ -57,7 +76,7 @@ static int32_t patch_image(caterva_ctx *ctx, const cat_geom *g, const caterva_cp
                            uint8_t *img, const uint64_t *bits, const uint8_t *chunk,
                            int32_t len, uint8_t *cbuf, int32_t cap, uint8_t *dirty) {
   int32_t nd = 0, *list = NULL, rc;
-  uint8_t *old = NULL;
+  merge_arg m = {g, img, bits};
   dirty_blocks(g, bits, dirty);
   list = malloc((size_t)g->nblocks * sizeof *list);
   CAT_CHECK(leave, list != NULL, CATERVA_E_NOMEM, "out of memory");
@@ -68,18 +87,12 @@ static int32_t patch_image(caterva_ctx *ctx, const cat_geom *g, const caterva_cp
     if (k < end) list[nd++] = j; /* written in part: its other items come from the chunk */
   }
   if (nd > 0) {
-    old = malloc((size_t)nd * (size_t)g->blocksize);
-    CAT_CHECK(leave, old != NULL, CATERVA_E_NOMEM, "out of memory");
-    CAT_TRY(leave, (int)caterva_chunk_decompress_blocks(ctx, chunk, (size_t)len, list, nd, old,
-                                                         (int64_t)nd * g->blocksize));
-    for (int32_t t = 0; t < nd; t++)
-      merge_unwritten(g, img, bits, old + (size_t)t * (size_t)g->blocksize,
-                      (int64_t)list[t] * g->blockitems, g->blockitems);
+    cat_chunk_req req = {chunk, (size_t)len, list, nd, &m};
+    CAT_TRY(leave, cat_chunks_decode_each(ctx, &req, 1, merge_block));
   }
   rc = cat_chunk_patch(ctx, cp, chunk, len, img, g->chunksize, dirty, cbuf, cap);
   if (rc == CATERVA_E_UNSUPPORTED) rc = 0; /* rebuild whole */
 leave:
-  free(old);
   free(list);
   return rc;
 }

@@ -134,6 +134,18 @@ static Stat slab_runs(Bench *b, sqlite3 *db, const char *table, double *cpu_out)
   return st;
 }
 
+/* With BENCH_PERF_CTL naming the control FIFO of `perf record --control fifo:FIFO -D -1`
+ * (which starts with its events disabled), the events are enabled before the UPDATE numbered
+ * BENCH_PERF_SKIP (default 0): a profile of the UPDATEs without the load before them, or
+ * without the first ones too. */
+static void perf_enable(void) {
+  const char *fifo = getenv("BENCH_PERF_CTL");
+  int fd;
+  if (fifo == NULL || (fd = open(fifo, O_WRONLY)) < 0) return;
+  if (write(fd, "enable\n", 7) != 7) fprintf(stderr, "BENCH_PERF_CTL: write failed\n");
+  close(fd);
+}
+
 /* -U: the slab UPDATE alone on a zstd (or lz4) table, -r times, each one's wall and CPU time
  * (for profiling; the first run follows the load). */
 void bench_slab_profile(Bench *b, const char *codec) {
@@ -150,6 +162,7 @@ void bench_slab_profile(Bench *b, const char *codec) {
   sync();
   for (int r = 0; r < b->runs; r++) {
     Timing t;
+    if (r == (getenv("BENCH_PERF_SKIP") ? atoi(getenv("BENCH_PERF_SKIP")) : 0)) perf_enable();
     snprintf(sql, sizeof(sql), "UPDATE s SET value = -1 WHERE a = %d", 17 + r % 180);
     t = bw_timed_sql(b->dbc, sql);
     printf("slab UPDATE, %s: %.2f ms, CPU %.2f ms\n", codec, t.wall, t.cpu);

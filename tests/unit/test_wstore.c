@@ -41,19 +41,30 @@ static double cell(int64_t t, int64_t y, int64_t x, int gen) {
   return (double)(t * 1000 + y * 100 + x) + 0.5 * gen;
 }
 
-static caterva_array *make(caterva_ctx *ctx, const char *path, int sparse) {
+/* A new float64 array of 3 dimensions at path: shape, chunks and blocks by 3 each (geo),
+ * every cell FILL. */
+static caterva_array *make_geo(caterva_ctx *ctx, const char *path, int sparse,
+                               const int64_t geo[9]) {
   caterva_array_params p;
   caterva_array *a = NULL;
   caterva_array_params_init(&p);
   p.ndim = 3;
-  p.shape[0] = T, p.shape[1] = Y, p.shape[2] = X;
-  p.chunkshape[0] = 2, p.chunkshape[1] = 3, p.chunkshape[2] = 4;
-  p.blockshape[0] = 1, p.blockshape[1] = 3, p.blockshape[2] = 2;
+  for (int k = 0; k < 3; k++) {
+    p.shape[k] = geo[k];
+    p.chunkshape[k] = (int32_t)geo[3 + k];
+    p.blockshape[k] = (int32_t)geo[6 + k];
+  }
   p.dtype = "float64";
   p.store = sparse ? CATERVA_STORE_SPARSE : CATERVA_STORE_CONTIGUOUS;
   p.path = path;
   tu_rm_tree(path);
-  if (caterva_array_create(ctx, &p, CATERVA_FILL_VALUE, &FILL, &a) < 0) return NULL;
+  return caterva_array_create(ctx, &p, CATERVA_FILL_VALUE, &FILL, &a) < 0 ? NULL : a;
+}
+
+static caterva_array *make(caterva_ctx *ctx, const char *path, int sparse) {
+  static const int64_t geo[9] = {T, Y, X, 2, 3, 4, 1, 3, 2};
+  caterva_array *a = make_geo(ctx, path, sparse, geo);
+  if (a == NULL) return NULL;
   if (caterva_array_set_fill(ctx, a, &FILL, 1) < 0) { /* what growth fills new cells with */
     caterva_array_free(a);
     return NULL;
@@ -313,20 +324,29 @@ leave:
   return handed;
 }
 
+/* fn (an UPDATE's test: the chunks handed over, its wrong cells in *bad) with 1 and with 2
+ * threads, each into its own array named after stem; 1 when the two arrays' files are the
+ * same. */
+static int both_ways(int64_t (*fn)(int nthreads, const char *path, int sparse, int64_t *bad),
+                     const char *stem, int sparse, int64_t handed[2], int64_t bad[2]) {
+  char p[2][300];
+  for (int i = 0; i < 2; i++) {
+    snprintf(p[i], sizeof p[i], "%s/%s%d-%d.b2nd", tmpdir, stem, i + 1, sparse);
+    handed[i] = fn(i + 1, p[i], sparse, &bad[i]);
+  }
+  return same_files(p[0], p[1], sparse);
+}
+
 static void test_left_behind(caterva_ctx *ctx) {
   for (int sparse = 0; sparse < 2; sparse++) {
-    char p1[300], p2[300];
-    int64_t bad1, bad2, h1, h2;
-    snprintf(p1, sizeof p1, "%s/step1-%d.b2nd", tmpdir, sparse);
-    snprintf(p2, sizeof p2, "%s/step2-%d.b2nd", tmpdir, sparse);
-    h1 = update_step(1, p1, sparse, &bad1);
-    h2 = update_step(2, p2, sparse, &bad2);
+    int64_t h[2], bad[2];
+    int same = both_ways(update_step, "step", sparse, h, bad);
     /* 6 chunks in the step's chunk row: the last is not left before the commit */
-    tap_ok(h1 == 0 && h2 == 5 && bad1 == 0 && bad2 == 0 && same_files(p1, p2, sparse),
+    tap_ok(h[0] == 0 && h[1] == 5 && bad[0] == 0 && bad[1] == 0 && same,
            "%s: one time step written chunk after chunk over stored chunks: %lld of 6 chunks "
            "handed over in part (1 thread: %lld), cells and every block's statistics right "
            "(%lld, %lld wrong), the same bytes as with 1 thread", sparse ? "sparse" : "contiguous",
-           (long long)h2, (long long)h1, (long long)bad2, (long long)bad1);
+           (long long)h[1], (long long)h[0], (long long)bad[1], (long long)bad[0]);
   }
   /* written again after being handed over, ROLLBACK TO, ROLLBACK */
   for (int sparse = 0; sparse < 2; sparse++) {
@@ -375,21 +395,6 @@ static void test_left_behind(caterva_ctx *ctx) {
  * caller's thread at the commit. */
 enum { PT = 8, PY = 64, PX = 64 };
 
-static caterva_array *make_part(caterva_ctx *ctx, const char *path, int sparse) {
-  caterva_array_params p;
-  caterva_array *a = NULL;
-  caterva_array_params_init(&p);
-  p.ndim = 3;
-  p.shape[0] = PT, p.shape[1] = PY, p.shape[2] = PX;
-  p.chunkshape[0] = 8, p.chunkshape[1] = 32, p.chunkshape[2] = 64;
-  p.blockshape[0] = 4, p.blockshape[1] = 16, p.blockshape[2] = 32;
-  p.dtype = "float64";
-  p.store = sparse ? CATERVA_STORE_SPARSE : CATERVA_STORE_CONTIGUOUS;
-  p.path = path;
-  tu_rm_tree(path);
-  return caterva_array_create(ctx, &p, CATERVA_FILL_ZEROS, NULL, &a) < 0 ? NULL : a;
-}
-
 /* Every cell with generation 1, or (steps) steps 1 and 6 with generation 2, chunk after
  * chunk as an UPDATE's scan writes them: each chunk is left for the next. */
 static int write_part(caterva_ctx *ctx, caterva_array *a, int steps) {
@@ -404,47 +409,46 @@ static int write_part(caterva_ctx *ctx, caterva_array *a, int steps) {
   return 0;
 }
 
-/* An array loaded, then steps 1 and 6 rewritten, with nthreads; its wrong cells, or -1. */
-static int64_t part_blocks(int nthreads, const char *path, int sparse, int64_t *handed) {
+/* An array loaded, then steps 1 and 6 rewritten, with nthreads; the chunks handed over, and
+ * in *bad its wrong cells (-1: it failed). */
+static int64_t part_blocks(int nthreads, const char *path, int sparse, int64_t *bad) {
+  static const int64_t geo[9] = {PT, PY, PX, 8, 32, 64, 4, 16, 32};
   caterva_ctx *ctx = NULL;
   caterva_array *a = NULL;
-  int64_t start[3] = {0, 0, 0}, stop[3] = {PT, PY, PX}, bad = -1;
+  int64_t start[3] = {0, 0, 0}, stop[3] = {PT, PY, PX}, handed = -1;
   double *buf = malloc((size_t)PT * PY * PX * sizeof *buf);
-  *handed = -1;
+  *bad = -1;
   if (buf == NULL || caterva_ctx_new(nthreads, &ctx) < 0 ||
-      (a = make_part(ctx, path, sparse)) == NULL || caterva_array_begin(ctx, a) < 0 ||
+      (a = make_geo(ctx, path, sparse, geo)) == NULL || caterva_array_begin(ctx, a) < 0 ||
       write_part(ctx, a, 0) < 0 || caterva_array_commit(ctx, a, 0) < 0 ||
       caterva_array_begin(ctx, a) < 0 || write_part(ctx, a, 1) < 0)
     goto leave;
-  *handed = cat_wcache_handed(a);
+  handed = cat_wcache_handed(a);
   if (caterva_array_commit(ctx, a, 0) < 0 ||
       caterva_array_get_slice(ctx, a, start, stop, buf, (int64_t)PT * PY * PX * 8) < 0)
     goto leave;
-  bad = 0;
+  *bad = 0;
   for (int64_t i = 0; i < PT * PY * PX; i++) {
     int64_t t = i / (PY * PX);
-    bad += buf[i] != cell(t, i / PX % PY, i % PX, t == 1 || t == 6 ? 2 : 1);
+    *bad += buf[i] != cell(t, i / PX % PY, i % PX, t == 1 || t == 6 ? 2 : 1);
   }
 leave:
   free(buf);
   caterva_array_free(a);
   caterva_ctx_free(ctx);
-  return bad;
+  return handed;
 }
 
 static void test_part_blocks(void) {
   for (int sparse = 0; sparse < 2; sparse++) {
-    char p1[300], p2[300];
-    int64_t h1, h2, bad1, bad2;
-    snprintf(p1, sizeof p1, "%s/part1-%d.b2nd", tmpdir, sparse);
-    snprintf(p2, sizeof p2, "%s/part2-%d.b2nd", tmpdir, sparse);
-    bad1 = part_blocks(1, p1, sparse, &h1);
-    bad2 = part_blocks(2, p2, sparse, &h2);
-    tap_ok(bad1 == 0 && bad2 == 0 && h1 == 0 && h2 == 1 && same_files(p1, p2, sparse),
+    int64_t h[2], bad[2];
+    int same = both_ways(part_blocks, "part", sparse, h, bad);
+    tap_ok(bad[0] == 0 && bad[1] == 0 && h[0] == 0 && h[1] == 1 && same,
            "%s: two time steps through blocks 4 steps deep: every block written in part "
            "completed from its stored items (wrong cells: %lld with 1 thread, %lld with 2, "
            "whose first chunk went to the worker: %lld handed), the same bytes both ways",
-           sparse ? "sparse" : "contiguous", (long long)bad1, (long long)bad2, (long long)h2);
+           sparse ? "sparse" : "contiguous", (long long)bad[0], (long long)bad[1],
+           (long long)h[1]);
   }
 }
 

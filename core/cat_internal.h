@@ -119,6 +119,11 @@ int cat_chunk_items_planes(caterva_ctx *ctx, const void *chunk, size_t len, int3
 int32_t cat_chunk_patch(caterva_ctx *ctx, const caterva_cparams *cp, const void *old,
                         int32_t oldlen, const void *src, int32_t nbytes, const uint8_t *dirty,
                         void *dst, int32_t dstcap);
+/* True when old's blocks are encoded as cp would encode nbytes bytes, so that cat_chunk_patch
+ * can patch it (the checks it makes before any work); then old has cp's block size, and each
+ * of its blocks decodes to that many bytes. Reads the header only. */
+bool cat_chunk_patchable(const caterva_cparams *cp, const void *old, int32_t oldlen,
+                         int32_t nbytes);
 
 /* Writes bytes [off, off + len) of a content being compressed into dst. */
 typedef void (*cat_fill_fn)(void *arg, int64_t off, int32_t len, uint8_t *dst);

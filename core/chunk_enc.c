@@ -362,6 +362,22 @@ static int32_t cat_assemble_patch(const cat_enc_job *job, const cat_chunk *old,
   return (int32_t)pos;
 }
 
+/* old parsed into *ck with the block size cp gives nbytes in *blocksize, when cat_chunk_patch
+ * can patch it. */
+static bool cat_patch_parse(const caterva_cparams *cp, const void *old, int32_t oldlen,
+                            int32_t nbytes, cat_chunk *ck, int32_t *blocksize) {
+  *blocksize = cat_chosen_blocksize(cp, nbytes);
+  return old != NULL && cp->clevel != 0 && nbytes >= 32 && *blocksize > 0 &&
+         cat_chunk_parse(old, (size_t)oldlen, ck) >= 0 && cat_patchable(ck, cp, nbytes, *blocksize);
+}
+
+bool cat_chunk_patchable(const caterva_cparams *cp, const void *old, int32_t oldlen,
+                         int32_t nbytes) {
+  cat_chunk ck;
+  int32_t blocksize;
+  return cat_patch_parse(cp, old, oldlen, nbytes, &ck, &blocksize);
+}
+
 int32_t cat_chunk_patch(caterva_ctx *ctx, const caterva_cparams *cp, const void *old,
                         int32_t oldlen, const void *src, int32_t nbytes, const uint8_t *dirty,
                         void *dst, int32_t dstcap) {
@@ -374,10 +390,7 @@ int32_t cat_chunk_patch(caterva_ctx *ctx, const caterva_cparams *cp, const void 
   if (rc < 0) return rc;
   if (old == NULL || src == NULL || dirty == NULL || dst == NULL || nbytes <= 0)
     return cat_error(ctx, CATERVA_E_INVALID, "chunk_patch: NULL or empty argument");
-  job.blocksize = cat_chosen_blocksize(cp, nbytes);
-  if (cp->clevel == 0 || nbytes < 32 || job.blocksize <= 0 ||
-      cat_chunk_parse(old, (size_t)oldlen, &ck) < 0 ||
-      !cat_patchable(&ck, cp, nbytes, job.blocksize))
+  if (!cat_patch_parse(cp, old, oldlen, nbytes, &ck, &job.blocksize))
     return CATERVA_E_UNSUPPORTED;
   cat_job_init(&job, ctx, cp, src, nbytes, job.blocksize); /* ck's blocks, as patchable */
   for (int32_t j = 0; j < job.nblocks; j++) ndirty += dirty[j] != 0;

@@ -77,6 +77,10 @@ static int32_t patch_image(caterva_ctx *ctx, const cat_geom *g, const caterva_cp
                            int32_t len, uint8_t *cbuf, int32_t cap, uint8_t *dirty) {
   int32_t nd = 0, *list = NULL, rc;
   merge_arg m = {g, img, bits};
+  /* before decoding anything: merge_block reads a whole block of g's size from each decoded
+   * one, which a stored chunk of another block size (a foreign or hostile file) does not
+   * hold, and a chunk the patch refuses is rebuilt whole from all its blocks anyway */
+  if (!cat_chunk_patchable(cp, chunk, len, g->chunksize)) return 0;
   dirty_blocks(g, bits, dirty);
   list = malloc((size_t)g->nblocks * sizeof *list);
   CAT_CHECK(leave, list != NULL, CATERVA_E_NOMEM, "out of memory");

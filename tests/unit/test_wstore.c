@@ -13,7 +13,8 @@
  *     the worker) keeps the second values;
  *   - block statistics of chunks stored from the worker equal those computed from the file;
  *   - blocks written in part are completed from the stored chunk's own blocks, decoded on
- *     the worker and, in parallel, on the caller's thread;
+ *     the worker and, in parallel, on the caller's thread; a stored chunk of another block
+ *     size is rebuilt whole, not patched;
  *   - the image pool (imgpool.c): images of a slab are 2 MiB-aligned in their slab, distinct,
  *     do not overlap, are writable whole, and come back for reuse; small ones are malloc'ed;
  *     a freed pool's slabs serve the next pool without fresh pages.
@@ -452,6 +453,70 @@ static void test_part_blocks(void) {
   }
 }
 
+/* Chunk 0 of a loaded array stored again with blocks half the array's (the same bytes when
+ * decoded: a foreign or hostile file's chunk), then one cell of it and one of chunk 1 written
+ * with nthreads (with 2, chunk 0 is left to the worker): the patch must refuse that chunk
+ * before decoding any of its blocks into a block of the array's size, and the chunk is
+ * rebuilt whole. The chunks handed over, and in *bad the wrong cells (-1: it failed). */
+static int64_t foreign_blocks(int nthreads, const char *path, int sparse, int64_t *bad) {
+  static const int64_t geo[9] = {PT, PY, PX, 8, 32, 64, 4, 16, 32};
+  caterva_ctx *ctx = NULL;
+  caterva_array *a = NULL;
+  caterva_cparams cp;
+  int64_t start[3] = {0, 0, 0}, stop[3] = {PT, PY, PX}, c0[3] = {1, 2, 3}, c1[3] = {1, 40, 3};
+  int64_t handed = -1, n = (int64_t)PT * PY * PX;
+  const uint8_t *chunk;
+  int32_t len, cap, clen;
+  double *buf = malloc((size_t)n * sizeof *buf), v = -1;
+  uint8_t *raw = NULL, *cbuf = NULL;
+  *bad = -1;
+  if (buf == NULL || caterva_ctx_new(nthreads, &ctx) < 0 ||
+      (a = make_geo(ctx, path, sparse, geo)) == NULL || caterva_array_begin(ctx, a) < 0 ||
+      write_part(ctx, a, 0) < 0 || caterva_array_commit(ctx, a, 0) < 0)
+    goto leave;
+  cp = *caterva_schunk_cparams(a->sc);
+  cp.blocksize = a->g.blocksize / 2;
+  cap = a->g.chunksize + CATERVA_CHUNK_MAX_OVERHEAD;
+  if ((raw = malloc((size_t)a->g.chunksize)) == NULL || (cbuf = malloc((size_t)cap)) == NULL ||
+      caterva_schunk_get_chunk(ctx, a->sc, 0, &chunk, &len) < 0 ||
+      caterva_chunk_decompress(ctx, chunk, (size_t)len, raw, a->g.chunksize) < 0 ||
+      (clen = caterva_chunk_compress(ctx, &cp, raw, a->g.chunksize, cbuf, cap)) < 0 ||
+      caterva_array_begin(ctx, a) < 0 ||
+      caterva_schunk_update_chunk(ctx, a->sc, 0, cbuf, clen) < 0 ||
+      caterva_array_commit(ctx, a, 0) < 0 || caterva_array_begin(ctx, a) < 0 ||
+      caterva_array_set_item(ctx, a, c0, &v) < 0 || caterva_array_set_item(ctx, a, c1, &v) < 0)
+    goto leave;
+  handed = cat_wcache_handed(a);
+  if (caterva_array_commit(ctx, a, 0) < 0 ||
+      caterva_array_get_slice(ctx, a, start, stop, buf, n * 8) < 0)
+    goto leave;
+  *bad = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t t = i / (PY * PX), y = i / PX % PY, x = i % PX;
+    bool set = t == 1 && x == 3 && (y == 2 || y == 40);
+    *bad += buf[i] != (set ? -1 : cell(t, y, x, 1));
+  }
+leave:
+  free(raw);
+  free(cbuf);
+  free(buf);
+  caterva_array_free(a);
+  caterva_ctx_free(ctx);
+  return handed;
+}
+
+static void test_foreign_blocks(void) {
+  for (int sparse = 0; sparse < 2; sparse++) {
+    int64_t h[2], bad[2];
+    int same = both_ways(foreign_blocks, "foreign", sparse, h, bad);
+    tap_ok(bad[0] == 0 && bad[1] == 0 && h[0] == 0 && h[1] == 1 && same,
+           "%s: a stored chunk whose blocks are half the array's, written in part: rebuilt "
+           "whole, not patched (wrong cells: %lld with 1 thread, %lld with 2, whose chunk went "
+           "to the worker: %lld handed), the same bytes both ways", sparse ? "sparse" : "contiguous",
+           (long long)bad[0], (long long)bad[1], (long long)h[1]);
+  }
+}
+
 static void test_rollback(caterva_ctx *ctx) {
   for (int sparse = 0; sparse < 2; sparse++) {
     char path[300], copy[300], cmd[1000];
@@ -749,6 +814,7 @@ int main(void) {
   test_slice_over_pending(ctx);
   test_left_behind(ctx);
   test_part_blocks();
+  test_foreign_blocks();
   test_rollback(ctx);
   test_twice(ctx);
   test_orders(ctx);

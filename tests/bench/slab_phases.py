@@ -8,14 +8,18 @@ Runs `BUILD/tests/bench/bench_write -U CODEC -r RUNS -t DIR` (the cube's slab UP
 functions of the extension that each run once or a few times per UPDATE (none per row, which
 would cost more than they measure), and prints, per UPDATE and as medians:
 
-  statement  xFilter of the scan (cvCursorFilter) to xSync (cvOneSync): SQLite's two passes,
-             the scan into its ephemeral table and the 40,000 xUpdate calls
+  pass 1     xFilter of the scan (cvCursorFilter) to the first chunk the writes take
+             (cat_wcache_claim): SQLite's scan into its ephemeral table, where nothing is
+             written yet
+  pass 2     from there to xSync (cvOneSync): the 40,000 xUpdate calls, chunk after chunk
+             (cat_wcache_claim once per chunk)
   flush      xSync to the end of the write cache's flush (cat_array_commit_finish): the chunks
              not yet re-encoded, on SQLite's thread, the pool's and the write-behind worker
   commit     the commit itself to the end of xCommit (cvOneCommit returns): the packed file
              written, synced, renamed, the directory synced
   worker     time the write-behind worker spent in chunk patches (patch_job) during the
-             statement, and during the flush
+             statement (passes 1 and 2), and during the flush; its start: from the start of
+             pass 2 to the first patch the worker begins
 
 The probes are removed at the end. Figures are wall time on this machine with the probes'
 small cost included; compare them with each other, and the total with bench_write's own.
@@ -27,8 +31,8 @@ import subprocess
 import sys
 import tempfile
 
-FUNCS = ["cvCursorFilter", "cvOneSync", "cat_array_commit_finish", "cvOneCommit%return",
-         "patch_job", "patch_job%return"]
+FUNCS = ["cvCursorFilter", "cat_wcache_claim", "cvOneSync", "cat_array_commit_finish",
+         "cvOneCommit%return", "patch_job", "patch_job%return"]
 
 
 def run(cmd, **kw):
@@ -51,7 +55,8 @@ def parse(text):
 
 
 def phases(ev):
-    """Per UPDATE: statement, flush, commit, worker during statement, worker during flush (ms)."""
+    """Per UPDATE: pass 1, pass 2, flush, commit, worker during the statement, worker during
+    the flush, the worker's start in pass 2, total (ms)."""
     main = next(t for t, _, n in ev if n == "cvCursorFilter")
     out, cur, open_job = [], None, {}
     for tid, t, name in ev:
@@ -59,6 +64,8 @@ def phases(ev):
             cur = {"filter": t, "wstmt": 0.0, "wflush": 0.0}
         elif cur is None:
             continue
+        elif tid == main and name == "cat_wcache_claim":
+            cur.setdefault("claim", t)
         elif tid == main and name == "cvOneSync":
             cur["sync"] = t
         elif tid == main and name == "cat_array_commit_finish":
@@ -69,6 +76,7 @@ def phases(ev):
             cur = None
         elif tid != main and name == "patch_job":
             open_job[tid] = t
+            cur.setdefault("wstart", t)
         elif tid != main and name == "patch_job__return" and tid in open_job:
             t0 = open_job.pop(tid)
             cut = cur.get("sync", t)
@@ -76,10 +84,12 @@ def phases(ev):
             cur["wflush"] += max(0.0, t - max(t0, cut))
     rows = []
     for c in out:
-        if "sync" not in c:
+        if "sync" not in c or "claim" not in c:
             continue
-        rows.append(((c["sync"] - c["filter"]) * 1e3, (c["finish"] - c["sync"]) * 1e3,
-                     (c["end"] - c["finish"]) * 1e3, c["wstmt"] * 1e3, c["wflush"] * 1e3,
+        start = c.get("wstart", c["sync"])
+        rows.append(((c["claim"] - c["filter"]) * 1e3, (c["sync"] - c["claim"]) * 1e3,
+                     (c["finish"] - c["sync"]) * 1e3, (c["end"] - c["finish"]) * 1e3,
+                     c["wstmt"] * 1e3, c["wflush"] * 1e3, (start - c["claim"]) * 1e3,
                      (c["end"] - c["filter"]) * 1e3))
     return rows
 
@@ -114,7 +124,8 @@ def main():
     if not rows:
         print("no UPDATE seen in the probes' events", file=sys.stderr)
         return 1
-    hdr = ("statement", "flush", "commit", "worker in statement", "worker in flush", "total")
+    hdr = ("pass 1", "pass 2", "flush", "commit", "worker in statement", "worker in flush",
+           "worker's start in pass 2", "total")
     print("| UPDATE | " + " | ".join(hdr) + " |")
     print("|---:|" + "---:|" * len(hdr))
     for i, row in enumerate(rows):

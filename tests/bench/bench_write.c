@@ -17,7 +17,8 @@
  *   -g  new chunks of the fill growths of section 6 (default 1000000)
  *   -G  new chunks of the sparse growth with a value fill (default 100000: a million files
  *       take minutes to create and to remove on ext4; the floor is measured with as many)
- *   -D  max_dead= of the tables whose commits section 3 times (default: the extension's, 1)
+ *   -D  max_dead= of the tables whose commits section 3 times, and of -U's (default: the
+ *       extension's, 1)
  *   -k  keep the scratch files
  *   -l  the load only (section 1 and the sizes; for profiling)
  *   -C  the commits only (section 3, after loading t and p untimed)

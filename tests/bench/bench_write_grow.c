@@ -149,14 +149,14 @@ static void perf_enable(void) {
 /* -U: the slab UPDATE alone on a zstd (or lz4) table, -r times, each one's wall and CPU time
  * (for profiling; the first run follows the load). */
 void bench_slab_profile(Bench *b, const char *codec) {
-  char sql[3000];
+  char sql[3000], md[64];
   const char *skip = getenv("BENCH_PERF_SKIP");
   int first = skip != NULL ? atoi(skip) : 0; /* the UPDATE perf_enable comes before */
   if (strcmp(codec, "zstd") != 0 && strcmp(codec, "lz4") != 0) bench_die("-U: zstd or lz4");
   snprintf(sql, sizeof(sql),
            "CREATE VIRTUAL TABLE s USING caterva('%s/s.b2nd', shape='200,200,200', "
            "dtype='float64', chunks='52,100,100', blocks='13,25,25', codec='%s', clevel=5, "
-           "dims='a,b,c')", b->dir, codec);
+           "dims='a,b,c'%s)", b->dir, codec, bw_max_dead_opt(b, md, sizeof(md)));
   bench_exec(b->dbc, sql);
   snprintf(sql, sizeof(sql), "INSERT INTO s(a, b, c, value) SELECT time, lat, lon, %s "
            "FROM bench_grid(200, 200, 200)", CUBE_EXPR);

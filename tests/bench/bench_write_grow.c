@@ -116,22 +116,28 @@ void bench_cube_profile(Bench *b, const char *codec) {
  * 40,000 cells, a quarter of the blocks of the four chunks it crosses (the issue's case); the
  * array with zstd 5 (the default: Zstd level 9 inside, as the reference maps it) and with lz4,
  * whose compression costs little, to show what is compression and what is not. */
-static Stat slab_runs(Bench *b, sqlite3 *db, const char *table, double *cpu_out) {
-  double w[MAXRUNS], c[MAXRUNS];
+/* The sides of section 5, each UPDATEd once a round: the caterva tables, the plain table, and
+ * bench_usink without and with the hidden columns. */
+enum { SLAB_S, SLAB_S4, SLAB_S50, SLAB_PLAIN, SLAB_US, SLAB_UH, SLAB_NSIDE };
+
+/* The slab UPDATEs, the sides taken in turn in each round (K = 17 + round, the same cells in
+ * every table), so that a phase in which this machine runs slower hits every side alike
+ * rather than the runs of one; st gets each side's median. */
+static void slab_rounds(Bench *b, Stat *st) {
+  static const char *const table[SLAB_NSIDE] = {"s", "s4", "s50", "ps", "us", "uh"};
+  double w[SLAB_NSIDE][MAXRUNS], c[SLAB_NSIDE][MAXRUNS];
   char sql[256];
-  Stat st;
-  int r;
-  for (r = 0; r < b->runs; r++) {
-    Timing t;
-    /* a new slab each run (every run changes 40,000 cells), the same ones in every table */
-    snprintf(sql, sizeof(sql), "UPDATE %s SET value = -1 WHERE a = %d", table, 17 + r);
-    t = bw_timed_sql(db, sql);
-    w[r] = t.wall, c[r] = t.cpu;
-    bw_check(sqlite3_changes(db) == 40000, "slab: %s changed %d cells", table, sqlite3_changes(db));
-  }
-  st = bw_stat_of(w, c, b->runs);
-  *cpu_out = st.cpu;
-  return st;
+  for (int r = 0; r < b->runs; r++)
+    for (int i = 0; i < SLAB_NSIDE; i++) {
+      sqlite3 *db = i == SLAB_PLAIN ? b->dbp : b->dbc;
+      Timing t;
+      snprintf(sql, sizeof(sql), "UPDATE %s SET value = -1 WHERE a = %d", table[i], 17 + r);
+      t = bw_timed_sql(db, sql);
+      w[i][r] = t.wall, c[i][r] = t.cpu;
+      bw_check(sqlite3_changes(db) == 40000, "slab: %s changed %d cells", table[i],
+               sqlite3_changes(db));
+    }
+  for (int i = 0; i < SLAB_NSIDE; i++) st[i] = bw_stat_of(w[i], c[i], b->runs);
 }
 
 /* With BENCH_PERF_CTL naming the control FIFO of `perf record --control fifo:FIFO -D -1`
@@ -181,8 +187,8 @@ void bench_slab(Bench *b) {
   enum { NARR = sizeof(arr) / sizeof(arr[0]) };
   const char *expr = CUBE_EXPR;
   char sql[3000];
-  double n, sum[NARR], sp, dummy, cpu;
-  Stat st[NARR], p, fl, fh;
+  double n, sum[NARR], sp, dummy;
+  Stat st[NARR], all[SLAB_NSIDE], p, fl, fh;
   Timing tl[NARR], tp;
   long long sizes[NARR];
   size_t i;
@@ -206,12 +212,13 @@ void bench_slab(Bench *b) {
    * would otherwise wait for them (tens of ms, to whichever table syncs first) */
   sync();
   usleep(500 * 1000); /* and the disk left to settle (see flush_dirty) */
-  for (i = 0; i < NARR; i++) st[i] = slab_runs(b, b->dbc, arr[i].name, &cpu);
-  p = slab_runs(b, b->dbp, "ps", &cpu);
-  fl = bw_usink_runs(b->dbc, "CREATE VIRTUAL TABLE temp.us USING bench_usink(a, b, c, 200, 200, "
-                  "200)", "UPDATE us SET value = -1 WHERE a = %d", 17, b->runs, 40000);
-  fh = bw_usink_runs(b->dbc, "CREATE VIRTUAL TABLE temp.us USING bench_usink(a, b, c, 200, 200, "
-                  "200, hidden)", "UPDATE us SET value = -1 WHERE a = %d", 17, b->runs, 40000);
+  bench_exec(b->dbc, "CREATE VIRTUAL TABLE temp.us USING bench_usink(a, b, c, 200, 200, 200);"
+                     "CREATE VIRTUAL TABLE temp.uh USING bench_usink(a, b, c, 200, 200, 200, "
+                     "hidden)");
+  slab_rounds(b, all);
+  bench_exec(b->dbc, "DROP TABLE temp.us; DROP TABLE temp.uh");
+  for (i = 0; i < NARR; i++) st[i] = all[i];
+  p = all[SLAB_PLAIN], fl = all[SLAB_US], fh = all[SLAB_UH];
   for (i = 0; i < NARR; i++) {
     snprintf(sql, sizeof(sql), "SELECT count(*), sum(value) FROM %s", arr[i].name);
     bw_query2(b->dbc, sql, &n, &sum[i]);
@@ -226,7 +233,7 @@ void bench_slab(Bench *b) {
   for (i = 0; i < NARR; i++)
     bw_check(sum[i] == sp, "slab: %s sum %.17g; plain %.17g", arr[i].name, sum[i], sp);
   printf("\n### 5. UPDATE s SET value = -1 WHERE a = K: one slab of the 200x200x200 float64 "
-         "array (%d runs, K = 17, 18, ...; own autocommit transaction; ms)\n\n", b->runs);
+         "array (%d rounds, K = 17, 18, ..., each round's UPDATE of every table in turn; own autocommit transaction; ms)\n\n", b->runs);
   printf("caterva: chunks 52x100x100, blocks 13x25x25, synchronous=full (the default); the slab "
          "crosses 4 chunks and 16 of the 64 blocks of each: 64 blocks of 65 KB re-encoded, 192 "
          "copied. Plain: WITHOUT ROWID table, file database, SQLite's defaults. Loads (not "

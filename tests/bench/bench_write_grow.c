@@ -115,16 +115,15 @@ void bench_cube_profile(Bench *b, const char *codec) {
 /* 5. UPDATE t SET value = -1 WHERE a = K on the 200x200x200 float64 array: one slab of
  * 40,000 cells, a quarter of the blocks of the four chunks it crosses (the issue's case); the
  * array with zstd 5 (the default: Zstd level 9 inside, as the reference maps it) and with lz4,
- * whose compression costs little, to show what is compression and what is not. */
-/* The sides of section 5, each UPDATEd once a round: the caterva tables, the plain table, and
+ * whose compression costs little, to show what is compression and what is not. Its sides,
+ * each UPDATEd once a round: the caterva tables (SLAB_PLAIN of them), the plain table, and
  * bench_usink without and with the hidden columns. */
-enum { SLAB_S, SLAB_S4, SLAB_S50, SLAB_PLAIN, SLAB_US, SLAB_UH, SLAB_NSIDE };
+enum { SLAB_PLAIN = 3, SLAB_US, SLAB_UH, SLAB_NSIDE };
 
-/* The slab UPDATEs, the sides taken in turn in each round (K = 17 + round, the same cells in
- * every table), so that a phase in which this machine runs slower hits every side alike
- * rather than the runs of one; st gets each side's median. */
-static void slab_rounds(Bench *b, Stat *st) {
-  static const char *const table[SLAB_NSIDE] = {"s", "s4", "s50", "ps", "us", "uh"};
+/* The slab UPDATEs of the tables named table[], the sides taken in turn in each round
+ * (K = 17 + round, the same cells in every table), so that a phase in which this machine runs
+ * slower hits every side alike rather than the runs of one; st gets each side's median. */
+static void slab_rounds(Bench *b, const char *const *table, Stat *st) {
   double w[SLAB_NSIDE][MAXRUNS], c[SLAB_NSIDE][MAXRUNS];
   char sql[256];
   for (int r = 0; r < b->runs; r++)
@@ -185,10 +184,13 @@ void bench_slab(Bench *b) {
       {"s50", "zstd", ", max_dead=50", "caterva, zstd 5 + shuffle, max_dead=50 (no compaction "
                                        "at these commits)"}};
   enum { NARR = sizeof(arr) / sizeof(arr[0]) };
+  _Static_assert((int)NARR == (int)SLAB_PLAIN, "section 5: caterva's tables, then the plain one");
+  const char *const side[SLAB_NSIDE] = {arr[0].name, arr[1].name, arr[2].name, "ps", "us", "uh"};
   const char *expr = CUBE_EXPR;
   char sql[3000];
   double n, sum[NARR], sp, dummy;
-  Stat st[NARR], all[SLAB_NSIDE], p, fl, fh;
+  Stat st[SLAB_NSIDE];
+  const Stat *p = &st[SLAB_PLAIN], *fl = &st[SLAB_US], *fh = &st[SLAB_UH];
   Timing tl[NARR], tp;
   long long sizes[NARR];
   size_t i;
@@ -215,10 +217,8 @@ void bench_slab(Bench *b) {
   bench_exec(b->dbc, "CREATE VIRTUAL TABLE temp.us USING bench_usink(a, b, c, 200, 200, 200);"
                      "CREATE VIRTUAL TABLE temp.uh USING bench_usink(a, b, c, 200, 200, 200, "
                      "hidden)");
-  slab_rounds(b, all);
+  slab_rounds(b, side, st);
   bench_exec(b->dbc, "DROP TABLE temp.us; DROP TABLE temp.uh");
-  for (i = 0; i < NARR; i++) st[i] = all[i];
-  p = all[SLAB_PLAIN], fl = all[SLAB_US], fh = all[SLAB_UH];
   for (i = 0; i < NARR; i++) {
     snprintf(sql, sizeof(sql), "SELECT count(*), sum(value) FROM %s", arr[i].name);
     bw_query2(b->dbc, sql, &n, &sum[i]);
@@ -233,7 +233,8 @@ void bench_slab(Bench *b) {
   for (i = 0; i < NARR; i++)
     bw_check(sum[i] == sp, "slab: %s sum %.17g; plain %.17g", arr[i].name, sum[i], sp);
   printf("\n### 5. UPDATE s SET value = -1 WHERE a = K: one slab of the 200x200x200 float64 "
-         "array (%d rounds, K = 17, 18, ..., each round's UPDATE of every table in turn; own autocommit transaction; ms)\n\n", b->runs);
+         "array (%d rounds, K = 17, 18, ..., each round's UPDATE of every table in turn; own "
+         "autocommit transaction; ms)\n\n", b->runs);
   printf("caterva: chunks 52x100x100, blocks 13x25x25, synchronous=full (the default); the slab "
          "crosses 4 chunks and 16 of the 64 blocks of each: 64 blocks of 65 KB re-encoded, 192 "
          "copied. Plain: WITHOUT ROWID table, file database, SQLite's defaults. Loads (not "
@@ -243,23 +244,23 @@ void bench_slab(Bench *b) {
   printf("|---|---|---:|---:|---:|---:|---:|\n");
   for (i = 0; i < NARR; i++)
     printf("| %s | 40000 | %.1f | %.1f | %.1f | %.1f | %.2fx (CPU %.2fx) |\n", arr[i].label,
-           st[i].med, st[i].min, st[i].max, st[i].cpu, p.med / st[i].med, p.cpu / st[i].cpu);
-  printf("| plain | 40000 | %.1f | %.1f | %.1f | %.1f | |\n", p.med, p.min, p.max, p.cpu);
+           st[i].med, st[i].min, st[i].max, st[i].cpu, p->med / st[i].med, p->cpu / st[i].cpu);
+  printf("| plain | 40000 | %.1f | %.1f | %.1f | %.1f | |\n", p->med, p->min, p->max, p->cpu);
   printf("| bench_usink: SQLite's own UPDATE of a virtual table (nothing decoded or stored; "
-         "no commit) | 40000 | %.1f | %.1f | %.1f | %.1f | %.2fx |\n", fl.med, fl.min, fl.max,
-         fl.cpu, p.med / fl.med);
+         "no commit) | 40000 | %.1f | %.1f | %.1f | %.1f | %.2fx |\n", fl->med, fl->min, fl->max,
+         fl->cpu, p->med / fl->med);
   printf("| bench_usink with the caterva table's columns (its 3 hidden `<dim>_index` columns too, "
          "coordinates reported unchanged) | 40000 | %.1f | %.1f | %.1f | %.1f | %.2fx |\n",
-         fh.med, fh.min, fh.max, fh.cpu, p.med / fh.med);
+         fh->med, fh->min, fh->max, fh->cpu, p->med / fh->med);
   printf("\nNo virtual table's UPDATE of these rows can take less than bench_usink's %.1f ms "
          "in this SQLite (%.2fx the plain table's whole UPDATE); caterva's time above that "
          "floor: zstd %.1f ms, lz4 %.1f ms. caterva / bench_usink: zstd %.2fx, lz4 %.2fx, zstd "
          "with max_dead=50 %.2fx (goal <= 2.0x). File bytes after the runs: zstd %lld, lz4 %lld, "
          "max_dead=50 %lld. SQLite's own UPDATE of a table with the caterva table's 7 columns "
          "(bench_usink with hidden) takes %.2fx bench_usink's time; caterva / that: zstd %.2fx, "
-         "lz4 %.2fx.\n", fl.med, fl.med / p.med, st[0].med - fl.med, st[1].med - fl.med,
-         st[0].med / fl.med, st[1].med / fl.med, st[2].med / fl.med, sizes[0], sizes[1], sizes[2],
-         fh.med / fl.med, st[0].med / fh.med, st[1].med / fh.med);
+         "lz4 %.2fx.\n", fl->med, fl->med / p->med, st[0].med - fl->med, st[1].med - fl->med,
+         st[0].med / fl->med, st[1].med / fl->med, st[2].med / fl->med, sizes[0], sizes[1],
+         sizes[2], fh->med / fl->med, st[0].med / fh->med, st[1].med / fh->med);
   for (i = 0; i < NARR; i++) {
     snprintf(sql, sizeof(sql), "DROP TABLE %s", arr[i].name);
     bench_exec(b->dbc, sql);

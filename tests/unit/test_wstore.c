@@ -440,17 +440,25 @@ leave:
   return handed;
 }
 
-static void test_part_blocks(void) {
+/* fn (an UPDATE's test whose first chunk goes to the worker) with 1 and with 2 threads, contiguous
+ * and sparse: no wrong cell, one chunk handed over with 2 threads, none with 1, the same bytes
+ * both ways; what tells what fn checks. */
+static void one_chunk_handed(int64_t (*fn)(int nthreads, const char *path, int sparse,
+                                           int64_t *bad),
+                             const char *stem, const char *what) {
   for (int sparse = 0; sparse < 2; sparse++) {
     int64_t h[2], bad[2];
-    int same = both_ways(part_blocks, "part", sparse, h, bad);
+    int same = both_ways(fn, stem, sparse, h, bad);
     tap_ok(bad[0] == 0 && bad[1] == 0 && h[0] == 0 && h[1] == 1 && same,
-           "%s: two time steps through blocks 4 steps deep: every block written in part "
-           "completed from its stored items (wrong cells: %lld with 1 thread, %lld with 2, "
-           "whose first chunk went to the worker: %lld handed), the same bytes both ways",
-           sparse ? "sparse" : "contiguous", (long long)bad[0], (long long)bad[1],
-           (long long)h[1]);
+           "%s: %s (wrong cells: %lld with 1 thread, %lld with 2, whose first chunk went to the "
+           "worker: %lld handed), the same bytes both ways", sparse ? "sparse" : "contiguous",
+           what, (long long)bad[0], (long long)bad[1], (long long)h[1]);
   }
+}
+
+static void test_part_blocks(void) {
+  one_chunk_handed(part_blocks, "part", "two time steps through blocks 4 steps deep: every "
+                   "block written in part completed from its stored items");
 }
 
 /* Chunk 0 of a loaded array stored again with blocks half the array's (the same bytes when
@@ -506,15 +514,8 @@ leave:
 }
 
 static void test_foreign_blocks(void) {
-  for (int sparse = 0; sparse < 2; sparse++) {
-    int64_t h[2], bad[2];
-    int same = both_ways(foreign_blocks, "foreign", sparse, h, bad);
-    tap_ok(bad[0] == 0 && bad[1] == 0 && h[0] == 0 && h[1] == 1 && same,
-           "%s: a stored chunk whose blocks are half the array's, written in part: rebuilt "
-           "whole, not patched (wrong cells: %lld with 1 thread, %lld with 2, whose chunk went "
-           "to the worker: %lld handed), the same bytes both ways", sparse ? "sparse" : "contiguous",
-           (long long)bad[0], (long long)bad[1], (long long)h[1]);
-  }
+  one_chunk_handed(foreign_blocks, "foreign", "a stored chunk whose blocks are half the "
+                   "array's, written in part: rebuilt whole, not patched");
 }
 
 static void test_rollback(caterva_ctx *ctx) {
